@@ -1,0 +1,40 @@
+/* Wire protocol between the local backend and its per-command runner, agentsbx-run.
+ *
+ * The backend starts `agentsbx-run --proto 1 [--rlimit NAME=VALUE]... -- ARGV...` with the
+ * command's environment, its working directory already set, the command's stdio on fds 0-2
+ * and one end of a SOCK_SEQPACKET socketpair on fd 3 (the control channel).
+ *
+ * The runner becomes a child subreaper in its own session, starts the command in a new
+ * session, and from then on:
+ *  - on a SBX_RUN_SIGNAL request, sends the signal to the command's process group;
+ *  - on SBX_RUN_KILL, or when the control channel closes (the host died), kills every
+ *    process below it and exits;
+ *  - when the command's main process ends, kills whatever the command left behind, reaps it,
+ *    sends one SBX_RUN_EXITED report and exits 0.
+ * A command that cannot be executed ends with code 127 (not found) or 126 (other errors) after
+ * the runner wrote the reason to the command's stderr.
+ */
+#ifndef SBX_RUN_PROTO_H
+#define SBX_RUN_PROTO_H
+
+#include <stdint.h>
+
+#define SBX_RUN_PROTO_VERSION 1
+#define SBX_RUN_CONTROL_FD 3
+
+enum sbx_run_op { SBX_RUN_SIGNAL = 1, SBX_RUN_KILL = 2 };
+
+struct sbx_run_request {
+	uint32_t op;
+	int32_t sig;
+};
+
+enum sbx_run_report_kind { SBX_RUN_EXITED = 1 };
+
+struct sbx_run_report {
+	uint32_t kind;
+	int32_t exit_code;   /* -1 when signalled */
+	int32_t term_signal; /* 0 when exited */
+};
+
+#endif

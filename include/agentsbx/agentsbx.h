@@ -1,0 +1,325 @@
+/*
+ * libagentsbx — isolated workspaces for AI-agent harnesses.
+ *
+ * This is the public API: the only header most users include.
+ *
+ * Conventions that hold for every function below unless its comment says otherwise:
+ *  - Functions return 0 on success or a negative error code (-SBX_E...). The codes that have an
+ *    errno twin use the errno's value, so -SBX_ENOENT == -ENOENT.
+ *  - After a failure, sbx_last_error() returns a sentence that names what failed and why. The
+ *    message is thread-local and stays valid until the next failing call on the same thread.
+ *  - No function aborts, exits, or prints to the host's stdout or stderr.
+ *  - Memory the library returns is released with sbx_free() (strings and buffers) or the
+ *    type's own free function; never with the caller's free().
+ *  - Option structs start with `size_t size`: set it to sizeof the struct you compiled against.
+ *    The library reads only the fields that size covers, so newer fields can be appended without
+ *    breaking old callers. A NULL options pointer means "all defaults".
+ *  - Strings are NUL-terminated UTF-8. Paths handed to the file functions are either relative to
+ *    the workspace root or absolute paths under sbx_workspace_root(); anything that resolves
+ *    outside the root fails with -SBX_EESCAPE.
+ *
+ * Thread safety: a workspace handle may be used by several threads at once for sbx_exec,
+ * sbx_exec_shell, sbx_process_spawn and the file functions. sbx_workspace_reset and
+ * sbx_workspace_close must not run concurrently with any other call on the same workspace.
+ * A process handle (sbx_process) belongs to one thread at a time.
+ */
+#ifndef AGENTSBX_H
+#define AGENTSBX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SBX_API __attribute__((visibility("default")))
+#else
+#define SBX_API
+#endif
+
+/* The ABI version this header describes; compare with sbx_abi_version() at run time. */
+#define SBX_ABI_VERSION 1
+
+/* Error codes. Functions return their negation (-SBX_EINVAL). */
+enum sbx_error {
+	SBX_OK = 0,
+	SBX_EPERM = 1,         /* operation not permitted (by the sandbox or the host) */
+	SBX_ENOENT = 2,        /* no such file, backend, workspace or process */
+	SBX_EIO = 5,           /* I/O error, or a helper process died unexpectedly */
+	SBX_E2BIG = 7,         /* argument list, environment or input too large */
+	SBX_EBADF = 9,         /* stream not open (stdin already closed, fd gone) */
+	SBX_ENOMEM = 12,       /* out of memory */
+	SBX_EACCES = 13,       /* permission denied */
+	SBX_EBUSY = 16,        /* resource busy */
+	SBX_EEXIST = 17,       /* already exists */
+	SBX_ENOTDIR = 20,      /* a path component is not a directory */
+	SBX_EISDIR = 21,       /* the path is a directory */
+	SBX_EINVAL = 22,       /* invalid argument or configuration (the message names the field) */
+	SBX_EFBIG = 27,        /* file too large */
+	SBX_ENOSPC = 28,       /* no space left (quota reached) */
+	SBX_ENAMETOOLONG = 36, /* path or name too long */
+	SBX_ENOSYS = 38,       /* the backend or the host does not support this */
+	SBX_ENOTEMPTY = 39,    /* directory not empty */
+	SBX_ELOOP = 40,        /* too many symbolic links */
+	SBX_ETIMEDOUT = 110,   /* a wait ran out of time */
+	/* Library-specific codes, above the errno range. */
+	SBX_ECONFIG = 1001,    /* the configuration JSON is malformed or has a bad value */
+	SBX_EBACKEND = 1002,   /* the backend is unknown or cannot work on this host */
+	SBX_EESCAPE = 1003,    /* a path resolves outside the workspace root */
+	SBX_EABI = 1004,       /* a plugin was built for another ABI version */
+	SBX_EPROTO = 1005,     /* a helper or remote service broke its protocol */
+	SBX_ESTATE = 1006      /* the handle is in the wrong state (closed, already waited) */
+};
+
+/* ---------------------------------------------------------------------------------------
+ * Library-wide
+ * ------------------------------------------------------------------------------------- */
+
+/* The library's version string ("1.0.0"). Static storage. */
+SBX_API const char *sbx_version(void);
+
+/* The ABI version of the loaded library (SBX_ABI_VERSION it was built with). */
+SBX_API int sbx_abi_version(void);
+
+/* The message of the last failing call on this thread ("" if none). Valid until the next
+ * failing call on this thread. */
+SBX_API const char *sbx_last_error(void);
+
+/* A generic description of an error code (positive or negative). Static storage. */
+SBX_API const char *sbx_strerror(int code);
+
+/* Releases a string or buffer the library returned. NULL is ignored. */
+SBX_API void sbx_free(void *ptr);
+
+/* Writes a JSON array describing every backend this library can reach (built-in and plugins
+ * found in the plugin directories) and whether it can work on this host:
+ *   [{"backend":"local","available":true,"detail":"..."}, ...]
+ * *json_out is released with sbx_free(). */
+SBX_API int sbx_backends_probe(char **json_out);
+
+/* ---------------------------------------------------------------------------------------
+ * Workspaces
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct sbx_workspace sbx_workspace;
+
+/* Opens a workspace described by a JSON object (NULL or "" means "{}"):
+ *   backend     string  backend name (default "local")
+ *   workdir     string  host directory holding the files; created if missing. Absent: a
+ *                       private temporary directory that is removed at close.
+ *   id          string  [A-Za-z0-9_.-], 1..64 characters, not starting with '.' (default:
+ *                       random)
+ *   env         object  environment of every command: {"NAME": "value"}
+ *   timeout_ms  integer default timeout of each exec in ms (0 = none, the default)
+ *   limits      object  max_output (bytes kept per stream, default 16 MiB), cpu_seconds,
+ *                       memory_bytes, file_size_bytes, open_files, processes, pids
+ *   network     object  {"mode": "none" | "host"}; a backend refuses a mode it cannot enforce
+ *   <backend>   object  options of that backend, under its own name ("docker": {...})
+ * Unknown keys, wrong types and out-of-range values fail with -SBX_ECONFIG and a message that
+ * names the key. On success *out is a new handle, released with sbx_workspace_close(). */
+SBX_API int sbx_workspace_open(const char *config_json, sbx_workspace **out);
+
+/* Stops everything running in the workspace, releases the backend's resources (a temporary
+ * workdir is removed) and frees the handle. The handle is freed even when an error is returned.
+ * NULL is ignored (returns 0). */
+SBX_API int sbx_workspace_close(sbx_workspace *ws);
+
+/* Kills every process of the workspace and returns it to its baseline: a temporary workdir is
+ * emptied; a host workdir keeps its files unless the backend's config asks otherwise. */
+SBX_API int sbx_workspace_reset(sbx_workspace *ws);
+
+/* The workspace id. Valid while the handle is open. */
+SBX_API const char *sbx_workspace_id(const sbx_workspace *ws);
+
+/* The path of the workspace root as commands inside see it ("/workspace" in a sandbox, the
+ * host directory for "local"). Valid while the handle is open. */
+SBX_API const char *sbx_workspace_root(const sbx_workspace *ws);
+
+/* The name of the workspace's backend. Valid while the handle is open. */
+SBX_API const char *sbx_workspace_backend(const sbx_workspace *ws);
+
+/* ---------------------------------------------------------------------------------------
+ * Running commands
+ * ------------------------------------------------------------------------------------- */
+
+/* Stream identifiers used by callbacks and the process API. */
+enum sbx_stream { SBX_STDIN = 0, SBX_STDOUT = 1, SBX_STDERR = 2 };
+
+/* sbx_exec_opts.flags */
+#define SBX_EXEC_CLEAR_ENV     (1u << 0) /* start from an empty environment: only opts.env */
+#define SBX_EXEC_MERGE_STDERR  (1u << 1) /* stderr goes to the stdout stream */
+
+/* Called with output as it arrives, on the thread that called sbx_exec. `data` is valid only
+ * during the call. Delivery stops at the output cap, as storage does. */
+typedef void (*sbx_output_cb)(int stream, const char *data, size_t len, void *userdata);
+
+typedef struct sbx_exec_opts {
+	size_t size;                /* sizeof(sbx_exec_opts) */
+	const char *cwd;            /* working directory: relative to the root or absolute under it;
+	                               NULL = the workspace root */
+	const char *const *env;     /* NULL-terminated "NAME=value" entries added to (or replacing)
+	                               the workspace environment; a bare "NAME" removes NAME */
+	const char *stdin_data;     /* bytes written to the command's stdin, then closed; NULL =
+	                               stdin reads end-of-file at once */
+	size_t stdin_len;
+	int64_t timeout_ms;         /* 0 = the workspace default; -1 = no timeout */
+	size_t max_output;          /* bytes kept per stream; 0 = the workspace default. Output
+	                               beyond it is read and dropped, and the result is marked
+	                               truncated */
+	uint32_t flags;             /* SBX_EXEC_* */
+	sbx_output_cb on_output;    /* optional streaming callback */
+	void *userdata;             /* passed to on_output */
+} sbx_exec_opts;
+
+typedef struct sbx_result sbx_result;
+
+/* Runs argv[0] (looked up in the command's PATH) with the arguments argv[1..] (NULL-terminated)
+ * in the workspace, waits for it and returns its result in *out (release with
+ * sbx_result_free). The command runs in a new session and process group; when its main process
+ * ends or its timeout passes, every process it started is killed. A command that cannot be
+ * started is not an error: its result has exit code 127 (not found) or 126 (not executable)
+ * and the reason on stderr, as a shell reports it. The environment is exactly: PATH (a
+ * default) and HOME (the root), then the workspace's "env", then opts->env; with
+ * SBX_EXEC_CLEAR_ENV only opts->env. */
+SBX_API int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+                     sbx_result **out);
+
+/* sbx_exec of {"/bin/sh", "-c", command}. */
+SBX_API int sbx_exec_shell(sbx_workspace *ws, const char *command, const sbx_exec_opts *opts,
+                           sbx_result **out);
+
+/* Exit code of the command (0..255), or -1 when it was killed by a signal. */
+SBX_API int sbx_result_exit_code(const sbx_result *res);
+/* The signal that killed the command, or 0. */
+SBX_API int sbx_result_signal(const sbx_result *res);
+/* 1 when the timeout killed the command, else 0. */
+SBX_API int sbx_result_timed_out(const sbx_result *res);
+/* 1 when some output was dropped at the cap, else 0. */
+SBX_API int sbx_result_truncated(const sbx_result *res);
+/* The captured stdout (stderr): *len receives its length (may be NULL). The buffer is
+ * NUL-terminated for convenience and owned by the result. Never NULL for a valid result. */
+SBX_API const char *sbx_result_stdout(const sbx_result *res, size_t *len);
+SBX_API const char *sbx_result_stderr(const sbx_result *res, size_t *len);
+/* Wall-clock time from start to exit, in milliseconds. */
+SBX_API int64_t sbx_result_duration_ms(const sbx_result *res);
+/* Releases a result. NULL is ignored. */
+SBX_API void sbx_result_free(sbx_result *res);
+
+/* ---------------------------------------------------------------------------------------
+ * Long-running processes (MCP servers, interactive tools)
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct sbx_process sbx_process;
+
+/* sbx_spawn_opts.flags */
+#define SBX_SPAWN_CLEAR_ENV    SBX_EXEC_CLEAR_ENV
+#define SBX_SPAWN_MERGE_STDERR SBX_EXEC_MERGE_STDERR
+
+typedef struct sbx_spawn_opts {
+	size_t size;                /* sizeof(sbx_spawn_opts) */
+	const char *cwd;            /* as in sbx_exec_opts */
+	const char *const *env;     /* as in sbx_exec_opts */
+	uint32_t flags;             /* SBX_SPAWN_* */
+} sbx_spawn_opts;
+
+/* Starts argv in the workspace with pipes on stdin, stdout and stderr and returns at once.
+ * The same rules as sbx_exec apply (session, environment, exit codes 126/127). Release with
+ * sbx_process_free(), which kills the process tree if it still runs. */
+SBX_API int sbx_process_spawn(sbx_workspace *ws, const char *const argv[],
+                              const sbx_spawn_opts *opts, sbx_process **out);
+
+/* The host-side file descriptor of a stream (SBX_STDIN: the write end; SBX_STDOUT/SBX_STDERR:
+ * the read ends), for poll/epoll/event loops, or -SBX_EBADF if it is closed (stderr when
+ * merged). The fd stays owned by the process handle; it is close-on-exec and blocking (set
+ * O_NONBLOCK yourself if your loop needs it). */
+SBX_API int sbx_process_fd(const sbx_process *proc, int stream);
+
+/* Writes all of data to the command's stdin. A command that has closed its stdin gives
+ * -SBX_EIO ("broken pipe"); the host never receives SIGPIPE. */
+SBX_API int sbx_process_write(sbx_process *proc, const void *data, size_t len);
+
+/* Closes the command's stdin so it reads end-of-file. */
+SBX_API int sbx_process_close_stdin(sbx_process *proc);
+
+/* Reads up to cap bytes of stdout or stderr into buf, waiting at most timeout_ms (-1 = no
+ * limit, 0 = do not wait). *nread is 0 at end-of-file. No data in time: -SBX_ETIMEDOUT. */
+SBX_API int sbx_process_read(sbx_process *proc, int stream, void *buf, size_t cap,
+                             int timeout_ms, size_t *nread);
+
+/* Waits up to timeout_ms (-1 = no limit, 0 = poll) for the command to end. On success stores
+ * its exit code (-1 if signalled) and signal (0 if exited) where the pointers are not NULL.
+ * Still running: -SBX_ETIMEDOUT. May be called again after it succeeded. */
+SBX_API int sbx_process_wait(sbx_process *proc, int timeout_ms, int *exit_code, int *term_signal);
+
+/* Sends a signal to the command's process group. */
+SBX_API int sbx_process_signal(sbx_process *proc, int sig);
+
+/* Kills the command and every process it started. Does not wait; call sbx_process_wait. */
+SBX_API int sbx_process_kill(sbx_process *proc);
+
+/* Kills the process tree if it still runs, reaps it, closes the fds and frees the handle.
+ * NULL is ignored. */
+SBX_API void sbx_process_free(sbx_process *proc);
+
+/* ---------------------------------------------------------------------------------------
+ * Files, confined to the workspace root
+ * ------------------------------------------------------------------------------------- */
+
+/* Largest file sbx_file_read returns (bigger files: -SBX_EFBIG). */
+#define SBX_FILE_READ_MAX ((size_t)1 << 30)
+
+/* Reads a whole regular file. *data is NUL-terminated (not counted in *len) and released with
+ * sbx_free(). */
+SBX_API int sbx_file_read(sbx_workspace *ws, const char *path, char **data, size_t *len);
+
+/* sbx_file_write flags */
+#define SBX_WRITE_MKDIRS  (1u << 0) /* create missing parent directories */
+#define SBX_WRITE_EXCL    (1u << 1) /* fail with -SBX_EEXIST if the file exists */
+
+/* Replaces (or creates) a regular file atomically: readers see the old or the new content,
+ * never a mix, and a crash leaves no partial file. mode 0 = keep the existing file's mode, or
+ * 0644 for a new file. A symlink at the path is replaced, never followed. */
+SBX_API int sbx_file_write(sbx_workspace *ws, const char *path, const void *data, size_t len,
+                           unsigned mode, uint32_t flags);
+
+enum sbx_file_type {
+	SBX_FILE_OTHER = 0,
+	SBX_FILE_REGULAR = 1,
+	SBX_FILE_DIRECTORY = 2,
+	SBX_FILE_SYMLINK = 3
+};
+
+typedef struct sbx_stat {
+	size_t size;                /* sizeof(sbx_stat), set by the caller */
+	int type;                   /* enum sbx_file_type */
+	uint32_t mode;              /* permission bits */
+	uint64_t file_size;         /* bytes */
+	int64_t mtime_sec;          /* modification time */
+	int64_t mtime_nsec;
+} sbx_stat;
+
+/* Stats a path without following a final symlink. */
+SBX_API int sbx_file_stat(sbx_workspace *ws, const char *path, sbx_stat *st);
+
+/* Lists a directory as a JSON array sorted by name:
+ *   [{"name":"a.txt","type":"file","size":12,"mtime":1700000000}, ...]
+ * with type one of "file", "dir", "symlink", "other". *json_out is released with sbx_free(). */
+SBX_API int sbx_file_list(sbx_workspace *ws, const char *path, char **json_out);
+
+/* Creates a directory and its missing parents (mkdir -p). mode 0 = 0755. */
+SBX_API int sbx_file_mkdir(sbx_workspace *ws, const char *path, unsigned mode);
+
+/* sbx_file_remove flags */
+#define SBX_REMOVE_RECURSIVE (1u << 0) /* remove a directory with its contents (rm -r) */
+
+/* Removes a file, symlink or empty directory (with SBX_REMOVE_RECURSIVE, any directory).
+ * Symlinks are removed, never followed. The root itself cannot be removed. */
+SBX_API int sbx_file_remove(sbx_workspace *ws, const char *path, uint32_t flags);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AGENTSBX_H */

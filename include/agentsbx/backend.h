@@ -1,0 +1,138 @@
+/*
+ * libagentsbx — the backend-plugin interface.
+ *
+ * A backend is one ops table. Built-in backends register themselves; others are shared objects
+ * named "<name>.so" in $libdir/agentsbx/backends or in a directory listed in SBX_BACKEND_PATH
+ * (colon-separated, searched first), exporting
+ *
+ *     const sbx_backend_ops *sbx_backend_plugin_entry(void);
+ *
+ * The core owns everything a backend would otherwise repeat: configuration parsing, the
+ * environment, exec loops (pipes, output caps, timeouts, streaming), the process API, and the
+ * file primitives of backends whose files are visible on the host (SBX_BACKEND_CAP_HOST_FILES).
+ * A backend only creates its isolation, starts processes in it and, when its files are not
+ * host-visible, moves files.
+ *
+ * Every function pointer returns 0 or a negative SBX_E code and records a message with
+ * sbx_error_set() on failure. Buffers a backend hands to the core are allocated with malloc().
+ * The interface is versioned separately from the library: SBX_BACKEND_ABI_VERSION.
+ */
+#ifndef AGENTSBX_BACKEND_H
+#define AGENTSBX_BACKEND_H
+
+#include <agentsbx/agentsbx.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SBX_BACKEND_ABI_VERSION 1
+#define SBX_BACKEND_ENTRY_SYMBOL "sbx_backend_plugin_entry"
+
+/* Capability flags (sbx_backend_ops.caps) */
+#define SBX_BACKEND_CAP_HOST_FILES   (1u << 0) /* workspace files live in a host directory that
+                                                  host_dir() names; the core serves file ops */
+#define SBX_BACKEND_CAP_ISOLATED     (1u << 1) /* commands cannot see the host outside the root */
+#define SBX_BACKEND_CAP_NETWORK_NONE (1u << 2) /* can enforce network mode "none" */
+#define SBX_BACKEND_CAP_NETWORK_HOST (1u << 3) /* can give commands the host's network */
+
+/* Resource limits from the "limits" config object; 0 = not set. */
+typedef struct sbx_backend_limits {
+	uint64_t cpu_seconds;
+	uint64_t memory_bytes;
+	uint64_t file_size_bytes;
+	uint64_t open_files;
+	uint64_t processes;
+	uint64_t pids;
+} sbx_backend_limits;
+
+/* What the core hands to open(): the validated configuration. */
+typedef struct sbx_backend_config {
+	size_t size;                  /* sizeof(sbx_backend_config) of the core */
+	const char *id;               /* workspace id */
+	const char *workdir;          /* absolute host directory (exists), or NULL for a backend
+	                                 without SBX_BACKEND_CAP_HOST_FILES and no workdir given */
+	int workdir_is_temporary;     /* 1 when the core made workdir and removes it at close */
+	const char *network_mode;     /* "none" or "host" (validated against caps) */
+	int64_t default_timeout_ms;   /* 0 = none */
+	sbx_backend_limits limits;
+	const char *options_json;     /* the object under the backend's own name, "{}" if absent */
+	const char *config_json;      /* the whole configuration, for backends that want more */
+} sbx_backend_config;
+
+/* One command to start. */
+typedef struct sbx_backend_spawn {
+	size_t size;                  /* sizeof(sbx_backend_spawn) of the core */
+	const char *const *argv;      /* NULL-terminated, argv[0] non-empty */
+	const char *const *envp;      /* the final environment, NULL-terminated "NAME=value" */
+	const char *cwd;              /* the working directory as commands see it (absolute) */
+	int cwd_fd;                   /* HOST_FILES backends: an O_PATH directory fd of cwd, verified
+	                                 beneath the root; -1 otherwise */
+	int stdin_fd;                 /* the child's ends of the stdio pipes; stderr_fd equals */
+	int stdout_fd;                /* stdout_fd when streams are merged. Owned by the core,   */
+	int stderr_fd;                /* which closes them after spawn() returns.                */
+	const sbx_backend_limits *limits; /* per-command rlimits to apply */
+} sbx_backend_spawn;
+
+typedef struct sbx_backend_ops {
+	size_t size;                  /* sizeof(sbx_backend_ops) the backend was built with */
+	uint32_t abi_version;         /* SBX_BACKEND_ABI_VERSION */
+	const char *name;             /* [a-z0-9_]+ , also the key of its config object */
+	uint32_t caps;                /* SBX_BACKEND_CAP_* */
+
+	/* Can the backend work on this host? Returns 0 if yes, a negative code if not; writes a
+	 * one-line explanation either way into detail (NUL-terminated, at most len bytes). */
+	int (*probe)(char *detail, size_t len);
+
+	/* Workspace lifecycle. open() stores the backend's state in *state. */
+	int (*open)(const sbx_backend_config *cfg, void **state);
+	/* Kills every process, releases resources and frees state (also on error). */
+	int (*close)(void *state);
+	/* Kills every process and restarts whatever runs them. */
+	int (*reset)(void *state);
+	/* The root as commands see it; the host directory of the files (HOST_FILES) or NULL. */
+	const char *(*root)(void *state);
+	const char *(*host_dir)(void *state);
+
+	/* Processes. spawn() starts req->argv and returns a process handle in *proc and a file
+	 * descriptor in *wait_fd (owned by the process) that polls readable once the process has
+	 * ended. A command that cannot be executed still spawns: it ends with exit code 127/126
+	 * and the reason written to its stderr. */
+	int (*spawn)(void *state, const sbx_backend_spawn *req, void **proc, int *wait_fd);
+	/* Waits up to timeout_ms (-1 = forever, 0 = poll) for the end; -SBX_ETIMEDOUT if still
+	 * running. Repeatable after success. */
+	int (*proc_wait)(void *proc, int timeout_ms, int *exit_code, int *term_signal);
+	/* Sends sig to the command's process group. */
+	int (*proc_signal)(void *proc, int sig);
+	/* Kills the command and every process it started; does not wait. */
+	int (*proc_kill)(void *proc);
+	/* Kills (if needed), reaps and frees the process. */
+	void (*proc_release)(void *proc);
+
+	/* File operations, used only for backends without SBX_BACKEND_CAP_HOST_FILES. Paths are
+	 * relative to the root, normalised by the core (no "..", no "." components, no leading
+	 * "/", "" = the root). May be NULL, in which case the file API returns -SBX_ENOSYS. */
+	int (*file_read)(void *state, const char *rel, char **data, size_t *len);
+	int (*file_write)(void *state, const char *rel, const void *data, size_t len,
+	                  unsigned mode, uint32_t flags);
+	int (*file_stat)(void *state, const char *rel, sbx_stat *st);
+	int (*file_list)(void *state, const char *rel, char **json_out);
+	int (*file_mkdir)(void *state, const char *rel, unsigned mode);
+	int (*file_remove)(void *state, const char *rel, uint32_t flags);
+} sbx_backend_ops;
+
+/* Registers a backend in this process (built-ins do this at load time). The table must stay
+ * valid until the process ends. Fails with -SBX_EABI for another ABI version, -SBX_EEXIST if
+ * the name is taken, -SBX_EINVAL for a malformed table. Thread-safe. */
+SBX_API int sbx_backend_register(const sbx_backend_ops *ops);
+
+/* Records the thread's error message (printf-style) and returns -abs(code). For backends: the
+ * one error path, `return sbx_error_set(-SBX_EIO, "write %s: %s", p, strerror(errno));`. */
+SBX_API int sbx_error_set(int code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AGENTSBX_BACKEND_H */

@@ -1,0 +1,36 @@
+/* The workspace configuration: a JSON object validated key by key. */
+#ifndef SBX_CONFIG_H
+#define SBX_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <agentsbx/backend.h>
+
+#define SBX_CONFIG_MAX_BYTES   (1u << 20)  /* a config larger than 1 MiB is refused */
+#define SBX_DEFAULT_MAX_OUTPUT ((size_t)16 << 20)
+#define SBX_DEFAULT_BACKEND    "local"
+
+typedef struct sbx_config {
+	char *backend;            /* backend name, validated [a-z0-9_]{1,32} */
+	char *workdir;            /* absolute host path, or NULL */
+	char *id;                 /* validated id, or NULL (the core picks one) */
+	char **env;               /* NULL-terminated "NAME=value" (never NULL) */
+	int64_t timeout_ms;       /* 0 = none */
+	size_t max_output;        /* per stream */
+	sbx_backend_limits limits;
+	char *network_mode;       /* "none", "host", or NULL when absent */
+	char *backend_options;    /* JSON text of the object under the backend's name, or "{}" */
+	char *json;               /* the whole config as given (or "{}") */
+} sbx_config;
+
+/* Parses and validates config text (NULL or "" = "{}"). Failures return -SBX_ECONFIG with a
+ * message naming the key: "config: key 'limits.pids': expected a positive integer". */
+int sbx_config_parse(const char *text, sbx_config **out);
+void sbx_config_free(sbx_config *cfg);
+
+/* Is name an acceptable id / backend name? (exposed for the manager and CLI) */
+bool sbx_config_valid_id(const char *id);
+bool sbx_config_valid_backend_name(const char *name);
+
+#endif

@@ -1,0 +1,47 @@
+/* What the core's files share: the workspace handle and the registry of backends. */
+#ifndef SBX_INTERNAL_H
+#define SBX_INTERNAL_H
+
+#include <stdbool.h>
+#include <agentsbx/agentsbx.h>
+#include <agentsbx/backend.h>
+#include "config.h"
+
+struct sbx_workspace {
+	const sbx_backend_ops *ops;
+	void *state;              /* the backend's */
+	sbx_config *cfg;
+	char *id;
+	char *backend_name;
+	char *workdir;            /* host directory, or NULL */
+	bool workdir_temporary;   /* made by the core, removed at close */
+	int root_fd;              /* O_PATH fd of workdir for HOST_FILES backends, else -1 */
+	char **base_env;          /* PATH, HOME, then the config's env: "NAME=value" */
+};
+
+/* Registry (registry.c). find() loads a plugin on first use; fails with a message. */
+int sbx_registry_find(const char *name, const sbx_backend_ops **ops);
+/* Names the config may use as backend sections: built-ins, registered and documented ones. */
+bool sbx_registry_is_backend_name(const char *name);
+
+/* Environment (env.c): base + overrides ("NAME=v" sets, "NAME" unsets), or only overrides
+ * when clear. Validates the overrides (-SBX_EINVAL naming the entry). */
+int sbx_env_compose(char *const *base, const char *const *overrides, bool clear, char ***out);
+void sbx_strv_free(char **v);
+
+/* Helper executables (helpers.c): the absolute path of a helper program by name, searched in
+ * $SBX_HELPER_DIR, the "helpers" directory beside the library, then the install libexecdir. */
+int sbx_helper_path(const char *name, char **out);
+
+/* Process plumbing shared by sbx_exec and the process API (spawn.c). */
+typedef struct sbx_spawned {
+	void *proc;               /* the backend's process */
+	int wait_fd;              /* owned by the backend process */
+	int in_fd, out_fd, err_fd; /* host ends; -1 where absent (err_fd when merged) */
+} sbx_spawned;
+
+int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *cwd,
+                      const char *const *env, uint32_t flags, bool want_stdin,
+                      sbx_spawned *out);
+
+#endif

@@ -1,0 +1,33 @@
+/* File-system helpers that work on directory fds and never follow symlinks they did not
+ * mean to. */
+#ifndef SBX_UTIL_FS_H
+#define SBX_UTIL_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Writes name in dirfd atomically: a temporary file in the same directory, fsync, rename.
+ * mode 0 keeps an existing file's mode or uses 0644. flags: SBX_WRITE_EXCL. */
+int sbx_fs_write_atomic(int dirfd, const char *name, const void *data, size_t len,
+                        mode_t mode, uint32_t flags);
+
+/* Reads all of fd (a regular file) up to max bytes (-SBX_EFBIG beyond). *data is
+ * NUL-terminated; caller frees. */
+int sbx_fs_read_fd(int fd, size_t max, char **data, size_t *len);
+
+/* Removes name in dirfd: a file, a symlink (not followed) or a directory with everything in
+ * it. Never crosses into another mount. */
+int sbx_fs_remove_tree(int dirfd, const char *name);
+
+/* Removes everything inside the directory dirfd, keeping the directory. */
+int sbx_fs_empty_dir(int dirfd);
+
+/* Creates a private (0700) temporary directory named prefix-XXXXXX under $TMPDIR or /tmp.
+ * Caller frees *path. */
+int sbx_fs_make_temp_dir(const char *prefix, char **path);
+
+/* write(2)/read(2) retried on EINTR and short counts; -SBX_EIO etc. on failure. */
+int sbx_write_all(int fd, const void *data, size_t len);
+
+#endif
