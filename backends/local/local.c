@@ -1,0 +1,163 @@
+/* The local backend's ops table and workspace lifecycle. There is no isolation: the root is
+ * the host directory itself, and the core serves the file operations on it. What the backend
+ * adds is process hygiene: every command runs under agentsbx-run, which kills whatever the
+ * command leaves behind, and the workspace kills every live command on reset and close. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "local.h"
+
+#define RUNNER_NAME "agentsbx-run"
+
+static int local_probe(char *detail, size_t len)
+{
+	_cleanup_free_ char *path = NULL;
+	int r = sbx_helper_path(RUNNER_NAME, &path);
+
+	if (r < 0) {
+		if (detail && len)
+			snprintf(detail, len, "cannot find %s: %s", RUNNER_NAME, sbx_last_error());
+		return sbx_fail(-SBX_EBACKEND, "local: cannot find %s", RUNNER_NAME);
+	}
+	if (detail && len)
+		snprintf(detail, len, "no isolation: commands run on the host through %s", path);
+	return 0;
+}
+
+static void local_ws_free(struct local_ws *ws)
+{
+	if (!ws)
+		return;
+	pthread_mutex_destroy(&ws->lock);
+	free(ws->workdir);
+	free(ws->runner);
+	free(ws);
+}
+
+static int local_open(const sbx_backend_config *cfg, void **state)
+{
+	struct local_ws *ws;
+	int r;
+
+	*state = NULL;
+	if (!cfg->workdir)
+		return sbx_fail(-SBX_EINVAL, "local: a workdir is required");
+	/* Refuse rather than silently hand out the host's network to someone who asked for none. */
+	if (cfg->network_mode && strcmp(cfg->network_mode, "none") == 0)
+		return sbx_fail(-SBX_ECONFIG, "local: network mode 'none' cannot be enforced: "
+		                "commands share the host's network (use an isolating backend)");
+	ws = calloc(1, sizeof *ws);
+	if (!ws)
+		return sbx_fail(-SBX_ENOMEM, "local: out of memory");
+	pthread_mutex_init(&ws->lock, NULL);
+	r = sbx_helper_path(RUNNER_NAME, &ws->runner);
+	if (r < 0) {
+		local_ws_free(ws);
+		return r;
+	}
+	ws->workdir = strdup(cfg->workdir);
+	if (!ws->workdir) {
+		local_ws_free(ws);
+		return sbx_fail(-SBX_ENOMEM, "local: out of memory");
+	}
+	if (cfg->size >= offsetof(sbx_backend_config, limits) + sizeof cfg->limits)
+		ws->limits = cfg->limits;
+	*state = ws;
+	return 0;
+}
+
+void local_track(struct local_ws *ws, struct local_proc *p)
+{
+	pthread_mutex_lock(&ws->lock);
+	p->ws = ws;
+	p->prev = NULL;
+	p->next = ws->live;
+	if (ws->live)
+		ws->live->prev = p;
+	ws->live = p;
+	pthread_mutex_unlock(&ws->lock);
+}
+
+static void unlink_locked(struct local_proc *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		p->ws->live = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	p->prev = p->next = NULL;
+	p->ws = NULL;
+}
+
+void local_untrack(struct local_proc *p)
+{
+	struct local_ws *ws = p->ws;
+
+	if (!ws)
+		return;
+	pthread_mutex_lock(&ws->lock);
+	unlink_locked(p);
+	pthread_mutex_unlock(&ws->lock);
+}
+
+/* Kills every live process and waits for the trees to be gone. The handles stay valid (the
+ * core still owns them); with forget they no longer refer to the workspace. */
+static void kill_all(struct local_ws *ws, bool forget)
+{
+	pthread_mutex_lock(&ws->lock);
+	/* Ask every runner first so the trees die in parallel, then collect them. */
+	for (struct local_proc *p = ws->live; p; p = p->next)
+		local_proc_kill(p);
+	for (struct local_proc *p = ws->live; p; p = p->next)
+		local_proc_finish(p, LOCAL_RELEASE_TIMEOUT_MS);
+	while (forget && ws->live)
+		unlink_locked(ws->live);
+	pthread_mutex_unlock(&ws->lock);
+}
+
+static int local_reset(void *state)
+{
+	kill_all(state, false);
+	return 0;
+}
+
+static int local_close(void *state)
+{
+	struct local_ws *ws = state;
+
+	if (!ws)
+		return 0;
+	kill_all(ws, true);
+	local_ws_free(ws);
+	return 0;
+}
+
+static const char *local_root(void *state)
+{
+	return ((struct local_ws *)state)->workdir;
+}
+
+const sbx_backend_ops sbx_backend_local = {
+	.size = sizeof(sbx_backend_ops),
+	.abi_version = SBX_BACKEND_ABI_VERSION,
+	.name = "local",
+	/* No isolation, so neither ISOLATED nor NETWORK_NONE. */
+	.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_NETWORK_HOST,
+	.probe = local_probe,
+	.open = local_open,
+	.close = local_close,
+	.reset = local_reset,
+	.root = local_root,
+	.host_dir = local_root,
+	.spawn = local_spawn,
+	.proc_wait = local_proc_wait,
+	.proc_signal = local_proc_signal,
+	.proc_kill = local_proc_kill,
+	.proc_release = local_proc_release,
+};
