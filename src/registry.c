@@ -140,10 +140,13 @@ static int load_plugin_file(const char *path, const char *expected_name)
 		                SBX_BACKEND_ENTRY_SYMBOL);
 	}
 	ops = entry();
-	r = check_ops(ops, path);
-	if (r == 0 && strcmp(ops->name, expected_name) != 0)
+	/* A file must not impersonate another backend: compare names before anything else. */
+	if (ops && ops->size >= SBX_OPS_MIN_SIZE && ops->abi_version == SBX_BACKEND_ABI_VERSION &&
+	    ops->name && strcmp(ops->name, expected_name) != 0)
 		r = sbx_fail(-SBX_EBACKEND, "backend plugin %s calls itself '%s', not '%s'", path,
 		             ops->name, expected_name);
+	else
+		r = check_ops(ops, path);
 	if (r == 0)
 		r = register_locked(ops, path);
 	if (r < 0)
