@@ -10,6 +10,25 @@ fuzz_seconds=${SBX_FUZZ_SECONDS:-30}
 
 step() { printf '\n=== %s\n' "$*"; }
 
+passed=0
+failed=0
+# Adds the results of the last `meson test` in build dir $1 to the totals.
+count_results() {
+  local counts
+  counts=$(python3 - "$1/meson-logs/testlog.json" <<'PY'
+import json, sys
+ok = bad = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line).get("result")
+    if r in ("OK", "EXPECTEDFAIL"): ok += 1
+    elif r != "SKIP": bad += 1
+print(ok, bad)
+PY
+)
+  passed=$((passed + ${counts% *}))
+  failed=$((failed + ${counts#* }))
+}
+
 step "dependencies"
 bash .ci/install-deps
 
@@ -18,6 +37,7 @@ rm -rf "$out"
 meson setup "$out/main" -Dwerror=true -Dbuildtype=debugoptimized >/dev/null
 meson compile -C "$out/main"
 meson test -C "$out/main" --print-errorlogs
+count_results "$out/main"
 
 step "the suite again as an ordinary user"
 id sbxtest >/dev/null 2>&1 || useradd --create-home --shell /bin/sh sbxtest
@@ -25,15 +45,18 @@ chmod -R a+rwX "$out"
 chmod a+x "$src" "$out" "$(dirname "$src")" 2>/dev/null || true
 runuser -u sbxtest -- env HOME=/home/sbxtest TMPDIR=/tmp \
   meson test -C "$out/main" --no-rebuild --print-errorlogs --suite integration
+count_results "$out/main"
 
 step "sanitizers (address, undefined; leaks fail)"
 meson setup "$out/asan" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 meson compile -C "$out/asan"
 meson test -C "$out/asan" --print-errorlogs --timeout-multiplier 3
+count_results "$out/asan"
 
 step "valgrind on the unit tests"
 meson test -C "$out/main" --no-rebuild --suite unit --print-errorlogs \
   --wrap='valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --child-silent-after-fork=yes'
+count_results "$out/main"
 
 step "exported symbols and ABI baseline"
 bash tests/abi/check-abi.sh "$out/main/libagentsbx.so.1"
@@ -57,3 +80,4 @@ for f in "$out"/fuzz/tests/fuzz/fuzz-*; do
 done
 
 step "done"
+echo "tests: $passed passed, $failed failed"
