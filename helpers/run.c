@@ -446,11 +446,13 @@ static size_t read_process_table(struct proc_entry **out)
 		if (ppid < 0)
 			continue;
 		if (n == cap) {
-			struct proc_entry *bigger = realloc(table, (cap = cap ? 2 * cap : 256) * sizeof *table);
+			size_t bigger_cap = cap ? 2 * cap : 256;
+			struct proc_entry *bigger = realloc(table, bigger_cap * sizeof *table);
 
 			if (!bigger)
-				break;
+				break; /* kill what we have seen; the next round sees more */
 			table = bigger;
+			cap = bigger_cap;
 		}
 		table[n++] = (struct proc_entry){ atoi(e->d_name), ppid, -1, false };
 	}
@@ -499,6 +501,8 @@ static void kill_descendants(pid_t self)
 	struct proc_entry *table;
 	size_t n = read_process_table(&table);
 
+	if (!table)
+		return;
 	mark_descendants(table, n, self);
 	for (size_t i = 0; i < n; i++)
 		if (table[i].ours)

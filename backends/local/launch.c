@@ -117,7 +117,9 @@ static int set_clean_signals(posix_spawnattr_t *attr)
 	int err;
 
 	sigemptyset(&none);
-	sigfillset(&all);
+	/* Not sigfillset: it leaves out the C library's internal signals, which posix_spawn then
+	 * hands to the child ignored, and ignored signals stay ignored across exec. */
+	memset(&all, 0xff, sizeof all);
 	err = posix_spawnattr_setsigmask(attr, &none);
 	if (!err)
 		err = posix_spawnattr_setsigdefault(attr, &all);
@@ -143,9 +145,10 @@ static int spawn_runner(const struct local_ws *ws, const sbx_backend_spawn *req,
 		posix_spawn_file_actions_destroy(&fa);
 		return err;
 	}
-	err = add_stdio_actions(&fa, fds);
+	/* chdir first: cwd_fd may itself be one of the fds the stdio actions replace. */
+	err = add_cwd_action(&fa, ws, req);
 	if (!err)
-		err = add_cwd_action(&fa, ws, req);
+		err = add_stdio_actions(&fa, fds);
 	if (!err)
 		err = set_clean_signals(&attr);
 	if (!err)
@@ -179,22 +182,24 @@ int local_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wai
 	_cleanup_close_ int host_end = -1, runner_end = -1;
 	int copies[4] __attribute__((cleanup(close_fd_copies))) = { -1, -1, -1, -1 };
 	_cleanup_free_ const char **argv = NULL;
-	const int wanted[4] = { req->stdin_fd, req->stdout_fd, req->stderr_fd, -1 };
 	struct rlimit_args rlimit_text;
 	struct local_proc *p;
-	int sv[2], fds[4], err;
+	int sv[2], wanted[4], fds[4], err;
 	pid_t pid;
 
 	if (req->size < offsetof(sbx_backend_spawn, limits) || !req->argv || !req->argv[0])
 		return sbx_fail(-SBX_EINVAL, "local: malformed spawn request");
+	wanted[0] = req->stdin_fd;
+	wanted[1] = req->stdout_fd;
+	wanted[2] = req->stderr_fd;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return sbx_fail(sbx_errno_code(errno), "local: control socket: %s", strerror(errno));
 	host_end = sv[0];
 	runner_end = sv[1];
+	wanted[SBX_RUN_CONTROL_FD] = runner_end;
 	for (int i = 0; i < 4; i++) {
-		fds[i] = fd_clear_of_targets(i == SBX_RUN_CONTROL_FD ? runner_end : wanted[i],
-		                             &copies[i]);
-		if (fds[i] < 0 && (i == SBX_RUN_CONTROL_FD || wanted[i] >= 0))
+		fds[i] = fd_clear_of_targets(wanted[i], &copies[i]);
+		if (fds[i] < 0 && wanted[i] >= 0)
 			return sbx_fail(sbx_errno_code(errno), "local: dup: %s", strerror(errno));
 	}
 	argv = build_runner_argv(ws->runner, spawn_limits(ws, req), req->argv, &rlimit_text);

@@ -2,6 +2,7 @@
  * the host directory itself, and the core serves the file operations on it. What the backend
  * adds is process hygiene: every command runs under agentsbx-run, which kills whatever the
  * command leaves behind, and the workspace kills every live command on reset and close. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +15,33 @@
 
 #define RUNNER_NAME "agentsbx-run"
 
+/* The runner is started after the chdir into the command's cwd, so its path must be
+ * absolute even when $SBX_HELPER_DIR was given relative. */
+static int find_runner(char **path)
+{
+	_cleanup_free_ char *found = NULL;
+	char err[256];
+	int r = sbx_helper_path(RUNNER_NAME, &found);
+
+	if (r < 0) {
+		snprintf(err, sizeof err, "%s", sbx_last_error());
+		return sbx_fail(-SBX_EBACKEND, "local: %s", err);
+	}
+	*path = realpath(found, NULL);
+	if (!*path)
+		return sbx_fail(-SBX_EBACKEND, "local: %s: %s", found, strerror(errno));
+	return 0;
+}
+
 static int local_probe(char *detail, size_t len)
 {
 	_cleanup_free_ char *path = NULL;
-	int r = sbx_helper_path(RUNNER_NAME, &path);
+	int r = find_runner(&path);
 
 	if (r < 0) {
 		if (detail && len)
-			snprintf(detail, len, "cannot find %s: %s", RUNNER_NAME, sbx_last_error());
-		return sbx_fail(-SBX_EBACKEND, "local: cannot find %s", RUNNER_NAME);
+			snprintf(detail, len, "%s", sbx_last_error());
+		return r;
 	}
 	if (detail && len)
 		snprintf(detail, len, "no isolation: commands run on the host through %s", path);
@@ -55,7 +74,7 @@ static int local_open(const sbx_backend_config *cfg, void **state)
 	if (!ws)
 		return sbx_fail(-SBX_ENOMEM, "local: out of memory");
 	pthread_mutex_init(&ws->lock, NULL);
-	r = sbx_helper_path(RUNNER_NAME, &ws->runner);
+	r = find_runner(&ws->runner);
 	if (r < 0) {
 		local_ws_free(ws);
 		return r;
