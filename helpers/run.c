@@ -21,6 +21,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "run_proto.h"
@@ -53,6 +54,7 @@ struct runner {
 	char **argv;                  /* the command */
 	pid_t self;
 	int sigfd;
+	int hostfd;                   /* pidfd of the host process, or -1 */
 	pid_t cmd;                    /* the main process: also its session and process group id */
 	bool cmd_ended;               /* its status is in report (it may still be a zombie) */
 	bool cmd_reaped;              /* its pid, and so its process group id, may be reused */
@@ -278,6 +280,25 @@ static int watch_signals(void)
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
+/* The control socket closes when the host dies, unless a child the host forked holds a
+ * copy; a pidfd of the host (our parent) tells regardless. Kernels before 5.3 have only the
+ * socket. */
+static int watch_host(void)
+{
+#ifdef SYS_pidfd_open
+	pid_t host = getppid();
+	int fd = (int)syscall(SYS_pidfd_open, host, 0);
+
+	if (fd >= 0 && getppid() != host) {
+		close(fd); /* the host died before we looked: that pidfd is of someone else */
+		return -1;
+	}
+	return fd;
+#else
+	return -1;
+#endif
+}
+
 /* The runner keeps no copy of the command's stdio: the host must see end-of-file and broken
  * pipes exactly when the command's processes close theirs. */
 static void detach_stdio(void)
@@ -374,18 +395,21 @@ static bool handle_request(const struct runner *r, enum ending *how)
 
 static enum ending serve(struct runner *r)
 {
-	struct pollfd fds[2] = {
+	struct pollfd fds[3] = {
 		{ .fd = SBX_RUN_CONTROL_FD, .events = POLLIN },
 		{ .fd = r->sigfd, .events = POLLIN },
+		{ .fd = r->hostfd, .events = POLLIN }, /* ignored by poll when -1 */
 	};
 	enum ending how;
 
 	for (;;) {
-		if (poll(fds, 2, -1) < 0) {
+		if (poll(fds, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return END_KILLED; /* cannot wait any more: end it rather than hang */
 		}
+		if (fds[2].revents)
+			return END_HOST_GONE;
 		if (fds[1].revents) {
 			if (drain_signals(r->sigfd))
 				return END_KILLED;
@@ -575,6 +599,7 @@ int main(int argc, char **argv)
 	r.sigfd = watch_signals();
 	if (r.sigfd < 0)
 		refuse_to_start(&r, "signalfd", errno);
+	r.hostfd = watch_host();
 	start_command(&r);
 	how = serve(&r);
 	kill_tree(&r);

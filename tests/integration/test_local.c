@@ -785,6 +785,46 @@ START_TEST(test_host_death_kills_commands)
 }
 END_TEST
 
+/* As above, but the host forked a child before dying that keeps a copy of every fd,
+ * the control socket included: the runner must notice its parent's death regardless. */
+START_TEST(test_host_death_with_forked_child_holding_fds)
+{
+	const char *mark = marker();
+	int ready[2];
+	pid_t host, heir = -1;
+
+	ck_assert_int_eq(pipe2(ready, O_CLOEXEC), 0);
+	host = fork();
+	ck_assert_int_ge(host, 0);
+	if (host == 0) {
+		sbx_workspace *w = open_local(NULL);
+		const char *argv[] = { "sleep", mark, NULL };
+		sbx_process *p = NULL;
+
+		if (sbx_process_spawn(w, argv, NULL, &p) != 0)
+			_exit(1);
+		heir = fork();
+		if (heir == 0) {
+			pause(); /* holds the fds until killed */
+			_exit(0);
+		}
+		if (write(ready[1], &heir, sizeof heir) != sizeof heir)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	ck_assert_int_eq(read(ready[0], &heir, sizeof heir), (ssize_t)sizeof heir);
+	close(ready[0]);
+	ck_assert(wait_for_process(mark, true));
+	kill(host, SIGKILL);
+	waitpid(host, NULL, 0);
+	bool gone = wait_for_process(mark, false);
+	kill(heir, SIGKILL);
+	ck_assert_msg(gone, "a command outlived its host");
+}
+END_TEST
+
 /* ---- configuration and probing ----------------------------------------------------------- */
 
 START_TEST(test_probe_and_caps)
@@ -1016,6 +1056,7 @@ static Suite *local_suite(void)
 	tcase_add_test(tree, test_fork_loop_is_killed);
 	tcase_add_test(tree, test_concurrent_exec_on_one_workspace);
 	tcase_add_test(tree, test_host_death_kills_commands);
+	tcase_add_test(tree, test_host_death_with_forked_child_holding_fds);
 	suite_add_tcase(s, tree);
 
 	tcase_add_checked_fixture(proc, setup, teardown);
