@@ -31,11 +31,22 @@ static char *helper_in_dir(const char *dir, const char *name)
 static char *own_object_dir(void)
 {
 	Dl_info info;
+	char exe[PATH_MAX];
 	char *dir, *slash;
+	ssize_t n;
 
-	if (dladdr((void *)own_object_dir, &info) == 0 || !info.dli_fname || info.dli_fname[0] != '/')
+	if (dladdr((void *)own_object_dir, &info) == 0 || !info.dli_fname)
 		return NULL;
-	dir = strdup(info.dli_fname);
+	if (info.dli_fname[0] == '/') {
+		dir = strdup(info.dli_fname);
+	} else {
+		/* The main executable is named as it was invoked; ask the kernel instead. */
+		n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		if (n <= 0)
+			return NULL;
+		exe[n] = '\0';
+		dir = strdup(exe);
+	}
 	if (!dir)
 		return NULL;
 	slash = strrchr(dir, '/');

@@ -129,7 +129,7 @@ static int build_base_env(sbx_workspace *ws)
 
 static int open_backend(sbx_workspace *ws)
 {
-	const char *network_mode;
+	const char *network_mode = NULL;
 	int r = choose_network_mode(ws, &network_mode);
 
 	if (r < 0)

@@ -1,5 +1,6 @@
 /* Backend plugins through the public API: one loads from SBX_BACKEND_PATH and runs commands;
  * one built for another ABI and one that lies about its name are refused with clear errors. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,6 @@
 /* The workspace lifecycle through the public API: open, id, root, reset, close, and the
  * errors a caller sees for bad configurations. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

@@ -4,7 +4,8 @@
 #include "internal.h"
 #include "support.h"
 
-static char *base[] = { "PATH=/bin", "HOME=/w", "KEEP=1", NULL };
+static char path_entry[] = "PATH=/bin", home_entry[] = "HOME=/w", keep_entry[] = "KEEP=1";
+static char *base[] = { path_entry, home_entry, keep_entry, NULL };
 
 static size_t count(char **v)
 {
