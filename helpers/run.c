@@ -158,7 +158,8 @@ static void write_cannot_run(const char *name, const char *what, int err)
 		n = snprintf(msg, sizeof msg, "agentsbx: cannot run '%s': %s: %s\n", name, what,
 		             strerror(err));
 	else
-		n = snprintf(msg, sizeof msg, "agentsbx: cannot run '%s': %s\n", name, strerror(err));
+		n = snprintf(msg, sizeof msg, "agentsbx: cannot run '%s': %s\n", name,
+		             strerror(err));
 	if (n > (int)sizeof msg - 1)
 		n = sizeof msg - 1;
 	if (n > 0 && write(STDERR_FILENO, msg, n) < 0) {

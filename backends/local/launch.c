@@ -54,12 +54,13 @@ static const char **build_runner_argv(const char *runner, const sbx_backend_limi
 	argv[n++] = "--proto";
 	argv[n++] = "1";
 	for (size_t i = 0; i < N_RLIMITS; i++) {
-		uint64_t value = *(const uint64_t *)((const char *)limits + rlimit_fields[i].offset);
+		const char *field = (const char *)limits + rlimit_fields[i].offset;
+		uint64_t value = *(const uint64_t *)field;
 
 		if (!value)
 			continue;
-		snprintf(store->text[i], sizeof store->text[i], "%s=%" PRIu64, rlimit_fields[i].name,
-		         value);
+		snprintf(store->text[i], sizeof store->text[i], "%s=%" PRIu64,
+		         rlimit_fields[i].name, value);
 		argv[n++] = "--rlimit";
 		argv[n++] = store->text[i];
 	}
@@ -124,7 +125,8 @@ static int set_clean_signals(posix_spawnattr_t *attr)
 	if (!err)
 		err = posix_spawnattr_setsigdefault(attr, &all);
 	if (!err)
-		err = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+		err = posix_spawnattr_setflags(attr,
+		                               POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	return err;
 }
 
@@ -193,7 +195,8 @@ int local_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wai
 	wanted[1] = req->stdout_fd;
 	wanted[2] = req->stderr_fd;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return sbx_fail(sbx_errno_code(errno), "local: control socket: %s", strerror(errno));
+		return sbx_fail(sbx_errno_code(errno), "local: control socket: %s",
+		                strerror(errno));
 	host_end = sv[0];
 	runner_end = sv[1];
 	wanted[SBX_RUN_CONTROL_FD] = runner_end;
@@ -211,7 +214,8 @@ int local_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wai
 	err = spawn_runner(ws, req, argv, fds, &pid);
 	if (err) {
 		free(p);
-		return sbx_fail(sbx_errno_code(err), "local: spawn %s: %s", ws->runner, strerror(err));
+		return sbx_fail(sbx_errno_code(err), "local: spawn %s: %s", ws->runner,
+		                strerror(err));
 	}
 	p->pid = pid;
 	p->pidfd = open_pidfd(pid);

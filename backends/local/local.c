@@ -70,6 +70,10 @@ static int local_open(const sbx_backend_config *cfg, void **state)
 	if (cfg->network_mode && strcmp(cfg->network_mode, "none") == 0)
 		return sbx_fail(-SBX_ECONFIG, "local: network mode 'none' cannot be enforced: "
 		                "commands share the host's network (use an isolating backend)");
+	if (cfg->size >= offsetof(sbx_backend_config, limits) + sizeof cfg->limits &&
+	    cfg->limits.pids)
+		return sbx_fail(-SBX_ECONFIG, "config: key 'limits.pids': the local backend has no "
+		                "cgroup to enforce it (limits.processes sets RLIMIT_NPROC)");
 	ws = calloc(1, sizeof *ws);
 	if (!ws)
 		return sbx_fail(-SBX_ENOMEM, "local: out of memory");

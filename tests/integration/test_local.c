@@ -571,7 +571,8 @@ static void *exec_many(void *arg)
 
 	for (int i = 0; i < RUNS_PER_THREAD && ok; i++) {
 		char tag[32], want[40];
-		const char *argv[] = { "sh", "-c", "echo $1; echo $1 >&2; exit 3", "sh", tag, NULL };
+		const char *argv[] = { "sh", "-c", "echo $1; echo $1 >&2; exit 3", "sh", tag,
+		                       NULL };
 		sbx_result *res = NULL;
 
 		snprintf(tag, sizeof tag, "t%ld-%d", id, i);
@@ -615,8 +616,9 @@ static bool read_until(sbx_process *p, const char *want)
 	size_t got = 0, n;
 
 	while (!strstr(buf, want) && got < sizeof buf - 1) {
-		if (sbx_process_read(p, SBX_STDOUT, buf + got, sizeof buf - 1 - got, 5000, &n) < 0 ||
-		    n == 0)
+		int r = sbx_process_read(p, SBX_STDOUT, buf + got, sizeof buf - 1 - got, 5000, &n);
+
+		if (r < 0 || n == 0)
 			return false;
 		got += n;
 		buf[got] = '\0';
@@ -651,7 +653,8 @@ END_TEST
 START_TEST(test_process_signal_reaches_group)
 {
 	const char *argv[] = { "sh", "-c",
-	                       "trap 'echo got; exit 3' USR1; echo ready; while :; do sleep 0.02; done",
+	                       "trap 'echo got; exit 3' USR1; echo ready; "
+	                       "while :; do sleep 0.02; done",
 	                       NULL };
 	sbx_process *p = spawn(argv);
 	int code, sig;
@@ -764,8 +767,8 @@ START_TEST(test_host_death_kills_commands)
 	ck_assert_int_ge(host, 0);
 	if (host == 0) {
 		sbx_workspace *w = open_local(NULL);
-		const char *argv[] = { "sh", "-c", fmt("setsid sleep %s & exec sleep %s", mark, mark),
-		                       NULL };
+		char *cmd = fmt("setsid sleep %s & exec sleep %s", mark, mark);
+		const char *argv[] = { "sh", "-c", cmd, NULL };
 		sbx_process *p = NULL;
 
 		if (sbx_process_spawn(w, argv, NULL, &p) != 0)
@@ -839,6 +842,12 @@ START_TEST(test_probe_and_caps)
 	/* No isolation: asking for no network must fail, not silently give the host's. */
 	ck_assert_int_eq(sbx_workspace_open(cfg, &w), -SBX_ECONFIG);
 	ck_assert_ptr_null(w);
+	free(cfg);
+	/* Nor is there a cgroup for a pids limit. */
+	cfg = fmt("{\"backend\":\"local\",\"workdir\":\"%s\",\"limits\":{\"pids\":10}}",
+	          workdir);
+	ck_assert_int_eq(sbx_workspace_open(cfg, &w), -SBX_ECONFIG);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "limits.pids"));
 	free(cfg);
 }
 END_TEST
