@@ -8,32 +8,24 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "internal.h"
 #include "util/error.h"
 #include "run_proto.h"
 #include "local.h"
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* A poll(2) timeout for a deadline from now_ms() (-1: none). */
+/* A poll(2) timeout for a deadline from sbx_now_ms() (-1: none). */
 static int ms_until(int64_t deadline)
 {
 	int64_t left;
 
 	if (deadline < 0)
 		return -1;
-	left = deadline - now_ms();
+	left = deadline - sbx_now_ms();
 	return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
@@ -136,7 +128,7 @@ static bool collect(struct local_proc *p)
  * -ETIMEDOUT, or another -errno from poll. */
 static int wait_for_end(struct local_proc *p, int timeout_ms)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : sbx_now_ms() + timeout_ms;
 
 	while (!p->ended) {
 		struct pollfd pfd = { .fd = p->ctrl, .events = POLLIN };
