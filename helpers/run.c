@@ -281,23 +281,25 @@ static int watch_signals(void)
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-/* The control socket closes when the host dies, unless a child the host forked holds a
- * copy; a pidfd of the host (our parent) tells regardless. Kernels before 5.3 have only the
- * socket. */
-static int watch_host(void)
+/* The control socket reads end-of-file when the host dies, unless a child the host forked
+ * holds a copy; a pidfd of the host tells regardless. The host is whoever made the
+ * socketpair, which SO_PEERCRED names. Returns the pidfd or -1 (kernels before 5.3 have only
+ * the socket); *gone when the host has already died. */
+static int watch_host(bool *gone)
 {
-#ifdef SYS_pidfd_open
-	pid_t host = getppid();
-	int fd = (int)syscall(SYS_pidfd_open, host, 0);
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	int fd = -1;
 
-	if (fd >= 0 && getppid() != host) {
-		close(fd); /* the host died before we looked: that pidfd is of someone else */
+	*gone = false;
+	if (getsockopt(SBX_RUN_CONTROL_FD, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    cred.pid <= 0)
 		return -1;
-	}
-	return fd;
-#else
-	return -1;
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
+	*gone = fd < 0 && errno == ESRCH;
 #endif
+	return fd;
 }
 
 /* The runner keeps no copy of the command's stdio: the host must see end-of-file and broken
@@ -588,6 +590,7 @@ int main(int argc, char **argv)
 {
 	struct runner r = { .report = { SBX_RUN_EXITED, -1, SIGKILL } };
 	enum ending how;
+	bool host_gone;
 
 	parse_args(argc, argv, &r);
 	check_control_fd();
@@ -600,7 +603,9 @@ int main(int argc, char **argv)
 	r.sigfd = watch_signals();
 	if (r.sigfd < 0)
 		refuse_to_start(&r, "signalfd", errno);
-	r.hostfd = watch_host();
+	r.hostfd = watch_host(&host_gone);
+	if (host_gone)
+		return 0; /* nobody to run it for */
 	start_command(&r);
 	how = serve(&r);
 	kill_tree(&r);

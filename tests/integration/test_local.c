@@ -57,14 +57,15 @@ static void teardown(void)
 }
 
 /* A `sleep` argument that no other process on the host has: GNU sleep takes fractions, so
- * "1000.<pid><n>" sleeps 1000 s and doubles as a marker for test_process_exists. */
+ * "1000.<pid><n>" sleeps 1000 s and doubles as a marker for test_process_exists. Fixed
+ * widths, so that no marker is a prefix of another test process's. */
 static const char *marker(void)
 {
 	static char buf[8][64];
 	static unsigned n;
 	char *m = buf[n % 8];
 
-	snprintf(m, sizeof buf[0], "1000.%d%04u", (int)getpid(), ++n);
+	snprintf(m, sizeof buf[0], "1000.%07d%04u", (int)getpid(), ++n);
 	return m;
 }
 
