@@ -496,7 +496,9 @@ static int parse_member(sbx_config *cfg, const char *key, size_t key_len, const 
 	if (strlen(key) == key_len) {
 		if (find_top_level_key(key, &parse))
 			return parse ? parse(cfg, v) : 0;
-		if (strcmp(key, cfg->backend) == 0 || sbx_registry_is_backend_name(key))
+		/* Only well-formed names reach the registry, which may look for plugin files. */
+		if (sbx_config_valid_backend_name(key) &&
+		    (strcmp(key, cfg->backend) == 0 || sbx_registry_is_backend_name(key)))
 			return parse_backend_section(cfg, key, v);
 	}
 	show(shown, sizeof shown, "", key, key_len);

@@ -545,6 +545,8 @@ START_TEST(backend_sections)
 	assert_refused("{\"local\": []}", "config: key 'local': expected an object, got array");
 	assert_refused("{\"backend\": \"docker\", \"my_plugin\": {}}",
 	               "config: unknown key 'my_plugin'");
+	assert_refused("{\"../docker\": {}}", "config: unknown key '../docker'");
+	assert_refused("{\"Docker\": {}}", "config: unknown key 'Docker'");
 	/* An invalid backend name fails before any section is looked at. */
 	assert_refused("{\"docker\": {}, \"backend\": \"Bad\"}", "key 'backend'");
 }
