@@ -1,0 +1,105 @@
+/* The pieces agentsbx-init assembles a sandbox from, in the order it calls them (minijail's
+ * order): namespaces → mounts → pivot_root → network → cgroup → capabilities → no_new_privs →
+ * Landlock → seccomp → serve. Each piece is one file; each function returns 0 or a negative
+ * errno-style code and writes a one-line reason into err (errlen bytes) on failure. None of them
+ * prints or exits: main.c decides what a failure means. */
+#ifndef SBX_INIT_SANDBOX_H
+#define SBX_INIT_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SBX_SANDBOX_ROOT "/workspace"
+#define SBX_STATE_DIR ".agentsbx"     /* the library's state folder inside the workspace */
+
+/* userns.c ------------------------------------------------------------------------------ */
+
+/* unshare(CLONE_NEWUSER | extra_flags) and map outer_uid/outer_gid to the same ids inside
+ * (setgroups denied first, as the kernel requires for an unprivileged gid_map). As real root
+ * the map is 0→0. extra_flags: CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWNET|CLONE_NEWIPC|
+ * CLONE_NEWUTS|CLONE_NEWCGROUP as wanted. After it, the caller forks: the child is PID 1 of
+ * the new PID namespace. */
+int sbx_userns_enter(uid_t outer_uid, gid_t outer_gid, int extra_flags, char *err, size_t errlen);
+
+/* rootfs.c ------------------------------------------------------------------------------ */
+
+struct sbx_bind {
+	const char *source;       /* host path */
+	const char *dest;         /* absolute path inside */
+	bool writable;
+};
+
+struct sbx_rootfs_spec {
+	int workspace_fd;         /* O_PATH fd of the host workspace directory (bound rw at
+	                             /workspace through /proc/self/fd, never by path string) */
+	const char *rootfs;       /* a caller-given root directory to bind read-only instead of
+	                             the host's /usr, /bin, ..., or NULL */
+	const struct sbx_bind *binds;   /* extra binds from the config */
+	size_t n_binds;
+	const char *const *protected_paths; /* relative to /workspace: kept read-only, and where
+	                                       missing (but their parent exists) made impossible
+	                                       to create; NULL-terminated */
+	const char *hostname;     /* set in the new UTS namespace */
+	bool workspace_readonly;
+};
+
+/* Builds the sandbox's root in the current (new) mount namespace and pivots into it: a fresh
+ * tmpfs root; read-only /usr, /bin, /sbin, /lib* (or spec->rootfs); an allow-listed /etc (no
+ * shadow, gshadow, ssh keys or other host secrets); /workspace read-write; private /tmp; a new
+ * /proc (the caller is PID 1 of a new PID namespace); a minimal fresh /dev (null, zero, full,
+ * random, urandom, tty, pts with ptmx, shm, fd/stdin/stdout/stderr links); protected paths;
+ * pivot_root with the old root detached; cwd "/workspace". All binds nosuid,nodev except
+ * /dev's nodes. */
+int sbx_rootfs_build(const struct sbx_rootfs_spec *spec, char *err, size_t errlen);
+
+/* The default protected paths (".git/hooks", ".git/config", ".agentsbx", shell rc files). */
+extern const char *const sbx_default_protected_paths[];
+
+/* net.c --------------------------------------------------------------------------------- */
+
+/* Brings up "lo" (127.0.0.1/8, ::1) in the current network namespace, with libnl-route-3. */
+int sbx_net_loopback_up(char *err, size_t errlen);
+
+/* cgroup.c ------------------------------------------------------------------------------ */
+
+struct sbx_cgroup_limits {
+	uint64_t memory_bytes;    /* 0 = not set */
+	uint64_t pids;            /* 0 = not set */
+};
+
+/* Creates the workspace's cgroup (v2 if the host has a delegated v2 hierarchy, else the v1
+ * memory and pids controllers) named after id, applies the limits and moves pid into it.
+ * Returns 0, -ENOTSUP (no usable hierarchy: *why says why) or another negative errno. */
+int sbx_cgroup_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *lim,
+                     char *err, size_t errlen);
+/* Removes the cgroup directories made by sbx_cgroup_setup (after every process has left). */
+void sbx_cgroup_cleanup(const char *id);
+
+/* harden.c, caps.c, landlock.c, seccomp.c ------------------------------------------------ */
+
+struct sbx_harden_spec {
+	const char *const *writable_paths;  /* Landlock: where writes are allowed (absolute paths
+	                                       inside the sandbox), NULL-terminated */
+	bool landlock;                      /* apply Landlock when the kernel has it */
+};
+
+/* Drops every capability: bounding set, then effective, permitted, inheritable and ambient
+ * (libcap), and keeps them dropped across execve (securebits where allowed). */
+int sbx_caps_drop_all(char *err, size_t errlen);
+
+/* Restricts writes to spec->writable_paths (plus /dev nodes) with Landlock, probing the
+ * kernel's ABI version. No Landlock in the kernel: returns 0 and sets *applied = false. */
+int sbx_landlock_apply(const struct sbx_harden_spec *spec, bool *applied, char *err,
+                       size_t errlen);
+
+/* Loads the seccomp deny-list (DESIGN.md §4) with libseccomp: denied calls fail with EPERM,
+ * clone3 with ENOSYS, ioctl TIOCSTI/TIOCLINUX compared on the low 32 bits, clone/unshare with
+ * namespace flags refused, socket(AF_VSOCK) refused. Requires no_new_privs (or CAP_SYS_ADMIN). */
+int sbx_seccomp_apply(char *err, size_t errlen);
+
+/* The whole sequence after the mounts: caps → no_new_privs → Landlock → seccomp. */
+int sbx_harden_apply(const struct sbx_harden_spec *spec, char *err, size_t errlen);
+
+#endif
