@@ -12,18 +12,19 @@
 #include "sbx-build-config.h"
 #include "util/error.h"
 
+/* The helper's absolute path (a relative $SBX_HELPER_DIR would break once a backend changes
+ * directory before starting it), or NULL. */
 static char *helper_in_dir(const char *dir, const char *name)
 {
-	char *path = NULL;
+	char *path = NULL, *absolute;
 
 	if (!dir || !*dir)
 		return NULL;
 	if (asprintf(&path, "%s/%s", dir, name) < 0)
 		return NULL;
-	if (access(path, X_OK) == 0)
-		return path;
+	absolute = access(path, X_OK) == 0 ? realpath(path, NULL) : NULL;
 	free(path);
-	return NULL;
+	return absolute;
 }
 
 /* The directory holding the object this code was linked into: the shared library, or the

@@ -114,6 +114,10 @@ void sbx_process_detach_all(sbx_workspace *ws)
 	struct sbx_process *p;
 
 	pthread_mutex_lock(&ws->procs_lock);
+	/* Every tree gets its kill first, so they die in parallel rather than one by one. */
+	for (p = ws->procs; p; p = p->next)
+		if (!p->ended)
+			ws->ops->proc_kill(p->sp.proc);
 	while ((p = ws->procs)) {
 		ws->procs = p->next;
 		release_backend_side(p);
