@@ -1,0 +1,564 @@
+/* The per-command runner: runs one command and makes sure that nothing the command started
+ * outlives it, speaking the protocol of run_proto.h. The local backend reaches it as the
+ * agentsbx-run program; the sandbox init (ns, bwrap) forks and calls it directly, so a command
+ * in a sandbox costs no extra exec.
+ *
+ * The runner is single-threaded and owns the command's whole process tree: it is a child
+ * subreaper, so every process the command orphans (a double-forked `setsid` daemon included)
+ * is reparented to it and can be found and killed. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "run_proto.h"
+#include "runner.h"
+
+#define NORETURN __attribute__((noreturn))
+
+/* Killing a tree must converge even against a fork loop, but the runner must never hang:
+ * give up after this long (a process stuck in uninterruptible sleep cannot be reaped). */
+#define KILL_DEADLINE_MS 20000
+#define KILL_ROUND_PAUSE_NS 1000000L
+
+struct rlimit_opt {
+	const char *name;
+	int resource;
+	bool set;
+	rlim_t value;
+};
+
+static struct rlimit_opt rlimit_opts[] = {
+	{ "cpu", RLIMIT_CPU, false, 0 },
+	{ "fsize", RLIMIT_FSIZE, false, 0 },
+	{ "nofile", RLIMIT_NOFILE, false, 0 },
+	{ "nproc", RLIMIT_NPROC, false, 0 },
+	{ "as", RLIMIT_AS, false, 0 },
+};
+
+enum ending { END_EXITED, END_KILLED, END_HOST_GONE };
+
+struct runner {
+	char **argv;                  /* the command */
+	pid_t self;
+	int sigfd;
+	int hostfd;                   /* pidfd of the host process, or -1 */
+	pid_t cmd;                    /* the main process: also its session and process group id */
+	bool cmd_ended;               /* its status is in report (it may still be a zombie) */
+	bool cmd_reaped;              /* its pid, and so its process group id, may be reused */
+	struct sbx_run_report report;
+};
+
+static bool check_control_fd(void)
+{
+	struct stat st;
+
+	if (fstat(SBX_RUN_CONTROL_FD, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return false;
+	/* Only the runner may hold it: its closing is how the host learns the runner is gone. */
+	fcntl(SBX_RUN_CONTROL_FD, F_SETFD, FD_CLOEXEC);
+	return true;
+}
+
+bool sbx_runner_set_rlimit(const char *name, size_t name_len, unsigned long long value)
+{
+	for (size_t i = 0; i < sizeof rlimit_opts / sizeof rlimit_opts[0]; i++) {
+		struct rlimit_opt *o = &rlimit_opts[i];
+
+		if (strlen(o->name) == name_len && strncmp(o->name, name, name_len) == 0) {
+			o->set = true;
+			o->value = value;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- reporting ------------------------------------------------------------------------- */
+
+static void send_report(const struct runner *r)
+{
+	send(SBX_RUN_CONTROL_FD, &r->report, sizeof r->report, MSG_NOSIGNAL);
+}
+
+/* Writes "agentsbx: cannot run 'NAME': [WHAT: ]REASON" to fd 2. Async-signal-safe enough for
+ * the forked child: the runner is single-threaded, so no lock can be held. */
+static void write_cannot_run(const char *name, const char *what, int err)
+{
+	char msg[1024];
+	int n;
+
+	if (what)
+		n = snprintf(msg, sizeof msg, "agentsbx: cannot run '%s': %s: %s\n", name, what,
+		             strerror(err));
+	else
+		n = snprintf(msg, sizeof msg, "agentsbx: cannot run '%s': %s\n", name,
+		             strerror(err));
+	if (n > (int)sizeof msg - 1)
+		n = sizeof msg - 1;
+	if (n > 0 && write(STDERR_FILENO, msg, n) < 0) {
+		/* nobody to tell */
+	}
+}
+
+/* The runner could not start the command at all: report it as a command that could not be
+ * executed, as the protocol asks. */
+static NORETURN void refuse_to_start(const struct runner *r, const char *what, int err)
+{
+	struct sbx_run_report rep = { SBX_RUN_EXITED, 126, 0 };
+
+	write_cannot_run(r->argv[0], what, err);
+	send(SBX_RUN_CONTROL_FD, &rep, sizeof rep, MSG_NOSIGNAL);
+	exit(0);
+}
+
+static void note_status_code(struct runner *r, bool signalled, int value)
+{
+	r->report.exit_code = signalled ? -1 : value;
+	r->report.term_signal = signalled ? value : 0;
+	r->cmd_ended = true;
+}
+
+/* ---- the command (runs in the forked child) -------------------------------------------- */
+
+static void reset_signals(void)
+{
+	sigset_t none;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL); /* fails harmlessly for SIGKILL, SIGSTOP and libc's own */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static int apply_rlimits(const char **failed)
+{
+	for (size_t i = 0; i < sizeof rlimit_opts / sizeof rlimit_opts[0]; i++) {
+		const struct rlimit_opt *o = &rlimit_opts[i];
+		struct rlimit cur, lim;
+
+		if (!o->set || getrlimit(o->resource, &cur) < 0)
+			continue;
+		/* A limit only ever lowers what the runner has. */
+		lim.rlim_max = o->value < cur.rlim_max ? o->value : cur.rlim_max;
+		lim.rlim_cur = lim.rlim_max;
+		/* With soft == hard the kernel sends SIGKILL at the CPU limit; one second of slack
+		 * lets the command see SIGXCPU, which says why it died. */
+		if (o->resource == RLIMIT_CPU && lim.rlim_max < cur.rlim_max)
+			lim.rlim_max++;
+		if (setrlimit(o->resource, &lim) < 0) {
+			*failed = o->name;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void close_fds_from(unsigned first)
+{
+	struct rlimit lim;
+
+	if (close_range(first, ~0U, 0) == 0)
+		return;
+	/* Kernels before 5.9: close what the fd limit allows. */
+	if (getrlimit(RLIMIT_NOFILE, &lim) < 0 || lim.rlim_cur == RLIM_INFINITY ||
+	    lim.rlim_cur > (1u << 20))
+		lim.rlim_cur = 1u << 20;
+	for (unsigned fd = first; fd < lim.rlim_cur; fd++)
+		close(fd);
+}
+
+static NORETURN void exec_command(const struct runner *r)
+{
+	const char *failed_limit = NULL;
+	int err;
+
+	reset_signals();
+	/* If the runner is killed outright, at least the main process does not outlive it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != r->self)
+		_exit(126);
+	setsid(); /* new session and process group: no controlling terminal of the host */
+	if (apply_rlimits(&failed_limit) < 0) {
+		char what[32];
+
+		err = errno;
+		snprintf(what, sizeof what, "setrlimit %s", failed_limit);
+		signal(SIGPIPE, SIG_IGN);
+		write_cannot_run(r->argv[0], what, err);
+		_exit(126);
+	}
+	close_fds_from(SBX_RUN_CONTROL_FD);
+	execvp(r->argv[0], r->argv);
+	err = errno;
+	signal(SIGPIPE, SIG_IGN); /* a closed stderr must not turn 127 into a signal death */
+	write_cannot_run(r->argv[0], NULL, err);
+	_exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
+}
+
+/* ---- the runner ------------------------------------------------------------------------ */
+
+/* Signals are read from a signalfd in the poll loop instead of handlers: SIGCHLD for the
+ * command's end, the terminating ones to kill the tree before going. */
+static int watch_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* The control socket reads end-of-file when the host dies, unless a child the host forked
+ * holds a copy; a pidfd of the host tells regardless. The host is whoever made the
+ * socketpair, which SO_PEERCRED names. Returns the pidfd or -1 (kernels before 5.3 have only
+ * the socket); *gone when the host has already died. */
+static int watch_host(bool *gone)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	int fd = -1;
+
+	*gone = false;
+	if (getsockopt(SBX_RUN_CONTROL_FD, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    cred.pid <= 0)
+		return -1;
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
+	*gone = fd < 0 && errno == ESRCH;
+#endif
+	return fd;
+}
+
+/* The runner keeps no copy of the command's stdio: the host must see end-of-file and broken
+ * pipes exactly when the command's processes close theirs. */
+static void detach_stdio(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	for (int fd = 0; fd <= 2; fd++) {
+		if (null >= 0)
+			dup2(null, fd);
+		else
+			close(fd);
+	}
+	if (null > 2)
+		close(null);
+}
+
+static void start_command(struct runner *r)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		refuse_to_start(r, "fork", errno);
+	if (pid == 0)
+		exec_command(r);
+	r->cmd = pid;
+	detach_stdio();
+}
+
+/* Notes whether the main process has ended, reaping other children that ended meanwhile.
+ * The main process stays a zombie, so its pid, which is also the process group the runner
+ * signals, cannot be reused until the tree is dead. */
+static void check_command(struct runner *r)
+{
+	for (;;) {
+		siginfo_t si;
+
+		si.si_pid = 0;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (si.si_pid == 0)
+			return;
+		if (si.si_pid == r->cmd) {
+			note_status_code(r, si.si_code != CLD_EXITED, si.si_status);
+			return;
+		}
+		waitpid(si.si_pid, NULL, 0); /* an orphan the command left: already a zombie */
+	}
+}
+
+/* Returns true when a terminating signal asks the runner to go. */
+static bool drain_signals(int sigfd)
+{
+	struct signalfd_siginfo si;
+	bool terminate = false;
+
+	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+		if (si.ssi_signo != SIGCHLD)
+			terminate = true;
+	return terminate;
+}
+
+static void signal_command(const struct runner *r, int sig)
+{
+	if (sig < 0 || sig >= NSIG || r->cmd_reaped)
+		return;
+	kill(-r->cmd, sig);
+}
+
+/* Handles one request; returns false when the runner must end (how says why). */
+static bool handle_request(const struct runner *r, enum ending *how)
+{
+	struct sbx_run_request req;
+	ssize_t n = recv(SBX_RUN_CONTROL_FD, &req, sizeof req, MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return true;
+	if (n <= 0) {
+		*how = END_HOST_GONE;
+		return false;
+	}
+	if (n != (ssize_t)sizeof req)
+		return true; /* not ours to guess at */
+	if (req.op == SBX_RUN_KILL) {
+		*how = END_KILLED;
+		return false;
+	}
+	if (req.op == SBX_RUN_SIGNAL)
+		signal_command(r, req.sig);
+	return true;
+}
+
+static enum ending serve(struct runner *r)
+{
+	struct pollfd fds[3] = {
+		{ .fd = SBX_RUN_CONTROL_FD, .events = POLLIN },
+		{ .fd = r->sigfd, .events = POLLIN },
+		{ .fd = r->hostfd, .events = POLLIN }, /* ignored by poll when -1 */
+	};
+	enum ending how;
+
+	for (;;) {
+		if (poll(fds, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return END_KILLED; /* cannot wait any more: end it rather than hang */
+		}
+		if (fds[2].revents)
+			return END_HOST_GONE;
+		if (fds[1].revents) {
+			if (drain_signals(r->sigfd))
+				return END_KILLED;
+			check_command(r);
+			if (r->cmd_ended)
+				return END_EXITED;
+		}
+		if (fds[0].revents && !handle_request(r, &how))
+			return how;
+	}
+}
+
+/* ---- killing the tree ------------------------------------------------------------------ */
+
+struct proc_entry {
+	pid_t pid, ppid;
+	ssize_t parent;               /* index of the parent in the table, or -1 */
+	bool ours;
+};
+
+static pid_t read_ppid(int procfd, const char *pid)
+{
+	char path[64], buf[512], *p;
+	int fd, ppid;
+	ssize_t n;
+	char state;
+
+	snprintf(path, sizeof path, "%s/stat", pid);
+	fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold spaces and ')', so its end is the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
+		return -1;
+	return ppid;
+}
+
+/* Every process's pid and parent, from /proc. */
+static size_t read_process_table(struct proc_entry **out)
+{
+	DIR *dir = opendir("/proc");
+	struct proc_entry *table = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+
+	while (dir && (e = readdir(dir))) {
+		pid_t ppid;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		ppid = read_ppid(dirfd(dir), e->d_name);
+		if (ppid < 0)
+			continue;
+		if (n == cap) {
+			size_t bigger_cap = cap ? 2 * cap : 256;
+			struct proc_entry *bigger = realloc(table, bigger_cap * sizeof *table);
+
+			if (!bigger)
+				break; /* kill what we have seen; the next round sees more */
+			table = bigger;
+			cap = bigger_cap;
+		}
+		table[n++] = (struct proc_entry){ atoi(e->d_name), ppid, -1, false };
+	}
+	if (dir)
+		closedir(dir);
+	*out = table;
+	return n;
+}
+
+static int compare_pid(const void *a, const void *b)
+{
+	pid_t x = ((const struct proc_entry *)a)->pid, y = ((const struct proc_entry *)b)->pid;
+
+	return (x > y) - (x < y);
+}
+
+/* Marks the processes whose parent chain leads to root. */
+static void mark_descendants(struct proc_entry *table, size_t n, pid_t root)
+{
+	bool grew = true;
+
+	qsort(table, n, sizeof *table, compare_pid);
+	for (size_t i = 0; i < n; i++) {
+		struct proc_entry key = { .pid = table[i].ppid };
+		struct proc_entry *parent = bsearch(&key, table, n, sizeof *table, compare_pid);
+
+		table[i].parent = parent ? parent - table : -1;
+	}
+	/* Children may come before their parents in pid order: propagate until stable. */
+	while (grew) {
+		grew = false;
+		for (size_t i = 0; i < n; i++) {
+			struct proc_entry *p = &table[i];
+
+			if (!p->ours && p->pid != root &&
+			    (p->ppid == root || (p->parent >= 0 && table[p->parent].ours))) {
+				p->ours = true;
+				grew = true;
+			}
+		}
+	}
+}
+
+static void kill_descendants(pid_t self)
+{
+	struct proc_entry *table;
+	size_t n = read_process_table(&table);
+
+	if (!table)
+		return;
+	mark_descendants(table, n, self);
+	for (size_t i = 0; i < n; i++)
+		if (table[i].ours)
+			kill(table[i].pid, SIGKILL);
+	free(table);
+}
+
+/* Reaps every child that has ended; true once the runner has no child left at all, which
+ * means the whole tree is gone (every descendant has a parent chain through a child). */
+static bool reap_all(struct runner *r)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+
+		if (pid > 0) {
+			if (pid == r->cmd) {
+				if (!r->cmd_ended)
+					note_status_code(r, WIFSIGNALED(status),
+					                 WIFSIGNALED(status) ? WTERMSIG(status)
+					                                     : WEXITSTATUS(status));
+				r->cmd_reaped = true;
+			}
+			continue;
+		}
+		if (pid < 0 && errno == EINTR)
+			continue;
+		return pid < 0 && errno == ECHILD;
+	}
+}
+
+static long elapsed_ms(const struct timespec *since)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+static void kill_tree(struct runner *r)
+{
+	const struct timespec pause = { 0, KILL_ROUND_PAUSE_NS };
+	struct timespec start;
+
+	/* The main process may not have reached setsid() yet, so signal it by pid as well. */
+	signal_command(r, SIGKILL);
+	kill(r->cmd, SIGKILL);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	/* Processes may fork while being found; each round kills all it sees, and a killed
+	 * process forks no more, so the rounds converge. */
+	while (!reap_all(r) && elapsed_ms(&start) < KILL_DEADLINE_MS) {
+		kill_descendants(r->self);
+		nanosleep(&pause, NULL);
+	}
+}
+
+int sbx_runner_run(char **argv)
+{
+	struct runner r = { .argv = argv, .report = { SBX_RUN_EXITED, -1, SIGKILL } };
+	enum ending how;
+	bool host_gone;
+
+	if (!check_control_fd())
+		return -1;
+	/* A host may leak fds without close-on-exec; holding them would keep its pipes open. */
+	close_fds_from(SBX_RUN_CONTROL_FD + 1);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		refuse_to_start(&r, "prctl(PR_SET_CHILD_SUBREAPER)", errno);
+	setsid(); /* out of the host's session: its terminal's signals are not ours */
+	r.self = getpid();
+	r.sigfd = watch_signals();
+	if (r.sigfd < 0)
+		refuse_to_start(&r, "signalfd", errno);
+	r.hostfd = watch_host(&host_gone);
+	if (host_gone)
+		return 0; /* nobody to run it for */
+	start_command(&r);
+	how = serve(&r);
+	kill_tree(&r);
+	if (how != END_HOST_GONE)
+		send_report(&r);
+	return 0;
+}

@@ -1,0 +1,18 @@
+/* The per-command runner (runner.c), shared by agentsbx-run and the sandbox init. */
+#ifndef SBX_RUNNER_H
+#define SBX_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Sets a limit for the command: name is one of cpu, fsize, nofile, nproc, as (name_len bytes
+ * of it are compared). Returns false for an unknown name. */
+bool sbx_runner_set_rlimit(const char *name, size_t name_len, unsigned long long value);
+
+/* Runs argv as run_proto.h describes: the control socket on fd 3, the command's stdio on fds
+ * 0-2, its working directory and environment already in place. Returns 0 once the command
+ * and everything it started have ended and the report was sent, or -1 at once when fd 3 is
+ * not a socket. Single-threaded callers only (it is a subreaper and blocks SIGCHLD). */
+int sbx_runner_run(char **argv);
+
+#endif
