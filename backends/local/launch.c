@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -161,15 +162,6 @@ static int spawn_runner(const struct local_ws *ws, const sbx_backend_spawn *req,
 	return err;
 }
 
-static int open_pidfd(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	return syscall(SYS_pidfd_open, pid, 0); /* always close-on-exec */
-#else
-	return -1;
-#endif
-}
-
 static const sbx_backend_limits *spawn_limits(const struct local_ws *ws,
                                               const sbx_backend_spawn *req)
 {
@@ -185,7 +177,7 @@ int local_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wai
 	int copies[4] __attribute__((cleanup(close_fd_copies))) = { -1, -1, -1, -1 };
 	_cleanup_free_ const char **argv = NULL;
 	struct rlimit_args rlimit_text;
-	struct local_proc *p;
+	struct sbx_runclient *p;
 	int sv[2], wanted[4], fds[4], err;
 	pid_t pid;
 
@@ -206,21 +198,21 @@ int local_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wai
 			return sbx_fail(sbx_errno_code(errno), "local: dup: %s", strerror(errno));
 	}
 	argv = build_runner_argv(ws->runner, spawn_limits(ws, req), req->argv, &rlimit_text);
-	p = calloc(1, sizeof *p);
-	if (!argv || !p) {
-		free(p);
+	if (!argv)
 		return sbx_fail(-SBX_ENOMEM, "local: out of memory");
-	}
 	err = spawn_runner(ws, req, argv, fds, &pid);
-	if (err) {
-		free(p);
+	if (err)
 		return sbx_fail(sbx_errno_code(err), "local: spawn %s: %s", ws->runner,
 		                strerror(err));
+	p = sbx_runclient_new(pid, host_end, "local");
+	if (!p) {
+		/* The runner sees its control socket close and ends without running much. */
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return sbx_fail(-SBX_ENOMEM, "local: out of memory");
 	}
-	p->pid = pid;
-	p->pidfd = open_pidfd(pid);
-	p->ctrl = SBX_TAKE_FD(host_end);
-	local_track(ws, p);
+	host_end = -1;
+	sbx_runclient_track(&ws->live, p);
 	*proc = p;
 	*wait_fd = p->ctrl;
 	return 0;

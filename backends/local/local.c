@@ -52,7 +52,7 @@ static void local_ws_free(struct local_ws *ws)
 {
 	if (!ws)
 		return;
-	pthread_mutex_destroy(&ws->lock);
+	sbx_runclient_set_destroy(&ws->live);
 	free(ws->workdir);
 	free(ws->runner);
 	free(ws);
@@ -77,7 +77,7 @@ static int local_open(const sbx_backend_config *cfg, void **state)
 	ws = calloc(1, sizeof *ws);
 	if (!ws)
 		return sbx_fail(-SBX_ENOMEM, "local: out of memory");
-	pthread_mutex_init(&ws->lock, NULL);
+	sbx_runclient_set_init(&ws->live);
 	r = find_runner(&ws->runner);
 	if (r < 0) {
 		local_ws_free(ws);
@@ -94,59 +94,9 @@ static int local_open(const sbx_backend_config *cfg, void **state)
 	return 0;
 }
 
-void local_track(struct local_ws *ws, struct local_proc *p)
-{
-	pthread_mutex_lock(&ws->lock);
-	p->ws = ws;
-	p->prev = NULL;
-	p->next = ws->live;
-	if (ws->live)
-		ws->live->prev = p;
-	ws->live = p;
-	pthread_mutex_unlock(&ws->lock);
-}
-
-static void unlink_locked(struct local_proc *p)
-{
-	if (p->prev)
-		p->prev->next = p->next;
-	else
-		p->ws->live = p->next;
-	if (p->next)
-		p->next->prev = p->prev;
-	p->prev = p->next = NULL;
-	p->ws = NULL;
-}
-
-void local_untrack(struct local_proc *p)
-{
-	struct local_ws *ws = p->ws;
-
-	if (!ws)
-		return;
-	pthread_mutex_lock(&ws->lock);
-	unlink_locked(p);
-	pthread_mutex_unlock(&ws->lock);
-}
-
-/* Kills every live process and waits for the trees to be gone. The handles stay valid (the
- * core still owns them); with forget they no longer refer to the workspace. */
-static void kill_all(struct local_ws *ws, bool forget)
-{
-	pthread_mutex_lock(&ws->lock);
-	/* Ask every runner first so the trees die in parallel, then collect them. */
-	for (struct local_proc *p = ws->live; p; p = p->next)
-		local_proc_kill(p);
-	for (struct local_proc *p = ws->live; p; p = p->next)
-		local_proc_finish(p, LOCAL_RELEASE_TIMEOUT_MS);
-	while (forget && ws->live)
-		unlink_locked(ws->live);
-	pthread_mutex_unlock(&ws->lock);
-}
-
 static int local_reset(void *state)
 {
-	kill_all(state, false);
+	sbx_runclient_kill_all(&((struct local_ws *)state)->live, false);
 	return 0;
 }
 
@@ -156,7 +106,7 @@ static int local_close(void *state)
 
 	if (!ws)
 		return 0;
-	kill_all(ws, true);
+	sbx_runclient_kill_all(&ws->live, true);
 	local_ws_free(ws);
 	return 0;
 }
@@ -179,8 +129,8 @@ const sbx_backend_ops sbx_backend_local = {
 	.root = local_root,
 	.host_dir = local_root,
 	.spawn = local_spawn,
-	.proc_wait = local_proc_wait,
-	.proc_signal = local_proc_signal,
-	.proc_kill = local_proc_kill,
-	.proc_release = local_proc_release,
+	.proc_wait = sbx_runclient_wait,
+	.proc_signal = sbx_runclient_signal,
+	.proc_kill = sbx_runclient_kill,
+	.proc_release = sbx_runclient_release,
 };

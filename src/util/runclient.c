@@ -1,14 +1,18 @@
-/* A running command, seen through its runner: requests go down the control socket, the one
- * report comes back on it, and the runner is reaped once the outcome is known (so its pid
- * cannot be reused while we may still signal it). Only the ops called by the core record
+/* A running command, seen through its runner (run_proto.h): requests go down the control
+ * socket, the one report comes back on it, and a runner that is our child is reaped once the
+ * outcome is known (so its pid cannot be reused while we may still signal it). Shared by the
+ * backends whose commands run under a runner: local (agentsbx-run) and the sandboxes (a runner
+ * forked by the sandbox init). Only the functions the core calls through the ops tables record
  * error messages; the internal steps stay quiet so a release never clobbers a message. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -16,7 +20,7 @@
 #include "internal.h"
 #include "util/error.h"
 #include "run_proto.h"
-#include "local.h"
+#include "util/runclient.h"
 
 /* A poll(2) timeout for a deadline from sbx_now_ms() (-1: none). */
 static int ms_until(int64_t deadline)
@@ -30,7 +34,7 @@ static int ms_until(int64_t deadline)
 }
 
 /* Returns 0 or -errno. Never raises SIGPIPE, never blocks. */
-static int send_request(struct local_proc *p, uint32_t op, int sig)
+static int send_request(struct sbx_runclient *p, uint32_t op, int sig)
 {
 	struct sbx_run_request req = { op, sig };
 	ssize_t n;
@@ -51,8 +55,15 @@ static bool runner_gone(int err)
 
 /* The last resort against a runner that does not answer. Safe by pid: the runner is not
  * reaped before the outcome is known. */
-static void kill_runner(struct local_proc *p)
+static void kill_runner(struct sbx_runclient *p)
 {
+	if (p->pid <= 0) {
+		/* Not our child (it runs inside a sandbox): closing its control socket is the
+		 * one order it cannot ignore, as it reads it as the host's death. */
+		shutdown(p->ctrl, SHUT_RDWR);
+		p->runner_killed = true;
+		return;
+	}
 #ifdef SYS_pidfd_send_signal
 	if (p->pidfd >= 0 && syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) == 0) {
 		p->runner_killed = true;
@@ -63,10 +74,14 @@ static void kill_runner(struct local_proc *p)
 		p->runner_killed = true;
 }
 
-static void reap_runner(struct local_proc *p)
+static void reap_runner(struct sbx_runclient *p)
 {
 	pid_t r;
 
+	if (p->pid <= 0) {
+		p->runner_status = 0;
+		return;
+	}
 	do
 		r = waitpid(p->pid, &p->runner_status, 0);
 	while (r < 0 && errno == EINTR);
@@ -75,7 +90,7 @@ static void reap_runner(struct local_proc *p)
 }
 
 /* The runner ended without a report: say something sane about the command anyway. */
-static void judge_silent_runner(struct local_proc *p)
+static void judge_silent_runner(struct sbx_runclient *p)
 {
 	int st = p->runner_status;
 
@@ -95,7 +110,7 @@ static void judge_silent_runner(struct local_proc *p)
 
 /* Takes the report, or notices the runner ended without one, then reaps the runner.
  * Returns false when there was nothing to read yet. */
-static bool collect(struct local_proc *p)
+static bool collect(struct sbx_runclient *p)
 {
 	struct sbx_run_report rep;
 	ssize_t n;
@@ -126,7 +141,7 @@ static bool collect(struct local_proc *p)
 
 /* Waits up to timeout_ms (-1 = forever) for the outcome. Returns 0 once ended,
  * -ETIMEDOUT, or another -errno from poll. */
-static int wait_for_end(struct local_proc *p, int timeout_ms)
+static int wait_for_end(struct sbx_runclient *p, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : sbx_now_ms() + timeout_ms;
 
@@ -144,7 +159,7 @@ static int wait_for_end(struct local_proc *p, int timeout_ms)
 	return 0;
 }
 
-static int report_outcome(const struct local_proc *p, int *exit_code, int *term_signal)
+static int report_outcome(const struct sbx_runclient *p, int *exit_code, int *term_signal)
 {
 	int st = p->runner_status;
 
@@ -155,44 +170,47 @@ static int report_outcome(const struct local_proc *p, int *exit_code, int *term_
 	if (!p->error)
 		return 0;
 	if (p->error == -SBX_EPROTO)
-		return sbx_fail(p->error, "local: agentsbx-run broke its protocol");
+		return sbx_fail(p->error, "%s: the runner broke its protocol", p->who);
+	if (p->pid <= 0)
+		return sbx_fail(p->error, "%s: the runner ended without a report", p->who);
 	if (st == -1)
-		return sbx_fail(p->error, "local: agentsbx-run vanished (reaped by someone else)");
+		return sbx_fail(p->error, "%s: the runner vanished (reaped by someone else)", p->who);
 	if (WIFSIGNALED(st))
-		return sbx_fail(p->error, "local: agentsbx-run died: signal %d", WTERMSIG(st));
-	return sbx_fail(p->error, "local: agentsbx-run exited with status %d without a report",
-	                WEXITSTATUS(st));
+		return sbx_fail(p->error, "%s: the runner died: signal %d", p->who, WTERMSIG(st));
+	return sbx_fail(p->error, "%s: the runner exited with status %d without a report",
+	                p->who, WEXITSTATUS(st));
 }
 
-int local_proc_wait(void *proc, int timeout_ms, int *exit_code, int *term_signal)
+int sbx_runclient_wait(void *proc, int timeout_ms, int *exit_code, int *term_signal)
 {
-	struct local_proc *p = proc;
+	struct sbx_runclient *p = proc;
 	int r = wait_for_end(p, timeout_ms);
 
 	if (r == -ETIMEDOUT)
-		return sbx_fail(-SBX_ETIMEDOUT, "local: the command is still running");
+		return sbx_fail(-SBX_ETIMEDOUT, "%s: the command is still running", p->who);
 	if (r < 0)
-		return sbx_fail(sbx_errno_code(-r), "local: wait: %s", strerror(-r));
+		return sbx_fail(sbx_errno_code(-r), "%s: wait: %s", p->who, strerror(-r));
 	return report_outcome(p, exit_code, term_signal);
 }
 
-int local_proc_signal(void *proc, int sig)
+int sbx_runclient_signal(void *proc, int sig)
 {
-	struct local_proc *p = proc;
+	struct sbx_runclient *p = proc;
 	int r;
 
 	if (sig < 0 || sig >= NSIG)
-		return sbx_fail(-SBX_EINVAL, "local: invalid signal %d", sig);
+		return sbx_fail(-SBX_EINVAL, "%s: invalid signal %d", p->who, sig);
 	if (p->ended)
 		return 0;
 	r = send_request(p, SBX_RUN_SIGNAL, sig);
 	if (r == 0 || runner_gone(r))
 		return 0;
-	return sbx_fail(-SBX_EIO, "local: signal: agentsbx-run does not answer: %s", strerror(-r));
+	return sbx_fail(-SBX_EIO, "%s: signal: the runner does not answer: %s", p->who,
+	                strerror(-r));
 }
 
 /* Quiet: called from release and the workspace's reset and close. */
-static void kill_quietly(struct local_proc *p)
+static void kill_quietly(struct sbx_runclient *p)
 {
 	int r;
 
@@ -203,13 +221,13 @@ static void kill_quietly(struct local_proc *p)
 		kill_runner(p);
 }
 
-int local_proc_kill(void *proc)
+int sbx_runclient_kill(void *proc)
 {
 	kill_quietly(proc);
 	return 0;
 }
 
-void local_proc_finish(struct local_proc *p, int timeout_ms)
+void sbx_runclient_finish(struct sbx_runclient *p, int timeout_ms)
 {
 	if (p->ended)
 		return;
@@ -220,16 +238,92 @@ void local_proc_finish(struct local_proc *p, int timeout_ms)
 	}
 }
 
-void local_proc_release(void *proc)
+void sbx_runclient_release(void *proc)
 {
-	struct local_proc *p = proc;
+	struct sbx_runclient *p = proc;
 
 	if (!p)
 		return;
-	local_proc_finish(p, LOCAL_RELEASE_TIMEOUT_MS);
-	local_untrack(p);
+	sbx_runclient_finish(p, SBX_RUNCLIENT_RELEASE_TIMEOUT_MS);
+	sbx_runclient_untrack(p);
 	close(p->ctrl);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p);
+}
+
+struct sbx_runclient *sbx_runclient_new(pid_t pid, int ctrl, const char *who)
+{
+	struct sbx_runclient *p = calloc(1, sizeof *p);
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->pidfd = -1;
+#ifdef SYS_pidfd_open
+	if (pid > 0)
+		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0); /* always close-on-exec */
+#endif
+	p->ctrl = ctrl;
+	p->who = who;
+	return p;
+}
+
+void sbx_runclient_set_init(struct sbx_runclient_set *set)
+{
+	pthread_mutex_init(&set->lock, NULL);
+	set->live = NULL;
+}
+
+void sbx_runclient_set_destroy(struct sbx_runclient_set *set)
+{
+	pthread_mutex_destroy(&set->lock);
+}
+
+void sbx_runclient_track(struct sbx_runclient_set *set, struct sbx_runclient *p)
+{
+	pthread_mutex_lock(&set->lock);
+	p->set = set;
+	p->prev = NULL;
+	p->next = set->live;
+	if (set->live)
+		set->live->prev = p;
+	set->live = p;
+	pthread_mutex_unlock(&set->lock);
+}
+
+static void unlink_locked(struct sbx_runclient *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		p->set->live = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	p->prev = p->next = NULL;
+	p->set = NULL;
+}
+
+void sbx_runclient_untrack(struct sbx_runclient *p)
+{
+	struct sbx_runclient_set *set = p->set;
+
+	if (!set)
+		return;
+	pthread_mutex_lock(&set->lock);
+	unlink_locked(p);
+	pthread_mutex_unlock(&set->lock);
+}
+
+void sbx_runclient_kill_all(struct sbx_runclient_set *set, bool forget)
+{
+	pthread_mutex_lock(&set->lock);
+	/* Ask every runner first so the trees die in parallel, then collect them. */
+	for (struct sbx_runclient *p = set->live; p; p = p->next)
+		sbx_runclient_kill(p);
+	for (struct sbx_runclient *p = set->live; p; p = p->next)
+		sbx_runclient_finish(p, SBX_RUNCLIENT_RELEASE_TIMEOUT_MS);
+	while (forget && set->live)
+		unlink_locked(set->live);
+	pthread_mutex_unlock(&set->lock);
 }

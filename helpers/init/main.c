@@ -1,0 +1,241 @@
+/* agentsbx-init: builds a sandbox and stays in it as PID 1, serving exec requests (see
+ * init_proto.h). The setup order follows minijail's: namespaces → mounts → pivot_root →
+ * network → capabilities → no_new_privs → Landlock → seccomp → serve.
+ *
+ * In "direct" mode the program that the backend started (the outer process) creates the
+ * user namespace and the others, forks the init into them and then only waits: the init
+ * dies with it (PDEATHSIG), so killing the outer process tears the whole sandbox down. In
+ * "inside" mode bubblewrap made the namespaces and the root, and this process is the init. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "init_proto.h"
+#include "sandbox.h"
+#include "server.h"
+#include "spec.h"
+
+#define SPEC_MAX (1u << 20)
+
+struct init_state {
+	struct sbx_init_spec spec;
+	bool direct;
+	uint32_t flags;               /* SBX_INIT_HAS_* */
+	char cgroup_note[244];
+};
+
+static void send_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void send_error(const char *fmt, ...)
+{
+	struct sbx_init_error msg = { .kind = SBX_INIT_ERROR };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg.message, sizeof msg.message, fmt, ap);
+	va_end(ap);
+	send(SBX_INIT_CONTROL_FD, &msg, sizeof msg, MSG_NOSIGNAL);
+}
+
+static void send_ready(const struct init_state *st, pid_t host_pid)
+{
+	struct sbx_init_ready msg = { .kind = SBX_INIT_READY, .flags = st->flags,
+	                              .init_pid = host_pid };
+
+	snprintf(msg.cgroup_note, sizeof msg.cgroup_note, "%s", st->cgroup_note);
+	send(SBX_INIT_CONTROL_FD, &msg, sizeof msg, MSG_NOSIGNAL);
+}
+
+static int read_spec(struct init_state *st, char *err, size_t errlen)
+{
+	char *text = malloc(SPEC_MAX);
+	ssize_t n;
+	int r;
+
+	if (!text) {
+		snprintf(err, errlen, "spec: out of memory");
+		return -1;
+	}
+	n = pread(SBX_INIT_SPEC_FD, text, SPEC_MAX, 0);
+	if (n <= 0 || n == SPEC_MAX) {
+		snprintf(err, errlen, "spec: cannot read fd %d: %s", SBX_INIT_SPEC_FD,
+		         n < 0 ? strerror(errno) : "empty or too large");
+		free(text);
+		return -1;
+	}
+	r = sbx_init_spec_parse(text, (size_t)n, &st->spec, err, errlen);
+	free(text);
+	close(SBX_INIT_SPEC_FD);
+	return r;
+}
+
+/* Puts the sandbox into its cgroup before anything runs in it. Only the lack of a usable
+ * hierarchy is tolerated (and reported in READY); a failure to apply a limit is not. */
+static int join_cgroup(struct init_state *st, char *err, size_t errlen)
+{
+	struct sbx_cgroup_limits lim = { st->spec.memory_bytes, st->spec.pids };
+	int r;
+
+	if (!lim.memory_bytes && !lim.pids)
+		return 0;
+	r = sbx_cgroup_setup(st->spec.id, getpid(), &lim, err, errlen);
+	if (r == -ENOTSUP) {
+		snprintf(st->cgroup_note, sizeof st->cgroup_note, "%s", err);
+		err[0] = '\0';
+		return 0;
+	}
+	if (r == 0)
+		st->flags |= SBX_INIT_HAS_CGROUP;
+	return r;
+}
+
+static int namespace_flags(const struct init_state *st)
+{
+	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+
+	return st->spec.share_network ? flags : flags | CLONE_NEWNET;
+}
+
+/* The init's own setup inside the new namespaces (direct mode). */
+static int build_sandbox(struct init_state *st, char *err, size_t errlen)
+{
+	struct sbx_rootfs_spec rs = {
+		.workspace_fd = SBX_INIT_WORKSPACE_FD,
+		.rootfs = st->spec.rootfs,
+		.binds = st->spec.binds,
+		.n_binds = st->spec.n_binds,
+		.protected_paths = st->spec.protected_paths
+		                       ? (const char *const *)st->spec.protected_paths
+		                       : sbx_default_protected_paths,
+		.hostname = st->spec.hostname,
+		.workspace_readonly = st->spec.workspace_readonly,
+	};
+	int r = sbx_rootfs_build(&rs, err, errlen);
+
+	close(SBX_INIT_WORKSPACE_FD);
+	if (r == 0 && !st->spec.share_network)
+		r = sbx_net_loopback_up(err, errlen);
+	return r;
+}
+
+static int harden(struct init_state *st, char *err, size_t errlen)
+{
+	static const char *const writable[] = { SBX_SANDBOX_ROOT, "/tmp", "/dev/shm", NULL };
+	static const char *const writable_ro_ws[] = { "/tmp", "/dev/shm", NULL };
+	struct sbx_harden_spec hs = {
+		.writable_paths = st->spec.workspace_readonly ? writable_ro_ws : writable,
+		.landlock = st->spec.landlock,
+	};
+	bool landlocked = false;
+	int r;
+
+	if (st->spec.landlock) {
+		/* Landlock first needs no_new_privs; harden_apply sets it too, harmlessly. */
+		r = sbx_caps_drop_all(err, errlen);
+		if (r == 0 && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			r = -errno;
+		if (r == 0)
+			r = sbx_landlock_apply(&hs, &landlocked, err, errlen);
+		if (r < 0)
+			return r;
+		if (landlocked)
+			st->flags |= SBX_INIT_HAS_LANDLOCK;
+		hs.landlock = false;
+	}
+	return sbx_harden_apply(&hs, err, errlen);
+}
+
+static int run_init(struct init_state *st, pid_t host_pid)
+{
+	char err[400] = "";
+
+	if (st->direct && build_sandbox(st, err, sizeof err) < 0) {
+		send_error("%s", err);
+		return 1;
+	}
+	if (harden(st, err, sizeof err) < 0) {
+		send_error("%s", err[0] ? err : "hardening failed");
+		return 1;
+	}
+	send_ready(st, host_pid);
+	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
+}
+
+/* Direct mode, outer process: waits for the init and mirrors its end. */
+static int wait_for_init(pid_t init)
+{
+	int status;
+
+	close(SBX_INIT_CONTROL_FD);
+	close(SBX_INIT_WORKSPACE_FD);
+	while (waitpid(init, &status, 0) < 0)
+		if (errno != EINTR)
+			return 1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+static int start_direct(struct init_state *st)
+{
+	char err[400] = "";
+	pid_t outer = getpid(), init;
+
+	if (join_cgroup(st, err, sizeof err) < 0 ||
+	    sbx_userns_enter(getuid(), getgid(), namespace_flags(st), err, sizeof err) < 0) {
+		send_error("%s", err);
+		return 1;
+	}
+	init = fork();
+	if (init < 0) {
+		send_error("fork the init: %s", strerror(errno));
+		return 1;
+	}
+	if (init > 0)
+		return wait_for_init(init);
+	/* The init must not outlive the outer process, whatever kills it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != outer)
+		_exit(1);
+	_exit(run_init(st, outer));
+}
+
+static int usage(const char *why)
+{
+	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init --proto %d --mode direct|inside\n"
+	        "(started by libagentsbx; see helpers/init_proto.h)\n", why, SBX_INIT_PROTO_VERSION);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	struct init_state st = { 0 };
+	char err[400] = "";
+	struct stat sb;
+
+	if (argc != 5 || strcmp(argv[1], "--proto") || strcmp(argv[2], "1") ||
+	    strcmp(argv[3], "--mode") || (strcmp(argv[4], "direct") && strcmp(argv[4], "inside")))
+		return usage("bad arguments");
+	if (fstat(SBX_INIT_CONTROL_FD, &sb) < 0 || !S_ISSOCK(sb.st_mode))
+		return usage("fd 3 is not the control socket");
+	st.direct = !strcmp(argv[4], "direct");
+	signal(SIGPIPE, SIG_IGN);
+	if (read_spec(&st, err, sizeof err) < 0) {
+		send_error("%s", err);
+		return 1;
+	}
+	if (st.direct)
+		return start_direct(&st);
+	/* Inside bubblewrap the host's cgroup tree is out of reach. */
+	if (st.spec.memory_bytes || st.spec.pids)
+		snprintf(st.cgroup_note, sizeof st.cgroup_note,
+		         "no per-workspace cgroup when started through bubblewrap");
+	return run_init(&st, getpid());
+}

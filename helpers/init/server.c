@@ -1,0 +1,219 @@
+/* The exec server: PID 1 of the sandbox reads spawn requests from the control channel, forks a
+ * runner for each (runner.c: the same code as agentsbx-run, without the extra exec) and reaps
+ * whatever ends. When the control channel closes, it returns and the init exits, which makes
+ * the kernel kill every process left in the PID namespace. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "init_proto.h"
+#include "run_proto.h"
+#include "runner.h"
+#include "server.h"
+
+extern char **environ;
+
+struct spawn_request {
+	struct sbx_init_spawn head;
+	int fds[SBX_INIT_SPAWN_FDS];  /* stdin, stdout, stderr, runner socket, payload */
+	int nfds;
+};
+
+enum { FD_STDIN, FD_STDOUT, FD_STDERR, FD_RUNNER, FD_PAYLOAD };
+
+static void close_request_fds(struct spawn_request *req)
+{
+	for (int i = 0; i < req->nfds; i++)
+		close(req->fds[i]);
+	req->nfds = 0;
+}
+
+/* Receives one message; returns 1 for a request, 0 when the channel closed, -1 for a
+ * malformed message (its fds already closed). */
+static int receive_request(int ctl, struct spawn_request *req)
+{
+	char control[CMSG_SPACE(sizeof(int) * SBX_INIT_SPAWN_FDS)];
+	struct iovec iov = { .iov_base = &req->head, .iov_len = sizeof req->head };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+	                      .msg_controllen = sizeof control };
+	ssize_t n;
+
+	req->nfds = 0;
+	do
+		n = recvmsg(ctl, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return -1;
+	if (n <= 0)
+		return 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		req->nfds = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		if (req->nfds > SBX_INIT_SPAWN_FDS)
+			req->nfds = SBX_INIT_SPAWN_FDS;
+		memcpy(req->fds, CMSG_DATA(c), sizeof(int) * (size_t)req->nfds);
+	}
+	if (n != (ssize_t)sizeof req->head || req->head.kind != SBX_INIT_SPAWN ||
+	    req->nfds != SBX_INIT_SPAWN_FDS || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		close_request_fds(req);
+		return -1;
+	}
+	return 1;
+}
+
+/* Maps the payload and splits it into cwd, argv, envp and limits. Returns NULL (and writes
+ * nothing) when it does not match the header. The result lives in one allocation. */
+static char **unpack_payload(const struct spawn_request *req, char **cwd, char ***envp,
+                             char ***limits)
+{
+	const struct sbx_init_spawn *h = &req->head;
+	size_t len = h->payload_len, nstr = 1 + (size_t)h->argc + h->envc + h->nlimits, k = 0;
+	struct stat st;
+	char **vec, *text, *p, *end;
+
+	if (h->argc == 0 || len == 0 || len > SBX_INIT_PAYLOAD_MAX || h->envc > 65536 ||
+	    h->nlimits > 16 || h->argc > 65536 || fstat(req->fds[FD_PAYLOAD], &st) < 0 ||
+	    (size_t)st.st_size < len)
+		return NULL;
+	vec = malloc((nstr + 3) * sizeof *vec + len + 1);
+	if (!vec)
+		return NULL;
+	text = (char *)(vec + nstr + 3);
+	if (pread(req->fds[FD_PAYLOAD], text, len, 0) != (ssize_t)len || text[len - 1] != '\0') {
+		free(vec);
+		return NULL;
+	}
+	text[len] = '\0';
+	for (p = text, end = text + len; p < end && k < nstr; p += strlen(p) + 1)
+		vec[k++] = p;
+	if (k != nstr || p != end) {
+		free(vec);
+		return NULL;
+	}
+	/* Layout: [cwd][argv... NULL][envp... NULL][limits... NULL] */
+	memmove(vec + 1 + h->argc + 1 + h->envc + 1, vec + 1 + h->argc + h->envc,
+	        h->nlimits * sizeof *vec);
+	memmove(vec + 1 + h->argc + 1, vec + 1 + h->argc, h->envc * sizeof *vec);
+	vec[1 + h->argc] = NULL;
+	vec[1 + h->argc + 1 + h->envc] = NULL;
+	vec[1 + h->argc + 1 + h->envc + 1 + h->nlimits] = NULL;
+	*cwd = vec[0];
+	*envp = vec + 1 + h->argc + 1;
+	*limits = vec + 1 + h->argc + 1 + h->envc + 1;
+	return vec;
+}
+
+static void apply_limits(char **limits)
+{
+	for (char **l = limits; *l; l++) {
+		char *eq = strchr(*l, '=');
+		if (eq)
+			sbx_runner_set_rlimit(*l, (size_t)(eq - *l), strtoull(eq + 1, NULL, 10));
+	}
+}
+
+/* Tells the backend the command could not even reach the runner. */
+static void refuse(int runner_fd, int stderr_fd, const char *why)
+{
+	struct sbx_run_report rep = { SBX_RUN_EXITED, 126, 0 };
+	char msg[512];
+	int n = snprintf(msg, sizeof msg, "agentsbx: cannot run the command: %s\n", why);
+
+	if (n > 0 && write(stderr_fd, msg, (size_t)n) < 0) {
+		/* nobody to tell */
+	}
+	send(runner_fd, &rep, sizeof rep, MSG_NOSIGNAL);
+}
+
+/* In the forked child: becomes the command's runner. */
+static void become_runner(struct spawn_request *req, char **argv, const char *cwd, char **envp,
+                          char **limits, const sigset_t *saved_mask)
+{
+	sigprocmask(SIG_SETMASK, saved_mask, NULL);
+	signal(SIGCHLD, SIG_DFL);
+	if (dup2(req->fds[FD_STDIN], 0) < 0 || dup2(req->fds[FD_STDOUT], 1) < 0 ||
+	    dup2(req->fds[FD_STDERR], 2) < 0 || dup2(req->fds[FD_RUNNER], SBX_RUN_CONTROL_FD) < 0)
+		_exit(126);
+	if (chdir(cwd) < 0) {
+		char why[300];
+		snprintf(why, sizeof why, "chdir %s: %s", cwd, strerror(errno));
+		refuse(SBX_RUN_CONTROL_FD, 2, why);
+		_exit(0);
+	}
+	apply_limits(limits);
+	environ = envp;
+	/* The runner closes every fd above its control socket, the init's own included. */
+	_exit(sbx_runner_run(argv) < 0 ? 126 : 0);
+}
+
+static void handle_spawn(struct spawn_request *req, const sigset_t *saved_mask)
+{
+	char *cwd = NULL, **envp = NULL, **limits = NULL;
+	char **vec = unpack_payload(req, &cwd, &envp, &limits);
+	pid_t pid;
+
+	if (!vec) {
+		refuse(req->fds[FD_RUNNER], req->fds[FD_STDERR], "malformed spawn request");
+		close_request_fds(req);
+		return;
+	}
+	pid = fork();
+	if (pid == 0)
+		become_runner(req, vec + 1, cwd, envp, limits, saved_mask);
+	if (pid < 0)
+		refuse(req->fds[FD_RUNNER], req->fds[FD_STDERR], strerror(errno));
+	/* Only the runner may hold these: their closing is how the backend sees the end. */
+	close_request_fds(req);
+	free(vec);
+}
+
+static void reap_children(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+int sbx_init_serve(int ctl)
+{
+	sigset_t chld, saved;
+	int sigfd;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &saved);
+	sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sigfd < 0)
+		return -errno;
+	for (;;) {
+		struct pollfd fds[2] = { { .fd = ctl, .events = POLLIN },
+		                         { .fd = sigfd, .events = POLLIN } };
+		struct spawn_request req;
+
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			return -errno;
+		if (fds[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sigfd, &si, sizeof si) > 0)
+				;
+			reap_children();
+		}
+		if (!fds[0].revents)
+			continue;
+		int r = receive_request(ctl, &req);
+		if (r == 0)
+			return 0;     /* the backend closed the workspace (or died) */
+		if (r > 0)
+			handle_spawn(&req, &saved);
+	}
+}

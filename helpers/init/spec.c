@@ -1,0 +1,148 @@
+/* Reading the sandbox spec the backend wrote (see spec.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec.h"
+#include "util/json.h"
+
+static int bad(char *err, size_t errlen, const char *key, const char *why)
+{
+	snprintf(err, errlen, "spec: key '%s': %s", key, why);
+	return -1;
+}
+
+static int take_string(const sbx_json *v, const char *key, char **out, char *err, size_t errlen)
+{
+	if (v->type != SBX_JSON_STRING || strlen(v->str) != v->len)
+		return bad(err, errlen, key, "expected a string without NUL bytes");
+	if (!(*out = strdup(v->str)))
+		return bad(err, errlen, key, "out of memory");
+	return 0;
+}
+
+static int take_u64(const sbx_json *v, const char *key, uint64_t *out, char *err, size_t errlen)
+{
+	if (v->type != SBX_JSON_INT || v->i < 0)
+		return bad(err, errlen, key, "expected a non-negative integer");
+	*out = (uint64_t)v->i;
+	return 0;
+}
+
+static int take_bool(const sbx_json *v, const char *key, bool *out, char *err, size_t errlen)
+{
+	if (v->type != SBX_JSON_BOOL)
+		return bad(err, errlen, key, "expected true or false");
+	*out = v->b;
+	return 0;
+}
+
+static int take_binds(const sbx_json *v, struct sbx_init_spec *spec, char *err, size_t errlen)
+{
+	if (v->type != SBX_JSON_ARRAY)
+		return bad(err, errlen, "binds", "expected an array");
+	spec->binds = calloc(v->n + 1, sizeof *spec->binds);
+	if (!spec->binds)
+		return bad(err, errlen, "binds", "out of memory");
+	for (size_t i = 0; i < v->n; i++) {
+		const sbx_json *b = v->items[i];
+		const sbx_json *src = sbx_json_get(b, "source"), *dst = sbx_json_get(b, "dest");
+		const sbx_json *rw = sbx_json_get(b, "writable");
+		char *s = NULL, *d = NULL;
+
+		if (b->type != SBX_JSON_OBJECT || !src || !dst)
+			return bad(err, errlen, "binds", "each entry needs source and dest");
+		if (take_string(src, "binds.source", &s, err, errlen) < 0)
+			return -1;
+		if (take_string(dst, "binds.dest", &d, err, errlen) < 0) {
+			free(s);
+			return -1;
+		}
+		spec->binds[i] = (struct sbx_bind){ .source = s, .dest = d, .writable = false };
+		spec->n_binds = i + 1;
+		if (rw && take_bool(rw, "binds.writable", &spec->binds[i].writable, err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int take_protected(const sbx_json *v, struct sbx_init_spec *spec, char *err,
+                          size_t errlen)
+{
+	if (v->type != SBX_JSON_ARRAY)
+		return bad(err, errlen, "protected", "expected an array");
+	spec->protected_paths = calloc(v->n + 1, sizeof *spec->protected_paths);
+	if (!spec->protected_paths)
+		return bad(err, errlen, "protected", "out of memory");
+	for (size_t i = 0; i < v->n; i++)
+		if (take_string(v->items[i], "protected", &spec->protected_paths[i], err, errlen) < 0)
+			return -1;
+	return 0;
+}
+
+static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *spec, char *err,
+                    size_t errlen)
+{
+	if (!strcmp(key, "id"))
+		return take_string(v, key, &spec->id, err, errlen);
+	if (!strcmp(key, "hostname"))
+		return take_string(v, key, &spec->hostname, err, errlen);
+	if (!strcmp(key, "rootfs"))
+		return v->type == SBX_JSON_NULL ? 0 : take_string(v, key, &spec->rootfs, err, errlen);
+	if (!strcmp(key, "network")) {
+		if (v->type != SBX_JSON_STRING || (strcmp(v->str, "none") && strcmp(v->str, "host")))
+			return bad(err, errlen, key, "expected \"none\" or \"host\"");
+		spec->share_network = !strcmp(v->str, "host");
+		return 0;
+	}
+	if (!strcmp(key, "binds"))
+		return take_binds(v, spec, err, errlen);
+	if (!strcmp(key, "protected"))
+		return take_protected(v, spec, err, errlen);
+	if (!strcmp(key, "landlock"))
+		return take_bool(v, key, &spec->landlock, err, errlen);
+	if (!strcmp(key, "workspace_readonly"))
+		return take_bool(v, key, &spec->workspace_readonly, err, errlen);
+	if (!strcmp(key, "memory_bytes"))
+		return take_u64(v, key, &spec->memory_bytes, err, errlen);
+	if (!strcmp(key, "pids"))
+		return take_u64(v, key, &spec->pids, err, errlen);
+	return bad(err, errlen, key, "unknown key");
+}
+
+int sbx_init_spec_parse(const char *text, size_t len, struct sbx_init_spec *spec, char *err,
+                        size_t errlen)
+{
+	sbx_json *root = NULL;
+	int r = 0;
+
+	memset(spec, 0, sizeof *spec);
+	if (sbx_json_parse(text, len, &root, err, errlen) < 0)
+		return -1;
+	if (root->type != SBX_JSON_OBJECT)
+		r = bad(err, errlen, "(top)", "expected an object");
+	for (size_t i = 0; r == 0 && i < root->n; i++)
+		r = take_key(root->keys[i], root->items[i], spec, err, errlen);
+	sbx_json_free(root);
+	if (r == 0 && !spec->id)
+		r = bad(err, errlen, "id", "missing");
+	if (r < 0)
+		sbx_init_spec_free(spec);
+	return r;
+}
+
+void sbx_init_spec_free(struct sbx_init_spec *spec)
+{
+	for (size_t i = 0; i < spec->n_binds; i++) {
+		free((char *)spec->binds[i].source);
+		free((char *)spec->binds[i].dest);
+	}
+	free(spec->binds);
+	for (char **p = spec->protected_paths; p && *p; p++)
+		free(*p);
+	free(spec->protected_paths);
+	free(spec->id);
+	free(spec->hostname);
+	free(spec->rootfs);
+	memset(spec, 0, sizeof *spec);
+}

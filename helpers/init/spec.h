@@ -1,0 +1,40 @@
+/* The sandbox spec agentsbx-init reads from its spec fd, as JSON:
+ *   id                  string   workspace id (names the cgroup)
+ *   hostname            string   the sandbox's hostname
+ *   network             "none" | "host"
+ *   rootfs              string   a root directory to use instead of the host's /usr, ...
+ *   binds               array    [{"source": host path, "dest": path inside, "writable": bool}]
+ *   protected           array    paths under /workspace kept read-only (default list if absent)
+ *   landlock            bool     restrict writes with Landlock where the kernel has it
+ *   workspace_readonly  bool
+ *   memory_bytes, pids  integer  cgroup limits (0 / absent = none)
+ * Unknown keys are refused: the backend and the init are built together. */
+#ifndef SBX_INIT_SPEC_H
+#define SBX_INIT_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sandbox.h"
+
+struct sbx_init_spec {
+	char *id;
+	char *hostname;
+	bool share_network;
+	char *rootfs;
+	struct sbx_bind *binds;
+	size_t n_binds;
+	char **protected_paths;       /* NULL-terminated, or NULL for the defaults */
+	bool landlock;
+	bool workspace_readonly;
+	uint64_t memory_bytes;
+	uint64_t pids;
+};
+
+/* Parses text; on failure returns -1 with the reason in err. */
+int sbx_init_spec_parse(const char *text, size_t len, struct sbx_init_spec *spec, char *err,
+                        size_t errlen);
+void sbx_init_spec_free(struct sbx_init_spec *spec);
+
+#endif

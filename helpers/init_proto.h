@@ -1,0 +1,62 @@
+/* Wire protocol between a sandbox backend (ns, bwrap) and agentsbx-init, the sandbox's
+ * resident init.
+ *
+ * The backend starts `agentsbx-init --proto 1 --mode direct|inside` with
+ *   fd 3: one end of a SOCK_SEQPACKET socketpair, the control channel;
+ *   fd 4: a memfd holding the sandbox spec as JSON (see init/spec.c for the keys);
+ *   fd 5: (direct mode) an O_PATH fd of the host workspace directory.
+ * In "direct" mode the init creates the namespaces and the root itself. In "inside" mode
+ * something else (bubblewrap) already did, and the init only hardens itself and serves.
+ *
+ * Once the sandbox is ready the init sends one SBX_INIT_READY message, or one SBX_INIT_ERROR
+ * with the reason and exits. Then each SBX_INIT_SPAWN message the backend sends starts one
+ * command: the message carries five fds (SCM_RIGHTS): the command's stdin, stdout, stderr,
+ * the runner's end of a new SOCK_SEQPACKET socketpair (spoken to as run_proto.h says), and a
+ * memfd with the payload. The payload is NUL-terminated strings: cwd, argc arguments, envc
+ * environment entries, nlimits "name=value" runner limits (names as in runner.h).
+ * When the control channel closes, the init exits, and with it every process of the sandbox.
+ */
+#ifndef SBX_INIT_PROTO_H
+#define SBX_INIT_PROTO_H
+
+#include <stdint.h>
+
+#define SBX_INIT_PROTO_VERSION 1
+#define SBX_INIT_CONTROL_FD 3
+#define SBX_INIT_SPEC_FD 4
+#define SBX_INIT_WORKSPACE_FD 5
+
+#define SBX_INIT_SPAWN_FDS 5
+#define SBX_INIT_PAYLOAD_MAX (8u << 20)
+
+enum sbx_init_kind {
+	SBX_INIT_READY = 1,
+	SBX_INIT_ERROR = 2,
+	SBX_INIT_SPAWN = 3,
+};
+
+/* SBX_INIT_READY flags: what the sandbox got (what it could not get is not an error). */
+#define SBX_INIT_HAS_LANDLOCK (1u << 0)
+#define SBX_INIT_HAS_CGROUP   (1u << 1)
+
+struct sbx_init_ready {
+	uint32_t kind;                /* SBX_INIT_READY */
+	uint32_t flags;
+	int32_t init_pid;             /* the init's pid as the host sees it */
+	char cgroup_note[244];        /* why there is no cgroup, when there is none */
+};
+
+struct sbx_init_error {
+	uint32_t kind;                /* SBX_INIT_ERROR */
+	char message[508];
+};
+
+struct sbx_init_spawn {
+	uint32_t kind;                /* SBX_INIT_SPAWN */
+	uint32_t argc;
+	uint32_t envc;
+	uint32_t nlimits;
+	uint32_t payload_len;
+};
+
+#endif

@@ -1,0 +1,55 @@
+/* The host side of run_proto.h: a command seen through its runner's control socket, and the
+ * set of live commands a workspace must stop on reset and close. The four proc functions
+ * have the shapes of the backend ops, so backends put them straight into their tables. */
+#ifndef SBX_UTIL_RUNCLIENT_H
+#define SBX_UTIL_RUNCLIENT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* How long releasing a command waits for its runner to kill the tree before killing the
+ * runner itself (the runner gives up on unkillable processes after 20 s). */
+#define SBX_RUNCLIENT_RELEASE_TIMEOUT_MS 30000
+
+struct sbx_runclient_set;
+
+struct sbx_runclient {
+	struct sbx_runclient_set *set; /* NULL once untracked */
+	struct sbx_runclient *prev, *next;
+	const char *who;              /* "local", "ns": prefixes messages */
+	pid_t pid;                    /* the runner if it is our child, else 0 (in a sandbox) */
+	int pidfd;                    /* -1 where unknown */
+	int ctrl;                     /* the control socket; also the wait fd */
+	bool ended;                   /* outcome known and runner reaped */
+	bool runner_killed;           /* we had to kill the runner */
+	int exit_code, term_signal;
+	int error;                    /* 0, or why the runner broke its protocol */
+	int runner_status;            /* waitpid status, for the error message */
+};
+
+struct sbx_runclient_set {
+	pthread_mutex_t lock;
+	struct sbx_runclient *live;
+};
+
+/* A new client for a runner (pid 0 when it is not our child) on control socket ctrl, which
+ * it then owns. NULL when out of memory. */
+struct sbx_runclient *sbx_runclient_new(pid_t pid, int ctrl, const char *who);
+
+int sbx_runclient_wait(void *proc, int timeout_ms, int *exit_code, int *term_signal);
+int sbx_runclient_signal(void *proc, int sig);
+int sbx_runclient_kill(void *proc);
+void sbx_runclient_release(void *proc);
+/* Kills the tree and waits up to timeout_ms for its end, killing the runner past that. */
+void sbx_runclient_finish(struct sbx_runclient *p, int timeout_ms);
+
+void sbx_runclient_set_init(struct sbx_runclient_set *set);
+void sbx_runclient_set_destroy(struct sbx_runclient_set *set);
+void sbx_runclient_track(struct sbx_runclient_set *set, struct sbx_runclient *p);
+void sbx_runclient_untrack(struct sbx_runclient *p);
+/* Kills every live command and waits for the trees; with forget the clients leave the set
+ * (the core still owns and later releases them). */
+void sbx_runclient_kill_all(struct sbx_runclient_set *set, bool forget);
+
+#endif
