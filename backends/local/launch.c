@@ -20,23 +20,8 @@
 #include "run_proto.h"
 #include "local.h"
 
-/* Which runner --rlimit carries which configured limit. ("pids" is a cgroup limit, which
- * the local backend has no cgroup to enforce.) */
-static const struct {
-	const char *name;
-	size_t offset;
-} rlimit_fields[] = {
-	{ "cpu", offsetof(sbx_backend_limits, cpu_seconds) },
-	{ "fsize", offsetof(sbx_backend_limits, file_size_bytes) },
-	{ "nofile", offsetof(sbx_backend_limits, open_files) },
-	{ "nproc", offsetof(sbx_backend_limits, processes) },
-	{ "as", offsetof(sbx_backend_limits, memory_bytes) },
-};
-
-#define N_RLIMITS SBX_ARRAY_SIZE(rlimit_fields)
-
 struct rlimit_args {
-	char text[N_RLIMITS][48];     /* "cpu=10": storage for the argv strings */
+	sbx_rlimit_text text[SBX_RUNCLIENT_MAX_RLIMITS]; /* storage for the argv strings */
 };
 
 /* runner --proto 1 [--rlimit NAME=VALUE]... -- COMMAND... ; NULL on allocation failure. */
@@ -48,20 +33,13 @@ static const char **build_runner_argv(const char *runner, const sbx_backend_limi
 
 	while (cmd[argc])
 		argc++;
-	argv = calloc(3 + 2 * N_RLIMITS + 1 + argc + 1, sizeof *argv);
+	argv = calloc(3 + 2 * SBX_RUNCLIENT_MAX_RLIMITS + 1 + argc + 1, sizeof *argv);
 	if (!argv)
 		return NULL;
 	argv[n++] = runner;
 	argv[n++] = "--proto";
 	argv[n++] = "1";
-	for (size_t i = 0; i < N_RLIMITS; i++) {
-		const char *field = (const char *)limits + rlimit_fields[i].offset;
-		uint64_t value = *(const uint64_t *)field;
-
-		if (!value)
-			continue;
-		snprintf(store->text[i], sizeof store->text[i], "%s=%" PRIu64,
-		         rlimit_fields[i].name, value);
+	for (size_t i = 0, k = sbx_runclient_rlimits(limits, store->text); i < k; i++) {
 		argv[n++] = "--rlimit";
 		argv[n++] = store->text[i];
 	}

@@ -5,6 +5,8 @@
  * forked by the sandbox init). Only the functions the core calls through the ops tables record
  * error messages; the internal steps stay quiet so a release never clobbers a message. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -250,6 +252,33 @@ void sbx_runclient_release(void *proc)
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p);
+}
+
+/* Which runner limit carries which configured limit. ("pids" is a cgroup limit.) */
+static const struct {
+	const char *name;
+	size_t offset;
+} rlimit_fields[SBX_RUNCLIENT_MAX_RLIMITS] = {
+	{ "cpu", offsetof(sbx_backend_limits, cpu_seconds) },
+	{ "fsize", offsetof(sbx_backend_limits, file_size_bytes) },
+	{ "nofile", offsetof(sbx_backend_limits, open_files) },
+	{ "nproc", offsetof(sbx_backend_limits, processes) },
+	{ "as", offsetof(sbx_backend_limits, memory_bytes) },
+};
+
+size_t sbx_runclient_rlimits(const struct sbx_backend_limits *limits,
+                             sbx_rlimit_text text[SBX_RUNCLIENT_MAX_RLIMITS])
+{
+	size_t n = 0;
+
+	for (size_t i = 0; limits && i < SBX_RUNCLIENT_MAX_RLIMITS; i++) {
+		uint64_t value;
+
+		memcpy(&value, (const char *)limits + rlimit_fields[i].offset, sizeof value);
+		if (value)
+			snprintf(text[n++], sizeof text[0], "%s=%" PRIu64, rlimit_fields[i].name, value);
+	}
+	return n;
 }
 
 struct sbx_runclient *sbx_runclient_new(pid_t pid, int ctrl, const char *who)

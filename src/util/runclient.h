@@ -13,6 +13,14 @@
 #define SBX_RUNCLIENT_RELEASE_TIMEOUT_MS 30000
 
 struct sbx_runclient_set;
+struct sbx_backend_limits;
+
+/* The runner limits (runner.h names) a workspace's limits turn into: fills text with
+ * "name=value" strings for the limits that are set and returns how many. */
+#define SBX_RUNCLIENT_MAX_RLIMITS 5
+typedef char sbx_rlimit_text[48];
+size_t sbx_runclient_rlimits(const struct sbx_backend_limits *limits,
+                             sbx_rlimit_text text[SBX_RUNCLIENT_MAX_RLIMITS]);
 
 struct sbx_runclient {
 	struct sbx_runclient_set *set; /* NULL once untracked */
