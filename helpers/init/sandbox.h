@@ -54,6 +54,10 @@ struct sbx_rootfs_spec {
  * /dev's nodes. */
 int sbx_rootfs_build(const struct sbx_rootfs_spec *spec, char *err, size_t errlen);
 
+/* policy.c: the host directories a sandbox sees read-only, and the /etc allow-list. */
+extern const char *const sbx_system_dirs[];
+extern const char *const sbx_etc_allowlist[];
+
 /* The default protected paths (".git/hooks", ".git/config", ".agentsbx", shell rc files). */
 extern const char *const sbx_default_protected_paths[];
 

@@ -1,0 +1,956 @@
+/* The host side of a sandbox run by agentsbx-init: options, start (direct or through the
+ * system bubblewrap), commands, stop. See sandbox.h and helpers/init_proto.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "init_proto.h"
+#include "internal.h"
+#include "util/buf.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/path.h"
+#include "util/sandbox.h"
+
+#define INIT_NAME "agentsbx-init"
+#define READY_TIMEOUT_MS 15000
+#define STOP_TIMEOUT_MS 5000
+#define BWRAP_INIT_PATH "/run/agentsbx/init"
+
+struct sbx_sandbox {
+	const char *who;
+	enum sbx_sandbox_mode mode;
+	sbx_backend_config cfg;       /* copied strings below keep it valid */
+	char *workdir;
+	char *id;
+	char *network_mode;
+	int root_fd;                  /* O_PATH fd of workdir, for paths beneath it */
+	const struct sbx_sandbox_options *opts; /* owned by the backend, outlives sb */
+	int ctl;
+	pid_t pid;                    /* the outer init process (direct) or bwrap */
+	uint32_t flags;
+	char cgroup_note[244];
+	struct sbx_runclient_set live;
+};
+
+/* ---- options ------------------------------------------------------------------------- */
+
+static int option_error(const char *backend, const char *key, const char *why)
+{
+	return sbx_fail(-SBX_ECONFIG, "config: key '%s.%s': %s", backend, key, why);
+}
+
+static int dup_string(const sbx_json *v, const char *backend, const char *key, char **out)
+{
+	if (v->type != SBX_JSON_STRING || strlen(v->str) != v->len || !v->len)
+		return option_error(backend, key, "expected a non-empty string without NUL bytes");
+	if (!(*out = strdup(v->str)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	return 0;
+}
+
+static int absolute_path(const sbx_json *v, const char *backend, const char *key, char **out)
+{
+	int r = dup_string(v, backend, key, out);
+
+	if (r == 0 && ((*out)[0] != '/' || strlen(*out) >= PATH_MAX || strstr(*out, "/../") ||
+	               !strcmp(*out + strlen(*out) - (strlen(*out) >= 3 ? 3 : 0), "/.."))) {
+		free(*out);
+		*out = NULL;
+		return option_error(backend, key, "expected an absolute path without '..'");
+	}
+	return r;
+}
+
+static int parse_binds(const char *backend, const sbx_json *v, struct sbx_sandbox_options *o)
+{
+	if (v->type != SBX_JSON_ARRAY)
+		return option_error(backend, "binds", "expected an array");
+	if (!(o->binds = calloc(v->n + 1, sizeof *o->binds)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < v->n; i++) {
+		const sbx_json *b = v->items[i], *src, *dst, *rw;
+		char key[64];
+		char *s = NULL, *d = NULL;
+		int r;
+
+		snprintf(key, sizeof key, "binds[%zu]", i);
+		if (b->type != SBX_JSON_OBJECT)
+			return option_error(backend, key, "expected an object");
+		for (size_t k = 0; k < b->n; k++)
+			if (strcmp(b->keys[k], "source") && strcmp(b->keys[k], "dest") &&
+			    strcmp(b->keys[k], "writable"))
+				return option_error(backend, key, "unknown key (source, dest, writable)");
+		src = sbx_json_get(b, "source");
+		dst = sbx_json_get(b, "dest");
+		rw = sbx_json_get(b, "writable");
+		if (!src || !dst)
+			return option_error(backend, key, "needs source and dest");
+		if (rw && rw->type != SBX_JSON_BOOL)
+			return option_error(backend, key, "writable: expected true or false");
+		if ((r = absolute_path(src, backend, key, &s)) < 0)
+			return r;
+		if ((r = absolute_path(dst, backend, key, &d)) < 0) {
+			free(s);
+			return r;
+		}
+		o->binds[i] = (struct sbx_bind){ .source = s, .dest = d, .writable = rw && rw->b };
+		o->n_binds = i + 1;
+		if (!strcmp(d, "/") || !strncmp(d, "/proc", 5) || !strncmp(d, "/dev", 4) ||
+		    !strcmp(d, SBX_SANDBOX_ROOT))
+			return option_error(backend, key, "dest may not be /, /proc, /dev or /workspace");
+	}
+	return 0;
+}
+
+static int parse_protected(const char *backend, const sbx_json *v, struct sbx_sandbox_options *o)
+{
+	if (v->type != SBX_JSON_ARRAY)
+		return option_error(backend, "protected_paths", "expected an array");
+	if (!(o->protected_paths = calloc(v->n + 1, sizeof *o->protected_paths)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < v->n; i++) {
+		char **p = &o->protected_paths[i];
+		int r = dup_string(v->items[i], backend, "protected_paths", p);
+
+		if (r < 0)
+			return r;
+		if ((*p)[0] == '/' || !strcmp(*p, "..") || !strncmp(*p, "../", 3) || strstr(*p, "/../"))
+			return option_error(backend, "protected_paths",
+			                    "entries are relative to /workspace, without '..'");
+	}
+	return 0;
+}
+
+static int parse_mode(const char *backend, const sbx_json *v, struct sbx_sandbox_options *o)
+{
+	static const char *const names[] = { "auto", "direct", "bwrap" };
+
+	for (size_t i = 0; v->type == SBX_JSON_STRING && i < SBX_ARRAY_SIZE(names); i++)
+		if (!strcmp(v->str, names[i])) {
+			o->mode = (enum sbx_sandbox_mode)i;
+			return 0;
+		}
+	return option_error(backend, "mode", "expected \"auto\", \"direct\" or \"bwrap\"");
+}
+
+static int parse_option(const char *backend, const char *key, const sbx_json *v,
+                        bool allow_mode, struct sbx_sandbox_options *o)
+{
+	if (allow_mode && !strcmp(key, "mode"))
+		return parse_mode(backend, v, o);
+	if (!strcmp(key, "rootfs"))
+		return absolute_path(v, backend, key, &o->rootfs);
+	if (!strcmp(key, "binds"))
+		return parse_binds(backend, v, o);
+	if (!strcmp(key, "protected_paths"))
+		return parse_protected(backend, v, o);
+	if (!strcmp(key, "hostname")) {
+		int r = dup_string(v, backend, key, &o->hostname);
+		if (r == 0 && strlen(o->hostname) > 64)
+			return option_error(backend, key, "longer than 64 characters");
+		return r;
+	}
+	if (!strcmp(key, "landlock")) {
+		if (v->type != SBX_JSON_BOOL)
+			return option_error(backend, key, "expected true or false");
+		o->landlock = v->b;
+		return 0;
+	}
+	return sbx_fail(-SBX_ECONFIG, "config: unknown key '%s.%s'", backend, key);
+}
+
+int sbx_sandbox_parse_options(const char *backend, const char *options_json, bool allow_mode,
+                              struct sbx_sandbox_options *o)
+{
+	const char *text = options_json ? options_json : "{}";
+	sbx_json *root = NULL;
+	char err[256];
+	int r = 0;
+
+	memset(o, 0, sizeof *o);
+	o->mode = allow_mode ? SBX_SANDBOX_AUTO : SBX_SANDBOX_BWRAP;
+	o->landlock = true;
+	if (sbx_json_parse(text, strlen(text), &root, err, sizeof err) < 0)
+		return sbx_fail(-SBX_ECONFIG, "config: key '%s': %s", backend, err);
+	if (root->type != SBX_JSON_OBJECT)
+		r = sbx_fail(-SBX_ECONFIG, "config: key '%s': expected an object", backend);
+	for (size_t i = 0; r == 0 && i < root->n; i++)
+		r = parse_option(backend, root->keys[i], root->items[i], allow_mode, o);
+	sbx_json_free(root);
+	if (r == 0 && !o->hostname && !(o->hostname = strdup("agentsbx")))
+		r = sbx_fail(-SBX_ENOMEM, "out of memory");
+	if (r < 0)
+		sbx_sandbox_free_options(o);
+	return r;
+}
+
+void sbx_sandbox_free_options(struct sbx_sandbox_options *o)
+{
+	for (size_t i = 0; i < o->n_binds; i++) {
+		free((char *)o->binds[i].source);
+		free((char *)o->binds[i].dest);
+	}
+	free(o->binds);
+	for (char **p = o->protected_paths; p && *p; p++)
+		free(*p);
+	free(o->protected_paths);
+	free(o->rootfs);
+	free(o->hostname);
+	memset(o, 0, sizeof *o);
+}
+
+/* ---- the spec the init reads --------------------------------------------------------- */
+
+static void json_key_string(sbx_buf *b, const char *key, const char *value)
+{
+	sbx_buf_printf(b, "\"%s\":", key);
+	sbx_buf_json_string(b, value, strlen(value));
+	sbx_buf_puts(b, ",");
+}
+
+static char *build_spec(const struct sbx_sandbox *sb)
+{
+	const struct sbx_sandbox_options *o = sb->opts;
+	sbx_buf b = { 0 };
+
+	sbx_buf_puts(&b, "{");
+	json_key_string(&b, "id", sb->id);
+	json_key_string(&b, "hostname", o->hostname);
+	json_key_string(&b, "network", sb->network_mode);
+	if (o->rootfs)
+		json_key_string(&b, "rootfs", o->rootfs);
+	sbx_buf_puts(&b, "\"binds\":[");
+	for (size_t i = 0; i < o->n_binds; i++) {
+		sbx_buf_puts(&b, i ? ",{" : "{");
+		json_key_string(&b, "source", o->binds[i].source);
+		json_key_string(&b, "dest", o->binds[i].dest);
+		sbx_buf_printf(&b, "\"writable\":%s}", o->binds[i].writable ? "true" : "false");
+	}
+	sbx_buf_puts(&b, "],");
+	if (o->protected_paths) {
+		sbx_buf_puts(&b, "\"protected\":[");
+		for (char **p = o->protected_paths; *p; p++) {
+			sbx_buf_puts(&b, p == o->protected_paths ? "" : ",");
+			sbx_buf_json_string(&b, *p, strlen(*p));
+		}
+		sbx_buf_puts(&b, "],");
+	}
+	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s}",
+	               (unsigned long long)sb->cfg.limits.memory_bytes,
+	               (unsigned long long)sb->cfg.limits.pids, o->landlock ? "true" : "false");
+	if (b.oom) {
+		sbx_buf_free(&b);
+		return NULL;
+	}
+	return sbx_buf_steal(&b, NULL);
+}
+
+/* A memfd holding data, positioned at 0. */
+static int memfd_with(const char *name, const void *data, size_t len)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+
+	if (fd < 0)
+		return sbx_fail(sbx_errno_code(errno), "memfd_create: %s", strerror(errno));
+	if (sbx_write_all(fd, data, len) < 0) {
+		close(fd);
+		return sbx_fail(-SBX_EIO, "write the %s: %s", name, strerror(errno));
+	}
+	return fd;
+}
+
+/* ---- starting the init --------------------------------------------------------------- */
+
+struct argv_builder {
+	const char **v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void arg(struct argv_builder *a, const char *s)
+{
+	if (a->n + 2 > a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 64;
+		const char **v = realloc(a->v, cap * sizeof *v);
+		if (!v) {
+			a->oom = true;
+			return;
+		}
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+static void args3(struct argv_builder *a, const char *x, const char *y, const char *z)
+{
+	arg(a, x);
+	arg(a, y);
+	if (z)
+		arg(a, z);
+}
+
+/* Paths built for bubblewrap's arguments, freed together. */
+struct string_pool {
+	char **v;
+	size_t n;
+};
+
+static const char *pooled(struct string_pool *p, char *s)
+{
+	char **v = s ? realloc(p->v, (p->n + 1) * sizeof *v) : NULL;
+
+	if (!v) {
+		free(s);
+		return "";  /* bwrap then fails on an empty path, and the start reports it */
+	}
+	p->v = v;
+	p->v[p->n++] = s;
+	return s;
+}
+
+static void pool_free(struct string_pool *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->v[i]);
+	free(p->v);
+}
+
+static char *path_join(const char *a, const char *b)
+{
+	char *s = NULL;
+
+	return asprintf(&s, "%s/%s", a, b) < 0 ? NULL : s;
+}
+
+static const char *const *protected_list(const struct sbx_sandbox *sb)
+{
+	return sb->opts->protected_paths ? (const char *const *)sb->opts->protected_paths
+	                                 : sbx_default_protected_paths;
+}
+
+/* A protected directory that does not exist yet but whose parent does gets an empty
+ * placeholder on the host before the sandbox starts, so that it is bound read-only like the
+ * others and cannot be created from inside. (Files are not made up: an empty .git/config or
+ * .bashrc would change what the host's tools do.) Both ways of starting rely on this. */
+static void prepare_protected_dirs(const struct sbx_sandbox *sb)
+{
+	for (const char *const *p = protected_list(sb); *p; p++) {
+		size_t n = strlen(*p);
+		if (n < 2 || (*p)[n - 1] != '/')
+			continue;   /* only entries written "name/" are directories */
+		_cleanup_free_ char *rel = strndup(*p, n - 1);
+		char *slash = rel ? strrchr(rel, '/') : NULL;
+		_cleanup_close_ int parent = -1;
+
+		if (!rel)
+			continue;
+		if (slash) {
+			*slash = '\0';
+			parent = sbx_path_open(sb->root_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+			*slash = '/';
+		} else {
+			parent = fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3);
+		}
+		if (parent >= 0)
+			mkdirat(parent, slash ? slash + 1 : rel, 0755);
+	}
+}
+
+static void bwrap_system_dirs(struct argv_builder *a, struct string_pool *pool,
+                              const char *rootfs)
+{
+	if (rootfs) {
+		args3(a, "--ro-bind", rootfs, "/");
+		return;
+	}
+	for (const char *const *d = sbx_system_dirs; *d; d++) {
+		char target[PATH_MAX];
+		struct stat st;
+		ssize_t n;
+
+		if (lstat(*d, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode) && (n = readlink(*d, target, sizeof target - 1)) > 0) {
+			target[n] = '\0';
+			args3(a, "--symlink", pooled(pool, strdup(target)), *d);
+		} else if (S_ISDIR(st.st_mode)) {
+			args3(a, "--ro-bind", *d, *d);
+		}
+	}
+}
+
+static void bwrap_etc(struct argv_builder *a, struct string_pool *pool, bool have_rootfs)
+{
+	if (have_rootfs)
+		return;
+	args3(a, "--tmpfs", "/etc", NULL);
+	for (const char *const *e = sbx_etc_allowlist; *e; e++) {
+		const char *path = pooled(pool, path_join("/etc", *e));
+		args3(a, "--ro-bind-try", path, path);
+	}
+}
+
+/* "a/b/" → "a/b": with the mark, lstat would follow a symlink. */
+static char *without_dir_mark(const char *p)
+{
+	size_t n = strlen(p);
+
+	return strndup(p, n && p[n - 1] == '/' ? n - 1 : n);
+}
+
+/* Protected paths that exist (after prepare_protected_dirs) are bound read-only over
+ * themselves. A symlink is left alone: binding over it would follow it. */
+static void bwrap_protected(struct argv_builder *a, struct string_pool *pool,
+                            const struct sbx_sandbox *sb)
+{
+	for (const char *const *p = protected_list(sb); *p; p++) {
+		const char *rel = pooled(pool, without_dir_mark(*p));
+		const char *host = pooled(pool, path_join(sb->workdir, rel));
+		struct stat st;
+
+		if (lstat(host, &st) == 0 && !S_ISLNK(st.st_mode))
+			args3(a, "--ro-bind", host, pooled(pool, path_join(SBX_SANDBOX_ROOT, rel)));
+	}
+}
+
+static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
+                               struct string_pool *pool)
+{
+	struct argv_builder a = { 0 };
+	const struct sbx_sandbox_options *o = sb->opts;
+
+	args3(&a, SBX_BWRAP_PATH, "--unshare-all", NULL);
+	if (!strcmp(sb->network_mode, "host"))
+		arg(&a, "--share-net");
+	args3(&a, "--die-with-parent", "--new-session", NULL);
+	args3(&a, "--as-pid-1", "--disable-userns", NULL);
+	args3(&a, "--hostname", o->hostname, NULL);
+	bwrap_system_dirs(&a, pool, o->rootfs);
+	bwrap_etc(&a, pool, o->rootfs != NULL);
+	args3(&a, "--proc", "/proc", NULL);
+	args3(&a, "--dev", "/dev", NULL);
+	args3(&a, "--tmpfs", "/tmp", NULL);
+	/* The workspace by fd, not by path: the host path can't be swapped under us. */
+	args3(&a, "--bind-fd", "5", SBX_SANDBOX_ROOT);
+	bwrap_protected(&a, pool, sb);
+	for (size_t i = 0; i < o->n_binds; i++)
+		args3(&a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
+		      o->binds[i].dest);
+	args3(&a, "--ro-bind", init, BWRAP_INIT_PATH);
+	args3(&a, "--chdir", SBX_SANDBOX_ROOT, NULL);
+	args3(&a, "--", BWRAP_INIT_PATH, "--proto");
+	args3(&a, "1", "--mode", "inside");
+	if (a.oom) {
+		free(a.v);
+		return NULL;
+	}
+	return a.v;
+}
+
+/* posix_spawn with the init's fds in place (3: control, 4: spec, 5: workspace), a clean
+ * signal state, its own session, and stderr to err_fd (or /dev/null). */
+static int spawn_with_fds(const char *path, const char *const *argv, const int fds[3],
+                          int err_fd, pid_t *pid)
+{
+	static const char *const env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	int copies[3], err = 0;
+
+	/* Move the sources above the targets first: dup2 actions run in order. */
+	for (int i = 0; i < 3; i++)
+		copies[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	memset(&all, 0xff, sizeof all);
+	for (int i = 0; i < 3 && !err; i++)
+		err = copies[i] < 0 ? EBADF : posix_spawn_file_actions_adddup2(&fa, copies[i], 3 + i);
+	if (!err)
+		err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (!err)
+		err = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (!err)
+		err = err_fd >= 0 ? posix_spawn_file_actions_adddup2(&fa, err_fd, 2)
+		                  : posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (!err)
+		err = posix_spawnattr_setsigmask(&attr, &none);
+	if (!err)
+		err = posix_spawnattr_setsigdefault(&attr, &all);
+	if (!err)
+		err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+		                                      POSIX_SPAWN_SETSID);
+	if (!err)
+		err = posix_spawn(pid, path, &fa, &attr, (char *const *)argv, (char *const *)env);
+	posix_spawnattr_destroy(&attr);
+	posix_spawn_file_actions_destroy(&fa);
+	for (int i = 0; i < 3; i++)
+		if (copies[i] >= 0)
+			close(copies[i]);
+	return err;
+}
+
+/* Reads what bubblewrap said on stderr, for the error message. */
+static void read_stderr(int fd, char *out, size_t len)
+{
+	ssize_t n;
+
+	out[0] = '\0';
+	if (fd < 0)
+		return;
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	n = read(fd, out, len - 1);
+	if (n > 0) {
+		out[n] = '\0';
+		out[strcspn(out, "\n")] = '\0';
+	}
+}
+
+static void reap(pid_t pid, int *status)
+{
+	while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* Waits for READY (0), ERROR or the init's early death (negative, with the message). */
+static int wait_ready(struct sbx_sandbox *sb, int err_fd)
+{
+	union {
+		uint32_t kind;
+		struct sbx_init_ready ready;
+		struct sbx_init_error error;
+	} msg;
+	struct pollfd pfd = { .fd = sb->ctl, .events = POLLIN };
+	char said[256];
+	int status = 0, n;
+
+	n = poll(&pfd, 1, READY_TIMEOUT_MS);
+	if (n == 0)
+		return sbx_fail(-SBX_ETIMEDOUT, "%s: the sandbox did not start within %d ms", sb->who,
+		                READY_TIMEOUT_MS);
+	memset(&msg, 0, sizeof msg);
+	ssize_t got = recv(sb->ctl, &msg, sizeof msg, 0);
+	if (got == (ssize_t)sizeof msg.ready && msg.kind == SBX_INIT_READY) {
+		sb->flags = msg.ready.flags;
+		memcpy(sb->cgroup_note, msg.ready.cgroup_note, sizeof sb->cgroup_note);
+		sb->cgroup_note[sizeof sb->cgroup_note - 1] = '\0';
+		return 0;
+	}
+	if (got == (ssize_t)sizeof msg.error && msg.kind == SBX_INIT_ERROR) {
+		msg.error.message[sizeof msg.error.message - 1] = '\0';
+		return sbx_fail(-SBX_EBACKEND, "%s: sandbox setup failed: %s", sb->who,
+		                msg.error.message);
+	}
+	read_stderr(err_fd, said, sizeof said);
+	reap(sb->pid, &status);
+	sb->pid = -1;
+	if (said[0])
+		return sbx_fail(-SBX_EBACKEND, "%s: bubblewrap failed: %s", sb->who, said);
+	return sbx_fail(-SBX_EBACKEND, "%s: the sandbox init exited (status 0x%x) before it was "
+	                "ready", sb->who, (unsigned)status);
+}
+
+static int launch(struct sbx_sandbox *sb)
+{
+	_cleanup_free_ char *init = NULL, *spec = NULL;
+	_cleanup_close_ int spec_fd = -1, ws_fd = -1, child_ctl = -1, err_read = -1, err_write = -1;
+	_cleanup_free_ const char **argv = NULL;
+	struct string_pool pool = { 0 };
+	const char *direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct", NULL };
+	int sv[2], r, err;
+
+	if ((r = sbx_helper_path(INIT_NAME, &init)) < 0)
+		return sbx_fail(-SBX_EBACKEND, "%s: %s", sb->who, sbx_last_error());
+	prepare_protected_dirs(sb);
+	if (!(spec = build_spec(sb)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if ((spec_fd = memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
+		return spec_fd;
+	ws_fd = fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3);
+	if (ws_fd < 0)
+		return sbx_fail(sbx_errno_code(errno), "%s: dup: %s", sb->who, strerror(errno));
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", sb->who, strerror(errno));
+	sb->ctl = sv[0];
+	child_ctl = sv[1];
+	if (sb->mode == SBX_SANDBOX_BWRAP) {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) == 0) {
+			err_read = p[0];
+			err_write = p[1];
+		}
+		if (!(argv = bwrap_argv(sb, init, &pool))) {
+			pool_free(&pool);
+			return sbx_fail(-SBX_ENOMEM, "out of memory");
+		}
+	}
+	const int fds[3] = { child_ctl, spec_fd, ws_fd };
+	if (sb->mode == SBX_SANDBOX_BWRAP)
+		err = spawn_with_fds(SBX_BWRAP_PATH, argv, fds, err_write, &sb->pid);
+	else
+		err = spawn_with_fds(init, direct_argv, fds, -1, &sb->pid);
+	pool_free(&pool);
+	if (err) {
+		sb->pid = -1;
+		return sbx_fail(-SBX_EBACKEND, "%s: start %s: %s", sb->who,
+		                sb->mode == SBX_SANDBOX_BWRAP ? SBX_BWRAP_PATH : init, strerror(err));
+	}
+	/* Only the init may hold the other end: its closing is how we see the sandbox die. */
+	close(SBX_TAKE_FD(child_ctl));
+	close(SBX_TAKE_FD(err_write));
+	return wait_ready(sb, err_read);
+}
+
+/* Ends the init by closing its channel (it exits, and the kernel empties its PID namespace
+ * before the outer process can see it gone), then kills the outer process if it lingers. */
+static void stop_init(struct sbx_sandbox *sb)
+{
+	int status;
+
+	if (sb->ctl >= 0)
+		close(SBX_TAKE_FD(sb->ctl));
+	if (sb->pid <= 0)
+		return;
+	for (int64_t until = sbx_now_ms() + STOP_TIMEOUT_MS; sbx_now_ms() < until;) {
+		pid_t r = waitpid(sb->pid, &status, WNOHANG);
+		if (r == sb->pid || (r < 0 && errno != EINTR)) {
+			sb->pid = -1;
+			return;
+		}
+		usleep(500);
+	}
+	kill(sb->pid, SIGKILL);
+	reap(sb->pid, &status);
+	sb->pid = -1;
+}
+
+static void free_sandbox(struct sbx_sandbox *sb)
+{
+	sbx_runclient_set_destroy(&sb->live);
+	if (sb->root_fd >= 0)
+		close(sb->root_fd);
+	free(sb->workdir);
+	free(sb->id);
+	free(sb->network_mode);
+	free(sb);
+}
+
+int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
+                      const struct sbx_sandbox_options *o, enum sbx_sandbox_mode mode,
+                      struct sbx_sandbox **out)
+{
+	struct sbx_sandbox *sb = calloc(1, sizeof *sb);
+	int r;
+
+	*out = NULL;
+	if (!sb)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	sbx_runclient_set_init(&sb->live);
+	sb->who = who;
+	sb->mode = mode;
+	sb->opts = o;
+	sb->ctl = -1;
+	sb->pid = -1;
+	sb->root_fd = -1;
+	memcpy(&sb->cfg, cfg, cfg->size < sizeof sb->cfg ? cfg->size : sizeof sb->cfg);
+	sb->workdir = cfg->workdir ? strdup(cfg->workdir) : NULL;
+	sb->id = strdup(cfg->id);
+	sb->network_mode = strdup(cfg->network_mode ? cfg->network_mode : "none");
+	if (!sb->workdir || !sb->id || !sb->network_mode) {
+		free_sandbox(sb);
+		return sbx_fail(cfg->workdir ? -SBX_ENOMEM : -SBX_EINVAL,
+		                "%s: %s", who, cfg->workdir ? "out of memory" : "a workdir is required");
+	}
+	sb->root_fd = open(sb->workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (sb->root_fd < 0) {
+		r = sbx_fail(sbx_errno_code(errno), "%s: open %s: %s", who, sb->workdir,
+		             strerror(errno));
+		free_sandbox(sb);
+		return r;
+	}
+	if ((r = launch(sb)) < 0) {
+		stop_init(sb);
+		free_sandbox(sb);
+		return r;
+	}
+	*out = sb;
+	return 0;
+}
+
+int sbx_sandbox_restart(struct sbx_sandbox *sb)
+{
+	sbx_runclient_kill_all(&sb->live, false);
+	stop_init(sb);
+	return launch(sb);
+}
+
+void sbx_sandbox_stop(struct sbx_sandbox *sb)
+{
+	if (!sb)
+		return;
+	sbx_runclient_kill_all(&sb->live, true);
+	stop_init(sb);
+	free_sandbox(sb);
+}
+
+/* ---- commands ------------------------------------------------------------------------ */
+
+static char *build_payload(const sbx_backend_spawn *req, const sbx_backend_limits *limits,
+                           struct sbx_init_spawn *head, size_t *len)
+{
+	sbx_rlimit_text rl[SBX_RUNCLIENT_MAX_RLIMITS];
+	size_t nrl = sbx_runclient_rlimits(limits, rl);
+	sbx_buf b = { 0 };
+
+	*head = (struct sbx_init_spawn){ .kind = SBX_INIT_SPAWN, .nlimits = (uint32_t)nrl };
+	sbx_buf_append(&b, req->cwd, strlen(req->cwd) + 1);
+	for (; req->argv[head->argc]; head->argc++)
+		sbx_buf_append(&b, req->argv[head->argc], strlen(req->argv[head->argc]) + 1);
+	for (; req->envp && req->envp[head->envc]; head->envc++)
+		sbx_buf_append(&b, req->envp[head->envc], strlen(req->envp[head->envc]) + 1);
+	for (size_t i = 0; i < nrl; i++)
+		sbx_buf_append(&b, rl[i], strlen(rl[i]) + 1);
+	if (b.oom || b.len > SBX_INIT_PAYLOAD_MAX) {
+		sbx_buf_free(&b);
+		return NULL;
+	}
+	head->payload_len = (uint32_t)b.len;
+	return sbx_buf_steal(&b, len);
+}
+
+static int send_spawn(int ctl, const struct sbx_init_spawn *head, const int fds[5])
+{
+	char control[CMSG_SPACE(sizeof(int) * SBX_INIT_SPAWN_FDS)];
+	struct iovec iov = { .iov_base = (void *)head, .iov_len = sizeof *head };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+	                      .msg_controllen = sizeof control };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	memset(control, 0, sizeof control);
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * SBX_INIT_SPAWN_FDS);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * SBX_INIT_SPAWN_FDS);
+	do
+		n = sendmsg(ctl, &msg, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof *head ? 0 : -(n < 0 ? errno : EIO);
+}
+
+int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void **proc,
+                      int *wait_fd)
+{
+	const sbx_backend_limits *limits = req->size >= offsetof(sbx_backend_spawn, limits) +
+	                                   sizeof req->limits && req->limits ? req->limits
+	                                                                      : &sb->cfg.limits;
+	_cleanup_free_ char *payload = NULL;
+	_cleanup_close_ int payload_fd = -1, host_end = -1, runner_end = -1;
+	struct sbx_init_spawn head;
+	struct sbx_runclient *p;
+	size_t len = 0;
+	int sv[2], r;
+
+	if (sb->ctl < 0)
+		return sbx_fail(-SBX_ESTATE, "%s: the sandbox is not running", sb->who);
+	if (!(payload = build_payload(req, limits, &head, &len)))
+		return sbx_fail(-SBX_E2BIG, "%s: command, environment and cwd exceed %u bytes",
+		                sb->who, SBX_INIT_PAYLOAD_MAX);
+	if ((payload_fd = memfd_with("agentsbx-spawn", payload, len)) < 0)
+		return payload_fd;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", sb->who, strerror(errno));
+	host_end = sv[0];
+	runner_end = sv[1];
+	const int fds[5] = { req->stdin_fd, req->stdout_fd, req->stderr_fd, runner_end, payload_fd };
+	if ((r = send_spawn(sb->ctl, &head, fds)) < 0)
+		return sbx_fail(-SBX_EIO, "%s: the sandbox init does not answer: %s", sb->who,
+		                strerror(-r));
+	if (!(p = sbx_runclient_new(0, host_end, sb->who)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	host_end = -1;
+	sbx_runclient_track(&sb->live, p);
+	*proc = p;
+	*wait_fd = p->ctrl;
+	return 0;
+}
+
+/* ---- facts and probes ---------------------------------------------------------------- */
+
+uint32_t sbx_sandbox_flags(const struct sbx_sandbox *sb)
+{
+	return sb->flags;
+}
+
+const char *sbx_sandbox_cgroup_note(const struct sbx_sandbox *sb)
+{
+	return sb->cgroup_note;
+}
+
+enum sbx_sandbox_mode sbx_sandbox_mode_of(const struct sbx_sandbox *sb)
+{
+	return sb->mode;
+}
+
+int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
+{
+	char hostname[] = "probe";
+	struct sbx_sandbox_options o = { .mode = mode, .landlock = true, .hostname = hostname };
+	_cleanup_free_ char *dir = NULL;
+	struct sbx_sandbox *sb = NULL;
+	int r;
+
+	if (mode == SBX_SANDBOX_BWRAP && access(SBX_BWRAP_PATH, X_OK) < 0) {
+		snprintf(detail, len, "%s not found", SBX_BWRAP_PATH);
+		return -SBX_EBACKEND;
+	}
+	if ((r = sbx_fs_make_temp_dir("agentsbx-probe", &dir)) < 0) {
+		snprintf(detail, len, "%s", sbx_last_error());
+		return r;
+	}
+	sbx_backend_config cfg = { .size = sizeof cfg, .id = "probe", .workdir = dir,
+	                           .network_mode = "none" };
+	r = sbx_sandbox_start("probe", &cfg, &o, mode, &sb);
+	if (r == 0) {
+		snprintf(detail, len, "%s%s", mode == SBX_SANDBOX_BWRAP ? "through " SBX_BWRAP_PATH
+		                                                           : "direct (own namespaces)",
+		         sbx_sandbox_flags(sb) & SBX_INIT_HAS_LANDLOCK ? ", Landlock" : "");
+		sbx_sandbox_stop(sb);
+	} else {
+		snprintf(detail, len, "%s", sbx_last_error());
+	}
+	rmdir(dir);
+	return r;
+}
+
+static pthread_mutex_t pick_lock = PTHREAD_MUTEX_INITIALIZER;
+static int picked = -1;           /* the resolved AUTO mode, once probed */
+static char pick_detail[512];
+
+int sbx_sandbox_pick_mode(enum sbx_sandbox_mode wanted, enum sbx_sandbox_mode *mode,
+                          char *detail, size_t len)
+{
+	char why_direct[256] = "", why_bwrap[256] = "";
+	int r = 0;
+
+	if (wanted != SBX_SANDBOX_AUTO) {
+		*mode = wanted;
+		return 0;
+	}
+	pthread_mutex_lock(&pick_lock);
+	if (picked < 0) {
+		if (sbx_sandbox_probe(SBX_SANDBOX_DIRECT, why_direct, sizeof why_direct) == 0)
+			picked = SBX_SANDBOX_DIRECT;
+		else if (sbx_sandbox_probe(SBX_SANDBOX_BWRAP, why_bwrap, sizeof why_bwrap) == 0)
+			picked = SBX_SANDBOX_BWRAP;
+		snprintf(pick_detail, sizeof pick_detail, "direct: %s; bubblewrap: %s",
+		         why_direct[0] ? why_direct : "works", why_bwrap[0] ? why_bwrap : "not tried");
+	}
+	if (picked < 0)
+		r = -SBX_EBACKEND;
+	else
+		*mode = (enum sbx_sandbox_mode)picked;
+	snprintf(detail, len, "%s", pick_detail);
+	pthread_mutex_unlock(&pick_lock);
+	return r;
+}
+
+/* ---- the backend glue ---------------------------------------------------------------- */
+
+struct sandbox_ws {
+	struct sbx_sandbox_options opts;
+	struct sbx_sandbox *sb;
+	char *workdir;
+};
+
+static void free_ws(struct sandbox_ws *w)
+{
+	sbx_sandbox_free_options(&w->opts);
+	free(w->workdir);
+	free(w);
+}
+
+int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backend_config *cfg,
+                             void **state)
+{
+	struct sandbox_ws *w = calloc(1, sizeof *w);
+	enum sbx_sandbox_mode mode;
+	char detail[512];
+	int r;
+
+	*state = NULL;
+	if (!w)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if (!cfg->workdir || !(w->workdir = strdup(cfg->workdir))) {
+		free(w);
+		return sbx_fail(-SBX_EINVAL, "%s: a host workdir is required", name);
+	}
+	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0) {
+		free_ws(w);
+		return r;
+	}
+	if ((r = sbx_sandbox_pick_mode(w->opts.mode, &mode, detail, sizeof detail)) < 0) {
+		free_ws(w);
+		return sbx_fail(-SBX_EBACKEND, "%s: no way to build a sandbox on this host (%s)",
+		                name, detail);
+	}
+	if ((r = sbx_sandbox_start(name, cfg, &w->opts, mode, &w->sb)) < 0) {
+		free_ws(w);
+		return r;
+	}
+	*state = w;
+	return 0;
+}
+
+int sbx_sandbox_backend_close(void *state)
+{
+	struct sandbox_ws *w = state;
+
+	if (!w)
+		return 0;
+	sbx_sandbox_stop(w->sb);
+	free_ws(w);
+	return 0;
+}
+
+int sbx_sandbox_backend_reset(void *state)
+{
+	return sbx_sandbox_restart(((struct sandbox_ws *)state)->sb);
+}
+
+const char *sbx_sandbox_backend_root(void *state)
+{
+	(void)state;
+	return SBX_SANDBOX_ROOT;
+}
+
+const char *sbx_sandbox_backend_host_dir(void *state)
+{
+	return ((struct sandbox_ws *)state)->workdir;
+}
+
+int sbx_sandbox_backend_spawn(void *state, const sbx_backend_spawn *req, void **proc,
+                              int *wait_fd)
+{
+	return sbx_sandbox_spawn(((struct sandbox_ws *)state)->sb, req, proc, wait_fd);
+}

@@ -1,0 +1,88 @@
+/* The host side of a sandbox run by agentsbx-init (helpers/init_proto.h): parsing the sandbox
+ * options of a backend's config object, starting the init directly or through the system
+ * bubblewrap, sending it commands and stopping it. The ns and bwrap backends are thin ops
+ * tables over this; so will be any backend that reuses the init (the docker fast path). */
+#ifndef SBX_UTIL_SANDBOX_H
+#define SBX_UTIL_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <agentsbx/backend.h>
+
+#include "init/sandbox.h"
+#include "util/runclient.h"
+
+enum sbx_sandbox_mode {
+	SBX_SANDBOX_AUTO,         /* direct where it works, else through bubblewrap */
+	SBX_SANDBOX_DIRECT,       /* agentsbx-init creates the namespaces itself */
+	SBX_SANDBOX_BWRAP,        /* /usr/bin/bwrap creates them and runs agentsbx-init */
+};
+
+#define SBX_BWRAP_PATH "/usr/bin/bwrap"
+
+/* The backend's config object ("ns": {...} or "bwrap": {...}):
+ *   mode             "auto" | "direct" | "bwrap"   (ns only)
+ *   rootfs           string   directory used read-only as the root instead of the host's
+ *   binds            array    [{"source": host path, "dest": path inside, "writable": false}]
+ *   protected_paths  array    paths under /workspace kept read-only (replaces the defaults)
+ *   landlock         bool     default true
+ *   hostname         string   default "agentsbx" */
+struct sbx_sandbox_options {
+	enum sbx_sandbox_mode mode;
+	char *rootfs;
+	struct sbx_bind *binds;
+	size_t n_binds;
+	char **protected_paths;       /* NULL-terminated, or NULL for the defaults */
+	bool landlock;
+	char *hostname;
+};
+
+int sbx_sandbox_parse_options(const char *backend, const char *options_json, bool allow_mode,
+                              struct sbx_sandbox_options *o);
+void sbx_sandbox_free_options(struct sbx_sandbox_options *o);
+
+struct sbx_sandbox;
+
+/* Starts the sandbox for a workspace and waits until its init is ready. mode is DIRECT or
+ * BWRAP (AUTO is resolved by the caller with sbx_sandbox_pick_mode). who prefixes messages. */
+int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
+                      const struct sbx_sandbox_options *o, enum sbx_sandbox_mode mode,
+                      struct sbx_sandbox **out);
+/* Starts a command in it; the process handle is a runclient (sbx_runclient_* ops). */
+int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void **proc,
+                      int *wait_fd);
+/* Kills every command, stops the init (and with it everything in the sandbox) and frees sb.
+ * When it returns no process of the sandbox is left. */
+void sbx_sandbox_stop(struct sbx_sandbox *sb);
+/* Stops and starts it again with the same settings (reset). */
+int sbx_sandbox_restart(struct sbx_sandbox *sb);
+
+/* What the sandbox got: SBX_INIT_HAS_* flags, and the note on a missing cgroup. */
+uint32_t sbx_sandbox_flags(const struct sbx_sandbox *sb);
+const char *sbx_sandbox_cgroup_note(const struct sbx_sandbox *sb);
+enum sbx_sandbox_mode sbx_sandbox_mode_of(const struct sbx_sandbox *sb);
+
+/* Can this host run a sandbox in mode? Actually starts and stops one. 0 if yes; detail says
+ * how or why not. */
+int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len);
+/* AUTO → DIRECT if it works here, else BWRAP if that works (probed once per process). */
+int sbx_sandbox_pick_mode(enum sbx_sandbox_mode wanted, enum sbx_sandbox_mode *mode,
+                          char *detail, size_t len);
+
+/* The whole backend side for sandbox backends: ns and bwrap are ops tables over these. The
+ * state is a workspace whose commands run in one resident sandbox. `allow_mode` says whether
+ * the config object may choose the mode ("ns") or it is always bubblewrap ("bwrap"). */
+int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backend_config *cfg,
+                             void **state);
+int sbx_sandbox_backend_close(void *state);
+int sbx_sandbox_backend_reset(void *state);
+const char *sbx_sandbox_backend_root(void *state);
+const char *sbx_sandbox_backend_host_dir(void *state);
+int sbx_sandbox_backend_spawn(void *state, const sbx_backend_spawn *req, void **proc,
+                              int *wait_fd);
+
+#define SBX_SANDBOX_BACKEND_CAPS                                                           \
+	(SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED | SBX_BACKEND_CAP_NETWORK_NONE | \
+	 SBX_BACKEND_CAP_NETWORK_HOST)
+#endif
