@@ -1,0 +1,212 @@
+/* Exec latency side by side, in one run: a bare posix_spawn of /bin/true, the same through
+ * bubblewrap (the agent profile), and sbx_exec of true on a warm workspace and on a cold one
+ * (open + exec + close), for each backend asked for. Prints medians and the ratios the ns
+ * issue sets targets for, then the resident memory of open workspaces and how many can be
+ * open at once. Not a pass/fail test: numbers for people. */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <agentsbx/agentsbx.h>
+
+extern char **environ;
+
+#define MAX_RUNS 2000
+
+typedef int (*bench_fn)(void *ctx);
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Median of `runs` timed calls after a few warm-up calls; -1 if a call failed. */
+static double median_ms(bench_fn fn, void *ctx, int runs)
+{
+	static double samples[MAX_RUNS];
+
+	for (int i = 0; i < 3; i++)
+		if (fn(ctx) < 0)
+			return -1;
+	for (int i = 0; i < runs; i++) {
+		double t0 = now_ms();
+		if (fn(ctx) < 0)
+			return -1;
+		samples[i] = now_ms() - t0;
+	}
+	qsort(samples, (size_t)runs, sizeof samples[0], compare_double);
+	return samples[runs / 2];
+}
+
+static int spawn_and_wait(char *const argv[])
+{
+	pid_t pid;
+	int status;
+
+	if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+		return -1;
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	return 0;
+}
+
+static int bare_true(void *ctx)
+{
+	char *argv[] = { "/bin/true", NULL };
+
+	(void)ctx;
+	return spawn_and_wait(argv);
+}
+
+/* The agent profile measured in the anchors: --unshare-all, --die-with-parent,
+ * --new-session, read-only /usr and /etc, merged-/usr symlinks, /proc, /dev, /tmp and a
+ * workspace bind. */
+static int bwrap_true(void *ctx)
+{
+	char *argv[] = {
+		"/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--new-session",
+		"--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
+		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+		"--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
+		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+		"--bind", (char *)ctx, "/workspace", "--chdir", "/workspace", "/bin/true", NULL,
+	};
+
+	return spawn_and_wait(argv);
+}
+
+static int exec_true(void *ctx)
+{
+	const char *argv[] = { "true", NULL };
+	sbx_result *res = NULL;
+	int r = sbx_exec(ctx, argv, NULL, &res);
+
+	if (r == 0 && sbx_result_exit_code(res) != 0)
+		r = -1;
+	sbx_result_free(res);
+	return r;
+}
+
+struct cold_ctx {
+	const char *config;
+};
+
+static int open_exec_close(void *ctx)
+{
+	struct cold_ctx *c = ctx;
+	sbx_workspace *ws = NULL;
+	int r = sbx_workspace_open(c->config, &ws);
+
+	if (r == 0)
+		r = exec_true(ws);
+	sbx_workspace_close(ws);
+	return r;
+}
+
+/* Resident memory (kB) of every process whose command line contains `needle`. */
+static long rss_of(const char *needle)
+{
+	char cmd[256], line[64];
+	long total = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof cmd, "ps -eo rss=,args= | grep -F -- '%s' | grep -v grep | "
+	         "awk '{s+=$1} END {print s+0}'", needle);
+	f = popen(cmd, "r");
+	if (f && fgets(line, sizeof line, f))
+		total = strtol(line, NULL, 10);
+	if (f)
+		pclose(f);
+	return total;
+}
+
+static void many_workspaces(const char *backend, int count)
+{
+	sbx_workspace **ws = calloc((size_t)count, sizeof *ws);
+	char config[256];
+	int opened = 0;
+	double t0 = now_ms();
+	long rss;
+
+	snprintf(config, sizeof config, "{\"backend\":\"%s\"}", backend);
+	for (; ws && opened < count; opened++)
+		if (sbx_workspace_open(config, &ws[opened]) < 0) {
+			printf("  open #%d failed: %s\n", opened + 1, sbx_last_error());
+			break;
+		}
+	rss = rss_of("agentsbx-");
+	printf("%-8s %d workspaces open at once in %.0f ms; helper RSS %.2f MiB in all, "
+	       "%.2f MiB per workspace\n", backend, opened, now_ms() - t0, (double)rss / 1024,
+	       opened ? (double)rss / 1024 / opened : 0);
+	for (int i = 0; i < opened; i++)
+		sbx_workspace_close(ws[i]);
+	free(ws);
+}
+
+static void line(const char *what, double ms, double base, const char *base_name)
+{
+	if (ms < 0) {
+		printf("%-44s   failed: %s\n", what, sbx_last_error());
+		return;
+	}
+	printf("%-44s %8.3f ms", what, ms);
+	if (base > 0)
+		printf("   %5.2fx %s", ms / base, base_name);
+	printf("\n");
+}
+
+int main(int argc, char **argv)
+{
+	int runs = argc > 1 ? atoi(argv[1]) : 200;
+	int many = argc > 2 ? atoi(argv[2]) : 200;
+	const char *backends[] = { "local", "ns", "bwrap" };
+	char dir[] = "/tmp/sbx-bench-XXXXXX";
+	double bare, bw;
+
+	if (runs < 1 || runs > MAX_RUNS || !mkdtemp(dir))
+		return 2;
+	printf("libagentsbx %s exec benchmark: %d runs each, medians\n\n", sbx_version(), runs);
+	bare = median_ms(bare_true, NULL, runs);
+	line("posix_spawn(/bin/true) + wait", bare, 0, "");
+	bw = median_ms(bwrap_true, dir, runs);
+	line("bwrap agent profile /bin/true", bw, bare, "bare spawn");
+	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+		char config[256], what[64];
+		struct cold_ctx cold = { config };
+		sbx_workspace *ws = NULL;
+
+		snprintf(config, sizeof config, "{\"backend\":\"%s\"}", backends[i]);
+		if (sbx_workspace_open(config, &ws) < 0) {
+			printf("%-44s   unavailable: %s\n", backends[i], sbx_last_error());
+			continue;
+		}
+		snprintf(what, sizeof what, "sbx_exec(true) warm, %s", backends[i]);
+		line(what, median_ms(exec_true, ws, runs), bare, "bare spawn");
+		sbx_workspace_close(ws);
+		snprintf(what, sizeof what, "open + exec + close (cold), %s", backends[i]);
+		line(what, median_ms(open_exec_close, &cold, runs / 4 > 10 ? runs / 4 : 10), bw,
+		     "bwrap run");
+	}
+	printf("\n");
+	many_workspaces("ns", many);
+	rmdir(dir);
+	printf("\ntargets (ns): warm exec <= 1.5x bare spawn; cold open+exec+close <= 1.0x bwrap; "
+	       "<= 2 MiB resident per workspace; 200 workspaces at once\n");
+	return 0;
+}
