@@ -1,4 +1,6 @@
-/* File-system helpers: atomic write, bounded read, tree removal, temporary directories. */
+/* File-system helpers (atomic write, bounded read, tree removal, temp dirs), and the file API
+ * of src/files.c on hand-made workspaces: one whose files are on the host (as a sandbox sees
+ * them at "/workspace") and one whose backend moves files itself. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
+#include "internal.h"
 #include "support.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -110,6 +113,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	sbx_path_force_fallback(false);
 	close(dirfd_);
 	/* Tests leave unreadable directories behind on purpose. */
 	char *cmd = NULL;
@@ -596,6 +600,385 @@ START_TEST(temp_dirs)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------------------------
+ * The file API on hand-made workspaces
+ * ------------------------------------------------------------------------------------- */
+
+static const char *view_root(void *state)
+{
+	return "/workspace";
+}
+
+static const sbx_backend_ops host_ops = {
+	.size = sizeof(sbx_backend_ops),
+	.abi_version = SBX_BACKEND_ABI_VERSION,
+	.name = "fakehost",
+	.caps = SBX_BACKEND_CAP_HOST_FILES,
+	.root = view_root,
+};
+
+static sbx_workspace host_ws;
+
+static void host_setup(void)
+{
+	setup();
+	memset(&host_ws, 0, sizeof host_ws);
+	host_ws.ops = &host_ops;
+	host_ws.workdir = dir;
+	host_ws.root_fd = dirfd_;
+}
+
+START_TEST(api_write_read_roundtrip)
+{
+	char *data = NULL;
+	size_t len = 0;
+
+	sbx_path_force_fallback(_i == 1);
+
+	ck_assert_int_eq(sbx_file_write(&host_ws, "/workspace/a.txt", "hi\0there", 8, 0, 0), 0);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "a.txt", &data, &len), 0);
+	ck_assert_uint_eq(len, 8);
+	ck_assert(memcmp(data, "hi\0there", 9) == 0);
+	sbx_free(data);
+
+	ck_assert_int_eq(sbx_file_write(&host_ws, "sub/dir/b.txt", "b", 1, 0, 0), -SBX_ENOENT);
+	ck_assert_int_eq(sbx_file_write(&host_ws, "sub/dir/b.txt", "b", 1, 0600, SBX_WRITE_MKDIRS),
+	                 0);
+	ck_assert_str_eq(slurp(at(dir, "sub/dir/b.txt")), "b");
+	ck_assert_uint_eq(mode_of(at(dir, "sub/dir/b.txt")), 0600);
+	ck_assert_int_eq(sbx_file_write(&host_ws, "sub/dir/b.txt", "c", 1, 0, SBX_WRITE_EXCL),
+	                 -SBX_EEXIST);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "sub/dir/b.txt"));
+	ck_assert_int_eq(sbx_file_write(&host_ws, "sub", "c", 1, 0, 0), -SBX_EISDIR);
+	ck_assert_int_eq(sbx_file_write(&host_ws, "sub/", "c", 1, 0, 0), -SBX_EISDIR);
+	ck_assert_int_eq(sbx_file_write(&host_ws, "/workspace", "c", 1, 0, 0), -SBX_EISDIR);
+	ck_assert_int_eq(sbx_file_write(&host_ws, ".", "c", 1, 0, 0), -SBX_EISDIR);
+	ck_assert_int_eq(sbx_file_write(&host_ws, "x", "c", 1, 04755, 0), -SBX_EINVAL);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "mode"));
+	ck_assert_int_eq(sbx_file_write(&host_ws, "x", "c", 1, 0, 0x80), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_write(&host_ws, "x", NULL, 1, 0, 0), -SBX_EINVAL);
+	ck_assert(!has_temp_files(dir));
+	expect_no_fd_leak();
+}
+END_TEST
+
+START_TEST(api_paths_stay_inside)
+{
+	char *data = NULL;
+	size_t len = 0;
+
+	sbx_path_force_fallback(_i == 1);
+
+	ck_assert_int_eq(symlink("../outside/secret", at(dir, "out")), 0);
+	ck_assert_int_eq(symlink(outside, at(dir, "outdir")), 0);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "/etc/passwd", &data, &len), -SBX_EESCAPE);
+	ck_assert_str_eq(sbx_last_error(),
+	                 "path '/etc/passwd' is outside the workspace root '/workspace'");
+	ck_assert_int_eq(sbx_file_read(&host_ws, "/workspace2/x", &data, &len), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "../outside/secret", &data, &len), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "/workspace/../outside/secret", &data, &len),
+	                 -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "out", &data, &len), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "outdir/secret", &data, &len), -SBX_EESCAPE);
+	ck_assert_ptr_null(data);
+	ck_assert_int_eq(sbx_file_write(&host_ws, "outdir/new", "x", 1, 0, 0), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_write(&host_ws, "outdir/a/new", "x", 1, 0, SBX_WRITE_MKDIRS),
+	                 -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "outdir/newdir", 0), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_list(&host_ws, "outdir", &data), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "outdir/secret", 0), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "bad\xff", &data, &len), -SBX_EINVAL);
+	ck_assert_str_eq(sbx_last_error(), "path: not valid UTF-8");
+	/* Writing over the escaping link replaces the link. */
+	ck_assert_int_eq(sbx_file_write(&host_ws, "out", "mine", 4, 0, 0), 0);
+	ck_assert_str_eq(slurp(at(dir, "out")), "mine");
+	/* Removing the dir link removes the link only. */
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "outdir", SBX_REMOVE_RECURSIVE), 0);
+	ck_assert(!exists(at(dir, "outdir")));
+	ck_assert(!exists(at(outside, "new")));
+	expect_outside_intact();
+	expect_no_fd_leak();
+}
+END_TEST
+
+START_TEST(api_read_special_files)
+{
+	char *data = NULL;
+	size_t len = 0;
+
+	sbx_path_force_fallback(_i == 1);
+
+	ck_assert_int_eq(symlink("sub/f", at(dir, "in")), 0);
+	ck_assert_int_eq(mkdir(at(dir, "sub"), 0755), 0);
+	put(dir, "sub/f", "inside", 0644);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "in", &data, &len), 0);
+	ck_assert_str_eq(data, "inside");
+	sbx_free(data);
+	data = NULL;
+	/* A FIFO must not block the reader. */
+	ck_assert_int_eq(mkfifo(at(dir, "fifo"), 0644), 0);
+	alarm(5);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "fifo", &data, &len), -SBX_EINVAL);
+	alarm(0);
+	ck_assert_str_eq(sbx_last_error(), "read 'fifo': not a regular file");
+	ck_assert_int_eq(sbx_file_read(&host_ws, "sub", &data, &len), -SBX_EISDIR);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "/workspace", &data, &len), -SBX_EISDIR);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "missing", &data, &len), -SBX_ENOENT);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "missing"));
+	ck_assert_int_eq(sbx_file_read(&host_ws, "sub/f/x", &data, &len), -SBX_ENOTDIR);
+	ck_assert_ptr_null(data);
+	expect_no_fd_leak();
+}
+END_TEST
+
+START_TEST(api_stat)
+{
+	sbx_stat st = { .size = sizeof st };
+	struct { size_t size; int type; uint32_t mode; } small = { sizeof small, -1, 0 };
+
+	sbx_path_force_fallback(_i == 1);
+
+	put(dir, "f", "12345", 0640);
+	ck_assert_int_eq(symlink("f", at(dir, "l")), 0);
+	ck_assert_int_eq(sbx_file_stat(&host_ws, "f", &st), 0);
+	ck_assert_int_eq(st.type, SBX_FILE_REGULAR);
+	ck_assert_uint_eq(st.mode, 0640);
+	ck_assert_uint_eq(st.file_size, 5);
+	ck_assert_int_gt(st.mtime_sec, 0);
+	ck_assert_int_eq(sbx_file_stat(&host_ws, "l", &st), 0);
+	ck_assert_int_eq(st.type, SBX_FILE_SYMLINK);
+	ck_assert_int_eq(sbx_file_stat(&host_ws, "", &st), 0);
+	ck_assert_int_eq(st.type, SBX_FILE_DIRECTORY);
+	ck_assert_int_eq(sbx_file_stat(&host_ws, "/workspace/", &st), 0);
+	ck_assert_int_eq(st.type, SBX_FILE_DIRECTORY);
+
+	/* An older caller's smaller struct: only its fields are written. */
+	ck_assert_int_eq(sbx_file_stat(&host_ws, "f", (sbx_stat *)&small), 0);
+	ck_assert_int_eq(small.type, SBX_FILE_REGULAR);
+	ck_assert_uint_eq(small.mode, 0640);
+
+	st.size = sizeof(size_t);
+	ck_assert_int_eq(sbx_file_stat(&host_ws, "f", &st), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_stat(&host_ws, "f", NULL), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_stat(NULL, "f", &st), -SBX_EINVAL);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "ws"));
+	st.size = sizeof st;
+	ck_assert_int_eq(sbx_file_stat(&host_ws, NULL, &st), -SBX_EINVAL);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "path"));
+	ck_assert_int_eq(sbx_file_stat(&host_ws, "missing", &st), -SBX_ENOENT);
+}
+END_TEST
+
+START_TEST(api_list)
+{
+	char *json = NULL;
+
+	sbx_path_force_fallback(_i == 1);
+
+	put(dir, "b.txt", "12345", 0644);
+	ck_assert_int_eq(mkdir(at(dir, "a"), 0755), 0);
+	ck_assert_int_eq(symlink("b.txt", at(dir, "c")), 0);
+	ck_assert_int_eq(mkfifo(at(dir, "d"), 0644), 0);
+	put(dir, "a/q\"uote", "", 0644);
+	ck_assert_int_eq(sbx_file_list(&host_ws, "/workspace", &json), 0);
+	/* mtimes are checked by the integration test; here the shape and the order. */
+	ck_assert_ptr_nonnull(strstr(json, "{\"name\":\"a\",\"type\":\"dir\",\"size\":0,"));
+	ck_assert_ptr_nonnull(strstr(json, "{\"name\":\"b.txt\",\"type\":\"file\",\"size\":5,"));
+	ck_assert_ptr_nonnull(strstr(json, "{\"name\":\"c\",\"type\":\"symlink\",\"size\":5,"));
+	ck_assert_ptr_nonnull(strstr(json, "{\"name\":\"d\",\"type\":\"other\",\"size\":0,"));
+	ck_assert(strstr(json, "\"a\"") < strstr(json, "\"b.txt\""));
+	ck_assert(strstr(json, "\"b.txt\"") < strstr(json, "\"c\""));
+	ck_assert_int_eq(json[0], '[');
+	sbx_free(json);
+
+	ck_assert_int_eq(sbx_file_list(&host_ws, "a", &json), 0);
+	ck_assert_ptr_nonnull(strstr(json, "\"name\":\"q\\\"uote\""));
+	sbx_free(json);
+	ck_assert_int_eq(mkdir(at(dir, "e"), 0755), 0);
+	ck_assert_int_eq(sbx_file_list(&host_ws, "e", &json), 0);
+	ck_assert_str_eq(json, "[]");
+	sbx_free(json);
+	ck_assert_int_eq(sbx_file_list(&host_ws, "b.txt", &json), -SBX_ENOTDIR);
+	ck_assert_ptr_null(json);
+	ck_assert_int_eq(sbx_file_list(&host_ws, "missing", &json), -SBX_ENOENT);
+	ck_assert_int_eq(sbx_file_list(&host_ws, "a", NULL), -SBX_EINVAL);
+	expect_no_fd_leak();
+}
+END_TEST
+
+START_TEST(api_mkdir)
+{
+	sbx_path_force_fallback(_i == 1);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "x/y/z", 0), 0);
+	ck_assert_uint_eq(mode_of(at(dir, "x/y/z")) & 0700, 0700);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "x/y/z", 0), 0); /* exists: fine */
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "/workspace/x/y/w/", 0700), 0);
+	ck_assert_uint_eq(mode_of(at(dir, "x/y/w")) & 0077, 0);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "", 0), 0);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, ".", 0), 0);
+	ck_assert_int_eq(symlink("x/y", at(dir, "ly")), 0);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "ly", 0), 0);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "ly/new", 0), 0);
+	ck_assert(exists(at(dir, "x/y/new")));
+	put(dir, "f", "", 0644);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "f", 0), -SBX_EEXIST);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "f/sub", 0), -SBX_ENOTDIR);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "..", 0), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "q", 02755), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "q", 0100755), -SBX_EINVAL);
+	ck_assert_int_eq(symlink("nowhere", at(dir, "dangling")), 0);
+	ck_assert_int_ne(sbx_file_mkdir(&host_ws, "dangling", 0), 0);
+	expect_no_fd_leak();
+}
+END_TEST
+
+START_TEST(api_remove)
+{
+	sbx_path_force_fallback(_i == 1);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "", 0), -SBX_EPERM);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, ".", SBX_REMOVE_RECURSIVE), -SBX_EPERM);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "/workspace", SBX_REMOVE_RECURSIVE),
+	                 -SBX_EPERM);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "/workspace/", 0), -SBX_EPERM);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "root"));
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "..", 0), -SBX_EESCAPE);
+	ck_assert(exists(dir));
+
+	ck_assert_int_eq(mkdir(at(dir, "d"), 0755), 0);
+	put(dir, "d/f", "x", 0644);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "d", 0), -SBX_ENOTEMPTY);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "d/f/", 0), -SBX_ENOTDIR);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "d/f", 0), 0);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "d/f", 0), -SBX_ENOENT);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "d/", 0), 0);
+	ck_assert(!exists(at(dir, "d")));
+
+	ck_assert_int_eq(mkdir(at(dir, "t"), 0755), 0);
+	ck_assert_int_eq(mkdir(at(dir, "t/u"), 0755), 0);
+	put(dir, "t/u/f", "x", 0644);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "t", SBX_REMOVE_RECURSIVE), 0);
+	ck_assert(!exists(at(dir, "t")));
+	ck_assert_int_eq(sbx_file_remove(&host_ws, "t", 0x10), -SBX_EINVAL);
+	expect_no_fd_leak();
+}
+END_TEST
+
+START_TEST(api_argument_checks)
+{
+	char *data = (char *)"junk";
+	size_t len = 9;
+
+	ck_assert_int_eq(sbx_file_read(NULL, "a", &data, &len), -SBX_EINVAL);
+	ck_assert_ptr_null(data);
+	ck_assert_uint_eq(len, 0);
+	ck_assert_int_eq(sbx_file_read(&host_ws, NULL, &data, &len), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_read(&host_ws, "a", NULL, &len), -SBX_EINVAL);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "data"));
+	ck_assert_int_eq(sbx_file_read(&host_ws, "a", &data, NULL), -SBX_EINVAL);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "len"));
+	ck_assert_int_eq(sbx_file_write(NULL, "a", "x", 1, 0, 0), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_write(&host_ws, NULL, "x", 1, 0, 0), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_list(NULL, "a", &data), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_list(&host_ws, NULL, &data), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_mkdir(NULL, "a", 0), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_mkdir(&host_ws, NULL, 0), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_remove(NULL, "a", 0), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_file_remove(&host_ws, NULL, 0), -SBX_EINVAL);
+}
+END_TEST
+
+/* A backend that moves files itself: it sees only normalised paths. */
+static char last_rel[PATH_MAX];
+static int remote_calls;
+
+static int remote_read(void *state, const char *rel, char **data, size_t *len)
+{
+	snprintf(last_rel, sizeof last_rel, "%s", rel);
+	remote_calls++;
+	*data = strdup("remote");
+	*len = 6;
+	return 0;
+}
+
+static int remote_write(void *state, const char *rel, const void *data, size_t len,
+                        unsigned mode, uint32_t flags)
+{
+	snprintf(last_rel, sizeof last_rel, "%s", rel);
+	remote_calls++;
+	return 0;
+}
+
+static int remote_stat(void *state, const char *rel, sbx_stat *st)
+{
+	snprintf(last_rel, sizeof last_rel, "%s", rel);
+	remote_calls++;
+	st->type = SBX_FILE_REGULAR;
+	st->mode = 0600;
+	st->file_size = 42;
+	st->mtime_sec = 7;
+	st->mtime_nsec = 8;
+	return 0;
+}
+
+static int remote_remove(void *state, const char *rel, uint32_t flags)
+{
+	snprintf(last_rel, sizeof last_rel, "%s", rel);
+	remote_calls++;
+	return 0;
+}
+
+static const sbx_backend_ops remote_ops = {
+	.size = sizeof(sbx_backend_ops),
+	.abi_version = SBX_BACKEND_ABI_VERSION,
+	.name = "fakeremote",
+	.caps = 0,
+	.root = view_root,
+	.file_read = remote_read,
+	.file_write = remote_write,
+	.file_stat = remote_stat,
+	.file_remove = remote_remove,
+	/* no file_list, no file_mkdir */
+};
+
+static sbx_workspace remote_ws = {
+	.ops = &remote_ops,
+	.root_fd = -1,
+};
+
+START_TEST(api_remote_backend_gets_normalised_paths)
+{
+	char *data = NULL;
+	size_t len = 0;
+	sbx_stat st = { .size = sizeof st };
+
+	ck_assert_int_eq(sbx_file_read(&remote_ws, "/workspace/a/./b/../c", &data, &len), 0);
+	ck_assert_str_eq(last_rel, "a/c");
+	ck_assert_str_eq(data, "remote");
+	sbx_free(data);
+	ck_assert_int_eq(sbx_file_write(&remote_ws, "x//y/", "d", 1, 0, 0), 0);
+	ck_assert_str_eq(last_rel, "x/y");
+	ck_assert_int_eq(sbx_file_stat(&remote_ws, ".", &st), 0);
+	ck_assert_str_eq(last_rel, "");
+	ck_assert_uint_eq(st.file_size, 42);
+	ck_assert_int_eq(st.mtime_nsec, 8);
+
+	remote_calls = 0;
+	ck_assert_int_eq(sbx_file_read(&remote_ws, "a/../../etc/passwd", &data, &len),
+	                 -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_read(&remote_ws, "/etc/passwd", &data, &len), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_write(&remote_ws, "..", "d", 1, 0, 0), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_write(&remote_ws, "/workspace", "d", 1, 0, 0), -SBX_EISDIR);
+	ck_assert_int_eq(sbx_file_remove(&remote_ws, "a/..", SBX_REMOVE_RECURSIVE), -SBX_EPERM);
+	ck_assert_int_eq(remote_calls, 0);
+
+	ck_assert_int_eq(sbx_file_list(&remote_ws, "a", &data), -SBX_ENOSYS);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "fakeremote"));
+	ck_assert_int_eq(sbx_file_mkdir(&remote_ws, "a", 0), -SBX_ENOSYS);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "fakeremote"));
+	ck_assert_int_eq(sbx_file_mkdir(&remote_ws, "", 0), -SBX_ENOSYS);
+}
+END_TEST
+
 static Suite *fs_suite(void)
 {
 	Suite *s = suite_create("fs");
@@ -626,6 +1009,18 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, temp_dirs);
 	suite_add_tcase(s, tc);
 
+	tc = tcase_create("file_api");
+	tcase_add_checked_fixture(tc, host_setup, teardown);
+	tcase_add_loop_test(tc, api_write_read_roundtrip, 0, 2);
+	tcase_add_loop_test(tc, api_paths_stay_inside, 0, 2);
+	tcase_add_loop_test(tc, api_read_special_files, 0, 2);
+	tcase_add_loop_test(tc, api_stat, 0, 2);
+	tcase_add_loop_test(tc, api_list, 0, 2);
+	tcase_add_loop_test(tc, api_mkdir, 0, 2);
+	tcase_add_loop_test(tc, api_remove, 0, 2);
+	tcase_add_test(tc, api_argument_checks);
+	tcase_add_test(tc, api_remote_backend_gets_normalised_paths);
+	suite_add_tcase(s, tc);
 	return s;
 }
 
