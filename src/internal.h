@@ -2,7 +2,9 @@
 #ifndef SBX_INTERNAL_H
 #define SBX_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <sys/types.h>
 #include <agentsbx/agentsbx.h>
 #include <agentsbx/backend.h>
 #include "config.h"
@@ -12,12 +14,17 @@ struct sbx_workspace {
 	void *state;              /* the backend's */
 	sbx_config *cfg;
 	char *id;
-	char *backend_name;
 	char *workdir;            /* host directory, or NULL */
 	bool workdir_temporary;   /* made by the core, removed at close */
 	int root_fd;              /* O_PATH fd of workdir for HOST_FILES backends, else -1 */
 	char **base_env;          /* PATH, HOME, then the config's env: "NAME=value" */
+	pthread_mutex_t procs_lock;
+	struct sbx_process *procs; /* live process handles, so close can stop them */
 };
+
+/* Kills and releases the backend side of every process handle still open on ws (process.c);
+ * the handles stay valid and report the command as killed. */
+void sbx_process_detach_all(sbx_workspace *ws);
 
 /* Registry (registry.c). find() loads a plugin on first use; fails with a message. */
 int sbx_registry_find(const char *name, const sbx_backend_ops **ops);
@@ -43,5 +50,12 @@ typedef struct sbx_spawned {
 int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *cwd,
                       const char *const *env, uint32_t flags, bool want_stdin,
                       sbx_spawned *out);
+
+/* write(2) to a pipe without the host ever receiving SIGPIPE when the reader is gone. Returns
+ * the bytes written or -errno. */
+ssize_t sbx_pipe_write(int fd, const void *data, size_t len);
+
+/* Milliseconds on the monotonic clock. */
+int64_t sbx_now_ms(void);
 
 #endif

@@ -150,9 +150,12 @@ enum sbx_stream { SBX_STDIN = 0, SBX_STDOUT = 1, SBX_STDERR = 2 };
 /* sbx_exec_opts.flags */
 #define SBX_EXEC_CLEAR_ENV     (1u << 0) /* start from an empty environment: only opts.env */
 #define SBX_EXEC_MERGE_STDERR  (1u << 1) /* stderr goes to the stdout stream */
+#define SBX_EXEC_NO_CAPTURE    (1u << 2) /* deliver output only to on_output, keep none in the
+                                            result; max_output then does not apply */
 
 /* Called with output as it arrives, on the thread that called sbx_exec. `data` is valid only
- * during the call. Delivery stops at the output cap, as storage does. */
+ * during the call. Delivery stops at the output cap, as storage does, unless
+ * SBX_EXEC_NO_CAPTURE is set. */
 typedef void (*sbx_output_cb)(int stream, const char *data, size_t len, void *userdata);
 
 typedef struct sbx_exec_opts {

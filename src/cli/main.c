@@ -1,0 +1,327 @@
+/* agentsbx: the command-line face of the library. Each subcommand is a row in one table;
+ * the workspace options every subcommand shares are parsed in one place. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <agentsbx/agentsbx.h>
+#include "util/buf.h"
+#include "util/cleanup.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+#define EXIT_LIBRARY_ERROR 125
+#define EXIT_TIMED_OUT 124
+#define STDIN_MAX ((size_t)64 << 20)
+#define CONFIG_FILE_MAX ((size_t)1 << 20)
+
+/* Options shared by every subcommand that opens a workspace. */
+struct ws_options {
+	const char *config;     /* JSON text or @FILE */
+	const char *backend;
+	const char *workdir;
+	const char *timeout;
+	int read_stdin;
+};
+
+enum { OPT_CONFIG = 'c', OPT_BACKEND = 'b', OPT_WORKDIR = 'w', OPT_TIMEOUT = 't',
+       OPT_STDIN = 'i', OPT_HELP = 'h' };
+
+static const struct option ws_long_options[] = {
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "workdir", required_argument, NULL, OPT_WORKDIR },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "stdin", no_argument, NULL, OPT_STDIN },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+__attribute__((format(printf, 1, 2)))
+static int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "agentsbx: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_LIBRARY_ERROR;
+}
+
+static int library_error(const char *what, int code)
+{
+	const char *msg = sbx_last_error();
+
+	fprintf(stderr, "agentsbx: %s: %s\n", what, *msg ? msg : sbx_strerror(code));
+	return EXIT_LIBRARY_ERROR;
+}
+
+static int read_whole_file(const char *path, size_t max, char **data)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len;
+
+	if (fd < 0)
+		return -errno;
+	return sbx_fs_read_fd(fd, max, data, &len);
+}
+
+/* Loads --config (inline JSON or @FILE) and applies --backend/--workdir/--timeout over it,
+ * so a flag always wins over the file. */
+static int build_config(const struct ws_options *o, char **out)
+{
+	_cleanup_free_ char *text = NULL;
+	char err[256];
+	sbx_json *cfg = NULL;
+	sbx_buf b = { 0 };
+	bool first = true;
+
+	if (o->config && o->config[0] == '@') {
+		if (read_whole_file(o->config + 1, CONFIG_FILE_MAX, &text) < 0)
+			return fail("--config: cannot read %s", o->config + 1);
+	} else if (!(text = strdup(o->config ? o->config : "{}"))) {
+		return fail("%s", "out of memory");
+	}
+	if (sbx_json_parse(text, strlen(text), &cfg, err, sizeof err) < 0 ||
+	    cfg->type != SBX_JSON_OBJECT) {
+		sbx_json_free(cfg);
+		return fail("--config: %s", cfg ? "expected a JSON object" : err);
+	}
+	sbx_buf_puts(&b, "{");
+	for (size_t i = 0; i < cfg->n; i++) {
+		const char *k = cfg->keys[i];
+		if ((o->backend && !strcmp(k, "backend")) || (o->workdir && !strcmp(k, "workdir")) ||
+		    (o->timeout && !strcmp(k, "timeout_ms")))
+			continue;
+		sbx_buf_puts(&b, first ? "" : ",");
+		first = false;
+		sbx_buf_json_string(&b, k, cfg->key_lens[i]);
+		sbx_buf_puts(&b, ":");
+		sbx_json_write(&b, cfg->items[i]);
+	}
+	sbx_json_free(cfg);
+	if (o->backend) {
+		sbx_buf_puts(&b, first ? "\"backend\":" : ",\"backend\":");
+		sbx_buf_json_string(&b, o->backend, strlen(o->backend));
+		first = false;
+	}
+	if (o->workdir) {
+		sbx_buf_puts(&b, first ? "\"workdir\":" : ",\"workdir\":");
+		sbx_buf_json_string(&b, o->workdir, strlen(o->workdir));
+		first = false;
+	}
+	if (o->timeout) {
+		char *end;
+		errno = 0;
+		long long ms = strtoll(o->timeout, &end, 10);
+		if (errno || end == o->timeout || *end || ms < 0) {
+			sbx_buf_free(&b);
+			return fail("--timeout: '%s' is not a number of milliseconds", o->timeout);
+		}
+		sbx_buf_printf(&b, "%s\"timeout_ms\":%lld", first ? "" : ",", ms);
+	}
+	sbx_buf_puts(&b, "}");
+	if (b.oom) {
+		sbx_buf_free(&b);
+		return fail("%s", "out of memory");
+	}
+	*out = sbx_buf_steal(&b, NULL);
+	return 0;
+}
+
+/* Parses the shared options; returns the index of the first operand, or -1 after printing an
+ * error (or help, with *exit_code 0). */
+static int parse_ws_options(int argc, char **argv, const char *usage, struct ws_options *o,
+                            int *exit_code)
+{
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+c:b:w:t:ih", ws_long_options, NULL)) != -1) {
+		switch (c) {
+		case OPT_CONFIG: o->config = optarg; break;
+		case OPT_BACKEND: o->backend = optarg; break;
+		case OPT_WORKDIR: o->workdir = optarg; break;
+		case OPT_TIMEOUT: o->timeout = optarg; break;
+		case OPT_STDIN: o->read_stdin = 1; break;
+		case OPT_HELP:
+			printf("usage: %s\n", usage);
+			*exit_code = 0;
+			return -1;
+		default:
+			fprintf(stderr, "agentsbx: unknown or incomplete option '%s'\nusage: %s\n",
+			        argv[optind - 1], usage);
+			*exit_code = 2;
+			return -1;
+		}
+	}
+	return optind;
+}
+
+static void write_through(int stream, const char *data, size_t len, void *userdata)
+{
+	(void)userdata;
+	sbx_write_all(stream == SBX_STDERR ? STDERR_FILENO : STDOUT_FILENO, data, len);
+}
+
+static int exit_code_of(const sbx_result *res)
+{
+	if (sbx_result_timed_out(res))
+		return EXIT_TIMED_OUT;
+	if (sbx_result_signal(res))
+		return 128 + sbx_result_signal(res);
+	return sbx_result_exit_code(res);
+}
+
+static int read_stdin_all(char **data, size_t *len)
+{
+	sbx_buf b = { 0 };
+	char chunk[65536];
+	ssize_t n;
+
+	while ((n = read(STDIN_FILENO, chunk, sizeof chunk)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || b.len + (size_t)n > STDIN_MAX) {
+			sbx_buf_free(&b);
+			return -1;
+		}
+		sbx_buf_append(&b, chunk, (size_t)n);
+	}
+	sbx_buf_append(&b, "", 0);
+	if (b.oom) {
+		sbx_buf_free(&b);
+		return -1;
+	}
+	*data = sbx_buf_steal(&b, len);
+	return 0;
+}
+
+static const char exec_usage[] =
+	"agentsbx exec [--config JSON|@FILE] [--backend NAME] [--workdir DIR] [--timeout MS] "
+	"[--stdin] -- CMD [ARG...]";
+
+static int cmd_exec(int argc, char **argv)
+{
+	struct ws_options o = { 0 };
+	_cleanup_free_ char *config = NULL, *input = NULL;
+	sbx_workspace *ws = NULL;
+	sbx_result *res = NULL;
+	size_t input_len = 0;
+	int code = 0, first, r;
+
+	if ((first = parse_ws_options(argc, argv, exec_usage, &o, &code)) < 0)
+		return code;
+	if (first >= argc)
+		return fail("exec: no command given\nusage: %s", exec_usage);
+	if ((code = build_config(&o, &config)) != 0)
+		return code;
+	if (o.read_stdin && read_stdin_all(&input, &input_len) < 0)
+		return fail("%s", "--stdin: cannot read standard input (or it exceeds 64 MiB)");
+	if ((r = sbx_workspace_open(config, &ws)) < 0)
+		return library_error("open workspace", r);
+	sbx_exec_opts opts = {
+		.size = sizeof opts,
+		.stdin_data = input,
+		.stdin_len = input_len,
+		.flags = SBX_EXEC_NO_CAPTURE,
+		.on_output = write_through,
+	};
+	r = sbx_exec(ws, (const char *const *)argv + first, &opts, &res);
+	code = r < 0 ? library_error("exec", r) : exit_code_of(res);
+	sbx_result_free(res);
+	if ((r = sbx_workspace_close(ws)) < 0 && code != EXIT_LIBRARY_ERROR)
+		code = library_error("close workspace", r);
+	return code;
+}
+
+static const char doctor_usage[] = "agentsbx doctor";
+
+/* Prints one line per backend: name, whether it works here, and why (not). */
+static int cmd_doctor(int argc, char **argv)
+{
+	_cleanup_free_ char *json = NULL;
+	sbx_json *list = NULL;
+	char err[256];
+	int r;
+
+	if (argc > 1)
+		return fail("doctor takes no arguments\nusage: %s", doctor_usage);
+	(void)argv;
+	if ((r = sbx_backends_probe(&json)) < 0)
+		return library_error("doctor", r);
+	if (sbx_json_parse(json, strlen(json), &list, err, sizeof err) < 0)
+		return fail("doctor: %s", err);
+	printf("libagentsbx %s (ABI %d)\n", sbx_version(), sbx_abi_version());
+	for (size_t i = 0; i < list->n; i++) {
+		const sbx_json *e = list->items[i];
+		const sbx_json *name = sbx_json_get(e, "backend");
+		const sbx_json *ok = sbx_json_get(e, "available");
+		const sbx_json *detail = sbx_json_get(e, "detail");
+		printf("%-12s %-13s %s\n", name ? name->str : "?",
+		       ok && ok->b ? "available" : "unavailable", detail ? detail->str : "");
+	}
+	sbx_json_free(list);
+	return 0;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("agentsbx %s (ABI %d)\n", sbx_version(), sbx_abi_version());
+	return 0;
+}
+
+static int cmd_help(int argc, char **argv);
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *usage;
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "exec", cmd_exec, exec_usage, "run one command in a workspace opened for it" },
+	{ "doctor", cmd_doctor, doctor_usage, "tell which backends work on this host and why" },
+	{ "version", cmd_version, "agentsbx version", "print the library version" },
+	{ "help", cmd_help, "agentsbx help", "show this help" },
+};
+
+static int cmd_help(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("usage: agentsbx COMMAND [OPTIONS]\n\ncommands:\n");
+	for (size_t i = 0; i < SBX_ARRAY_SIZE(commands); i++)
+		printf("  %-8s %s\n           %s\n", commands[i].name, commands[i].summary,
+		       commands[i].usage);
+	printf("\nexit codes of exec: the command's own; 128+N when killed by signal N; "
+	       "124 on timeout; 125 when the library failed.\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		cmd_help(0, NULL);
+		return 2;
+	}
+	for (size_t i = 0; i < SBX_ARRAY_SIZE(commands); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return cmd_help(0, NULL);
+	fprintf(stderr, "agentsbx: unknown command '%s' (try 'agentsbx help')\n", argv[1]);
+	return 2;
+}

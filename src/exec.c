@@ -1,0 +1,341 @@
+/* sbx_exec: run a command to completion. One loop serves every backend: it feeds stdin,
+ * drains stdout and stderr as they arrive (so a chatty command never blocks on a full pipe),
+ * keeps at most the cap per stream, streams to the callback, and enforces the timeout by
+ * asking the backend to kill the whole process tree. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "util/buf.h"
+#include "util/error.h"
+
+#define SBX_READ_CHUNK 65536
+/* After the main process ended, how long its output may still trickle in (the backend killed
+ * the tree, so the pipes close at once unless something else holds them). */
+#define SBX_DRAIN_GRACE_MS 2000
+/* After a kill, how long to wait for the end before giving up on the output. */
+#define SBX_KILL_GRACE_MS 5000
+#define SBX_OPTS_MAX_SIZE 4096
+
+struct sbx_result {
+	int exit_code;
+	int term_signal;
+	int timed_out;
+	int truncated;
+	int64_t duration_ms;
+	sbx_buf out;
+	sbx_buf err;
+};
+
+struct exec_run {
+	sbx_workspace *ws;
+	sbx_spawned sp;
+	struct sbx_result *res;
+	const char *in_data;
+	size_t in_len, in_off;
+	size_t cap;
+	sbx_output_cb cb;
+	void *userdata;
+	bool capture;        /* keep output in the result (and cap it) */
+	bool ended;          /* the backend reported the end */
+	bool killed;
+	int64_t deadline;    /* -1 = none */
+	int64_t grace_until; /* -1 = not yet in a grace period */
+};
+
+static int read_exec_opts(const sbx_exec_opts *in, sbx_exec_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	if (!in)
+		return 0;
+	if (in->size < sizeof in->size || in->size > SBX_OPTS_MAX_SIZE)
+		return sbx_fail(-SBX_EINVAL, "opts.size is %zu: set it to sizeof(sbx_exec_opts)",
+		                in->size);
+	memcpy(o, in, in->size < sizeof *o ? in->size : sizeof *o);
+	if (o->flags & ~(SBX_EXEC_CLEAR_ENV | SBX_EXEC_MERGE_STDERR | SBX_EXEC_NO_CAPTURE))
+		return sbx_fail(-SBX_EINVAL, "opts.flags: unknown bits 0x%x", o->flags);
+	if (o->timeout_ms < -1)
+		return sbx_fail(-SBX_EINVAL, "opts.timeout_ms: %lld is negative (use -1 for none)",
+		                (long long)o->timeout_ms);
+	if (!o->stdin_data && o->stdin_len)
+		return sbx_fail(-SBX_EINVAL, "opts.stdin_data is NULL but opts.stdin_len is %zu",
+		                o->stdin_len);
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Keeps what fits under the cap and drops the rest; the callback sees exactly what is kept. */
+static void take_output(struct exec_run *run, int stream, const char *data, size_t len)
+{
+	sbx_buf *b = stream == SBX_STDERR ? &run->res->err : &run->res->out;
+	size_t room = b->len < run->cap ? run->cap - b->len : 0;
+	size_t keep = len < room ? len : room;
+
+	if (!run->capture) {
+		if (run->cb)
+			run->cb(stream, data, len, run->userdata);
+		return;
+	}
+	if (keep < len)
+		run->res->truncated = 1;
+	if (!keep)
+		return;
+	sbx_buf_append(b, data, keep);
+	if (run->cb)
+		run->cb(stream, data, keep, run->userdata);
+}
+
+static void drain_stream(struct exec_run *run, int *fd, int stream)
+{
+	char chunk[SBX_READ_CHUNK];
+	ssize_t n;
+
+	do
+		n = read(*fd, chunk, sizeof chunk);
+	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		take_output(run, stream, chunk, (size_t)n);
+	else if (n == 0 || errno != EAGAIN)
+		close_fd(fd);
+}
+
+static void feed_stdin(struct exec_run *run)
+{
+	size_t left = run->in_len - run->in_off;
+	ssize_t n = left ? sbx_pipe_write(run->sp.in_fd, run->in_data + run->in_off,
+	                                  left < SBX_READ_CHUNK ? left : SBX_READ_CHUNK) : 0;
+
+	if (n > 0)
+		run->in_off += (size_t)n;
+	/* A command that stopped reading (EPIPE) simply does not get the rest. */
+	if (run->in_off == run->in_len || (n < 0 && n != -EAGAIN))
+		close_fd(&run->sp.in_fd);
+}
+
+static void note_end(struct exec_run *run)
+{
+	int code, sig;
+
+	if (run->ws->ops->proc_wait(run->sp.proc, 0, &code, &sig) == 0) {
+		run->ended = true;
+		run->grace_until = sbx_now_ms() + SBX_DRAIN_GRACE_MS;
+	}
+}
+
+static void kill_on_deadline(struct exec_run *run)
+{
+	run->ws->ops->proc_kill(run->sp.proc);
+	run->killed = true;
+	run->res->timed_out = 1;
+	run->grace_until = sbx_now_ms() + SBX_KILL_GRACE_MS;
+}
+
+static int poll_timeout(const struct exec_run *run)
+{
+	int64_t now = sbx_now_ms(), until = -1;
+
+	if (run->grace_until >= 0)
+		until = run->grace_until;
+	else if (run->deadline >= 0 && !run->killed)
+		until = run->deadline;
+	if (until < 0)
+		return -1;
+	return until <= now ? 0 : (int)(until - now > 60000 ? 60000 : until - now);
+}
+
+/* One round of poll; returns false when the run is over. */
+static bool exec_step(struct exec_run *run)
+{
+	struct pollfd p[4];
+	int n = 0, in = -1, out = -1, err = -1, wait = -1;
+
+	if (run->sp.in_fd >= 0)
+		p[in = n++] = (struct pollfd){ .fd = run->sp.in_fd, .events = POLLOUT };
+	if (run->sp.out_fd >= 0)
+		p[out = n++] = (struct pollfd){ .fd = run->sp.out_fd, .events = POLLIN };
+	if (run->sp.err_fd >= 0)
+		p[err = n++] = (struct pollfd){ .fd = run->sp.err_fd, .events = POLLIN };
+	if (!run->ended)
+		p[wait = n++] = (struct pollfd){ .fd = run->sp.wait_fd, .events = POLLIN };
+	if (run->ended && out < 0 && err < 0)
+		return false;
+
+	int ready = poll(p, (nfds_t)n, poll_timeout(run));
+	if (ready < 0 && errno != EINTR)
+		return false;
+	if (ready == 0) {
+		if (run->grace_until >= 0 && sbx_now_ms() >= run->grace_until)
+			return false;      /* stop waiting for output nobody will finish */
+		if (run->deadline >= 0 && !run->killed && sbx_now_ms() >= run->deadline)
+			kill_on_deadline(run);
+		return true;
+	}
+	if (in >= 0 && p[in].revents)
+		feed_stdin(run);
+	if (out >= 0 && p[out].revents)
+		drain_stream(run, &run->sp.out_fd, SBX_STDOUT);
+	if (err >= 0 && p[err].revents)
+		drain_stream(run, &run->sp.err_fd, SBX_STDERR);
+	if (wait >= 0 && p[wait].revents)
+		note_end(run);
+	if (run->deadline >= 0 && !run->killed && !run->ended && sbx_now_ms() >= run->deadline)
+		kill_on_deadline(run);
+	return true;
+}
+
+static void set_nonblocking(int fd)
+{
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+static int finish(struct exec_run *run)
+{
+	const sbx_backend_ops *ops = run->ws->ops;
+	int r = ops->proc_wait(run->sp.proc, run->ended ? 0 : -1, &run->res->exit_code,
+	                       &run->res->term_signal);
+
+	close_fd(&run->sp.in_fd);
+	close_fd(&run->sp.out_fd);
+	close_fd(&run->sp.err_fd);
+	ops->proc_release(run->sp.proc);
+	if (r == 0 && (run->res->out.oom || run->res->err.oom))
+		r = sbx_fail(-SBX_ENOMEM, "exec: out of memory while keeping output");
+	return r;
+}
+
+static struct sbx_result *new_result(void)
+{
+	struct sbx_result *res = calloc(1, sizeof *res);
+
+	if (res) {
+		/* Getters promise a non-NULL, NUL-terminated buffer even for no output. */
+		sbx_buf_append(&res->out, "", 0);
+		sbx_buf_append(&res->err, "", 0);
+	}
+	return res;
+}
+
+int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+             sbx_result **out)
+{
+	struct exec_run run = { .ws = ws, .deadline = -1, .grace_until = -1 };
+	sbx_exec_opts o;
+	int64_t start = sbx_now_ms(), timeout;
+	int r;
+
+	if (!out)
+		return sbx_fail(-SBX_EINVAL, "out is NULL");
+	*out = NULL;
+	if (!ws)
+		return sbx_fail(-SBX_EINVAL, "workspace is NULL");
+	if ((r = read_exec_opts(opts, &o)) < 0)
+		return r;
+	timeout = o.timeout_ms == 0 ? ws->cfg->timeout_ms : o.timeout_ms;
+	run.deadline = timeout > 0 ? start + timeout : -1;
+	run.cap = o.max_output ? o.max_output : ws->cfg->max_output;
+	run.cb = o.on_output;
+	run.userdata = o.userdata;
+	run.capture = !(o.flags & SBX_EXEC_NO_CAPTURE);
+	run.in_data = o.stdin_data;
+	run.in_len = o.stdin_data ? o.stdin_len : 0;
+	if (!(run.res = new_result()))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	r = sbx_spawn_command(ws, argv, o.cwd, o.env, o.flags & ~SBX_EXEC_NO_CAPTURE,
+	                      o.stdin_data != NULL, &run.sp);
+	if (r < 0) {
+		sbx_result_free(run.res);
+		return r;
+	}
+	set_nonblocking(run.sp.in_fd);
+	set_nonblocking(run.sp.out_fd);
+	set_nonblocking(run.sp.err_fd);
+	while (exec_step(&run))
+		;
+	r = finish(&run);
+	run.res->duration_ms = sbx_now_ms() - start;
+	if (r < 0) {
+		sbx_result_free(run.res);
+		return r;
+	}
+	*out = run.res;
+	return 0;
+}
+
+int sbx_exec_shell(sbx_workspace *ws, const char *command, const sbx_exec_opts *opts,
+                   sbx_result **out)
+{
+	const char *argv[] = { "/bin/sh", "-c", command, NULL };
+
+	if (!command) {
+		if (out)
+			*out = NULL;
+		return sbx_fail(-SBX_EINVAL, "command is NULL");
+	}
+	return sbx_exec(ws, argv, opts, out);
+}
+
+int sbx_result_exit_code(const sbx_result *res)
+{
+	return res ? res->exit_code : -1;
+}
+
+int sbx_result_signal(const sbx_result *res)
+{
+	return res ? res->term_signal : 0;
+}
+
+int sbx_result_timed_out(const sbx_result *res)
+{
+	return res ? res->timed_out : 0;
+}
+
+int sbx_result_truncated(const sbx_result *res)
+{
+	return res ? res->truncated : 0;
+}
+
+static const char *stream_data(const sbx_buf *b, size_t *len)
+{
+	if (len)
+		*len = b->len;
+	return b->data ? b->data : "";
+}
+
+const char *sbx_result_stdout(const sbx_result *res, size_t *len)
+{
+	static const sbx_buf empty;
+
+	return stream_data(res ? &res->out : &empty, len);
+}
+
+const char *sbx_result_stderr(const sbx_result *res, size_t *len)
+{
+	static const sbx_buf empty;
+
+	return stream_data(res ? &res->err : &empty, len);
+}
+
+int64_t sbx_result_duration_ms(const sbx_result *res)
+{
+	return res ? res->duration_ms : 0;
+}
+
+void sbx_result_free(sbx_result *res)
+{
+	if (!res)
+		return;
+	sbx_buf_free(&res->out);
+	sbx_buf_free(&res->err);
+	free(res);
+}

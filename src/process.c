@@ -1,0 +1,279 @@
+/* The process API: a command that keeps running while the caller talks to it (MCP servers,
+ * REPLs). The workspace keeps a list of live handles so that closing or resetting it stops
+ * them even if the caller forgot, and handles freed later stay safe to use. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "util/error.h"
+
+#define SBX_OPTS_MAX_SIZE 4096
+
+struct sbx_process {
+	sbx_workspace *ws;        /* NULL once detached from a closed or reset workspace */
+	sbx_spawned sp;
+	bool ended;
+	int exit_code;
+	int term_signal;
+	struct sbx_process *next; /* in ws->procs */
+};
+
+static int read_spawn_opts(const sbx_spawn_opts *in, sbx_spawn_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	if (!in)
+		return 0;
+	if (in->size < sizeof in->size || in->size > SBX_OPTS_MAX_SIZE)
+		return sbx_fail(-SBX_EINVAL, "opts.size is %zu: set it to sizeof(sbx_spawn_opts)",
+		                in->size);
+	memcpy(o, in, in->size < sizeof *o ? in->size : sizeof *o);
+	if (o->flags & ~(SBX_SPAWN_CLEAR_ENV | SBX_SPAWN_MERGE_STDERR))
+		return sbx_fail(-SBX_EINVAL, "opts.flags: unknown bits 0x%x", o->flags);
+	return 0;
+}
+
+static void link_process(sbx_workspace *ws, struct sbx_process *p)
+{
+	pthread_mutex_lock(&ws->procs_lock);
+	p->next = ws->procs;
+	ws->procs = p;
+	pthread_mutex_unlock(&ws->procs_lock);
+}
+
+static void unlink_process(sbx_workspace *ws, struct sbx_process *p)
+{
+	pthread_mutex_lock(&ws->procs_lock);
+	for (struct sbx_process **at = &ws->procs; *at; at = &(*at)->next) {
+		if (*at == p) {
+			*at = p->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ws->procs_lock);
+}
+
+int sbx_process_spawn(sbx_workspace *ws, const char *const argv[], const sbx_spawn_opts *opts,
+                      sbx_process **out)
+{
+	struct sbx_process *p;
+	sbx_spawn_opts o;
+	int r;
+
+	if (!out)
+		return sbx_fail(-SBX_EINVAL, "out is NULL");
+	*out = NULL;
+	if (!ws)
+		return sbx_fail(-SBX_EINVAL, "workspace is NULL");
+	if ((r = read_spawn_opts(opts, &o)) < 0)
+		return r;
+	if (!(p = calloc(1, sizeof *p)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if ((r = sbx_spawn_command(ws, argv, o.cwd, o.env, o.flags, true, &p->sp)) < 0) {
+		free(p);
+		return r;
+	}
+	p->ws = ws;
+	link_process(ws, p);
+	*out = p;
+	return 0;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Stops the command and drops the backend's side; the handle keeps its fds until freed. */
+static void release_backend_side(struct sbx_process *p)
+{
+	const sbx_backend_ops *ops = p->ws->ops;
+
+	if (!p->ended) {
+		ops->proc_kill(p->sp.proc);
+		if (ops->proc_wait(p->sp.proc, -1, &p->exit_code, &p->term_signal) == 0)
+			p->ended = true;
+	}
+	ops->proc_release(p->sp.proc);
+	p->sp.proc = NULL;
+	p->sp.wait_fd = -1;
+	if (!p->ended) {
+		p->ended = true;
+		p->exit_code = -1;
+		p->term_signal = 9;
+	}
+}
+
+void sbx_process_detach_all(sbx_workspace *ws)
+{
+	struct sbx_process *p;
+
+	pthread_mutex_lock(&ws->procs_lock);
+	while ((p = ws->procs)) {
+		ws->procs = p->next;
+		release_backend_side(p);
+		p->ws = NULL;
+	}
+	pthread_mutex_unlock(&ws->procs_lock);
+}
+
+int sbx_process_fd(const sbx_process *p, int stream)
+{
+	int fd;
+
+	if (!p)
+		return sbx_fail(-SBX_EINVAL, "process is NULL");
+	switch (stream) {
+	case SBX_STDIN: fd = p->sp.in_fd; break;
+	case SBX_STDOUT: fd = p->sp.out_fd; break;
+	case SBX_STDERR: fd = p->sp.err_fd; break;
+	default: return sbx_fail(-SBX_EINVAL, "stream %d: use SBX_STDIN, SBX_STDOUT or SBX_STDERR",
+	                         stream);
+	}
+	return fd >= 0 ? fd : sbx_fail(-SBX_EBADF, "stream %d is closed", stream);
+}
+
+/* Waits until fd is ready for `events` or timeout_ms passes; -SBX_ETIMEDOUT if not. */
+static int wait_ready(int fd, short events, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	int64_t until = timeout_ms < 0 ? -1 : sbx_now_ms() + timeout_ms;
+
+	for (;;) {
+		int left = until < 0 ? -1 : (int)(until > sbx_now_ms() ? until - sbx_now_ms() : 0);
+		int n = poll(&pfd, 1, left);
+		if (n > 0)
+			return 0;
+		if (n == 0)
+			return sbx_fail(-SBX_ETIMEDOUT, "no data within %d ms", timeout_ms);
+		if (errno != EINTR)
+			return sbx_fail(sbx_errno_code(errno), "poll: %s", strerror(errno));
+	}
+}
+
+int sbx_process_write(sbx_process *p, const void *data, size_t len)
+{
+	const char *at = data;
+	int r;
+
+	if (!p || (!data && len))
+		return sbx_fail(-SBX_EINVAL, "%s is NULL", p ? "data" : "process");
+	if (p->sp.in_fd < 0)
+		return sbx_fail(-SBX_EBADF, "stdin is closed");
+	while (len) {
+		ssize_t n = sbx_pipe_write(p->sp.in_fd, at, len);
+		if (n == -EAGAIN) {           /* the caller made the fd non-blocking */
+			if ((r = wait_ready(p->sp.in_fd, POLLOUT, -1)) < 0)
+				return r;
+			continue;
+		}
+		if (n < 0)
+			return sbx_fail(n == -EPIPE ? -SBX_EIO : sbx_errno_code((int)-n),
+			                "write to stdin: %s", strerror((int)-n));
+		at += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int sbx_process_close_stdin(sbx_process *p)
+{
+	if (!p)
+		return sbx_fail(-SBX_EINVAL, "process is NULL");
+	if (p->sp.in_fd < 0)
+		return sbx_fail(-SBX_EBADF, "stdin is already closed");
+	close_fd(&p->sp.in_fd);
+	return 0;
+}
+
+int sbx_process_read(sbx_process *p, int stream, void *buf, size_t cap, int timeout_ms,
+                     size_t *nread)
+{
+	int fd, r;
+	ssize_t n;
+
+	if (!p || !buf || !nread)
+		return sbx_fail(-SBX_EINVAL, "%s is NULL", !p ? "process" : !buf ? "buf" : "nread");
+	*nread = 0;
+	if (stream != SBX_STDOUT && stream != SBX_STDERR)
+		return sbx_fail(-SBX_EINVAL, "stream %d: read SBX_STDOUT or SBX_STDERR", stream);
+	if ((fd = sbx_process_fd(p, stream)) < 0)
+		return fd;
+	if (timeout_ms < -1)
+		return sbx_fail(-SBX_EINVAL, "timeout_ms: %d is negative (use -1 for none)",
+		                timeout_ms);
+	for (;;) {
+		if ((r = wait_ready(fd, POLLIN, timeout_ms)) < 0)
+			return r;
+		n = read(fd, buf, cap);
+		if (n >= 0) {
+			*nread = (size_t)n;
+			return 0;
+		}
+		if (errno != EINTR && errno != EAGAIN)
+			return sbx_fail(sbx_errno_code(errno), "read: %s", strerror(errno));
+		if (errno == EAGAIN && timeout_ms == 0)
+			return sbx_fail(-SBX_ETIMEDOUT, "no data");
+	}
+}
+
+int sbx_process_wait(sbx_process *p, int timeout_ms, int *exit_code, int *term_signal)
+{
+	int r;
+
+	if (!p)
+		return sbx_fail(-SBX_EINVAL, "process is NULL");
+	if (timeout_ms < -1)
+		return sbx_fail(-SBX_EINVAL, "timeout_ms: %d is negative (use -1 for none)",
+		                timeout_ms);
+	if (!p->ended) {
+		r = p->ws->ops->proc_wait(p->sp.proc, timeout_ms, &p->exit_code, &p->term_signal);
+		if (r < 0)
+			return r;
+		p->ended = true;
+	}
+	if (exit_code)
+		*exit_code = p->exit_code;
+	if (term_signal)
+		*term_signal = p->term_signal;
+	return 0;
+}
+
+int sbx_process_signal(sbx_process *p, int sig)
+{
+	if (!p)
+		return sbx_fail(-SBX_EINVAL, "process is NULL");
+	if (sig <= 0 || sig >= 65)
+		return sbx_fail(-SBX_EINVAL, "sig: %d is not a signal number", sig);
+	if (p->ended)
+		return sbx_fail(-SBX_ESTATE, "the process has ended");
+	return p->ws->ops->proc_signal(p->sp.proc, sig);
+}
+
+int sbx_process_kill(sbx_process *p)
+{
+	if (!p)
+		return sbx_fail(-SBX_EINVAL, "process is NULL");
+	if (p->ended)
+		return 0;
+	return p->ws->ops->proc_kill(p->sp.proc);
+}
+
+void sbx_process_free(sbx_process *p)
+{
+	if (!p)
+		return;
+	if (p->ws) {
+		unlink_process(p->ws, p);
+		release_backend_side(p);
+	}
+	close_fd(&p->sp.in_fd);
+	close_fd(&p->sp.out_fd);
+	close_fd(&p->sp.err_fd);
+	free(p);
+}

@@ -1,0 +1,260 @@
+/* Opening, resetting and closing workspaces: the core's half of the lifecycle. The backend
+ * builds its isolation; the core owns the configuration, the host directory and the base
+ * environment, so no backend repeats them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+#define SBX_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static int random_id(char **out)
+{
+	unsigned char raw[8];
+	char *id = malloc(2 * sizeof raw + 1);
+
+	if (!id)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+		free(id);
+		return sbx_fail(-SBX_EIO, "getrandom: %s", strerror(errno));
+	}
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf(id + 2 * i, 3, "%02x", raw[i]);
+	*out = id;
+	return 0;
+}
+
+/* mkdir -p for the host workdir the caller named (a trusted host path, not a workspace path). */
+static int make_host_dir(const char *path)
+{
+	_cleanup_free_ char *copy = strdup(path);
+
+	if (!copy)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	for (char *p = copy + 1; ; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+		*p = '\0';
+		if (mkdir(copy, 0755) < 0 && errno != EEXIST)
+			return sbx_fail(sbx_errno_code(errno), "config: key 'workdir': mkdir %s: %s", copy,
+			                strerror(errno));
+		*p = saved;
+		if (saved == '\0')
+			break;
+	}
+	return 0;
+}
+
+static int prepare_workdir(sbx_workspace *ws)
+{
+	char resolved[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (ws->cfg->workdir) {
+		if ((r = make_host_dir(ws->cfg->workdir)) < 0)
+			return r;
+		if (!realpath(ws->cfg->workdir, resolved))
+			return sbx_fail(sbx_errno_code(errno), "config: key 'workdir': %s: %s",
+			                ws->cfg->workdir, strerror(errno));
+		if (!(ws->workdir = strdup(resolved)))
+			return sbx_fail(-SBX_ENOMEM, "out of memory");
+	} else {
+		_cleanup_free_ char *prefix = NULL;
+		if (asprintf(&prefix, "agentsbx-%s", ws->id) < 0)
+			return sbx_fail(-SBX_ENOMEM, "out of memory");
+		if ((r = sbx_fs_make_temp_dir(prefix, &ws->workdir)) < 0)
+			return r;
+		ws->workdir_temporary = true;
+	}
+	ws->root_fd = open(ws->workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (ws->root_fd < 0)
+		return sbx_fail(sbx_errno_code(errno), "config: key 'workdir': %s: %s", ws->workdir,
+		                strerror(errno));
+	if (fstat(ws->root_fd, &st) < 0 || !S_ISDIR(st.st_mode))
+		return sbx_fail(-SBX_ENOTDIR, "config: key 'workdir': %s is not a directory",
+		                ws->workdir);
+	return 0;
+}
+
+/* Backends that cannot enforce a network mode refuse it rather than pretend. */
+static int choose_network_mode(const sbx_workspace *ws, const char **mode)
+{
+	uint32_t caps = ws->ops->caps;
+	const char *asked = ws->cfg->network_mode;
+
+	if (!asked) {
+		*mode = (caps & SBX_BACKEND_CAP_NETWORK_NONE) ? "none" : "host";
+		return 0;
+	}
+	if ((strcmp(asked, "none") == 0 && !(caps & SBX_BACKEND_CAP_NETWORK_NONE)) ||
+	    (strcmp(asked, "host") == 0 && !(caps & SBX_BACKEND_CAP_NETWORK_HOST)))
+		return sbx_fail(-SBX_ECONFIG,
+		                "config: key 'network.mode': backend '%s' cannot enforce '%s'",
+		                ws->ops->name, asked);
+	*mode = asked;
+	return 0;
+}
+
+static int build_base_env(sbx_workspace *ws)
+{
+	_cleanup_free_ char *path = strdup("PATH=" SBX_DEFAULT_PATH);
+	_cleanup_free_ char *home = NULL;
+	const char *defaults[3] = { NULL };
+
+	if (!path || asprintf(&home, "HOME=%s", ws->ops->root(ws->state)) < 0)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	defaults[0] = path;
+	defaults[1] = home;
+	char **with_defaults = NULL;
+	int r = sbx_env_compose(NULL, defaults, false, &with_defaults);
+	if (r < 0)
+		return r;
+	r = sbx_env_compose(with_defaults, (const char *const *)ws->cfg->env, false, &ws->base_env);
+	sbx_strv_free(with_defaults);
+	return r;
+}
+
+static int open_backend(sbx_workspace *ws)
+{
+	const char *network_mode;
+	int r = choose_network_mode(ws, &network_mode);
+
+	if (r < 0)
+		return r;
+	sbx_backend_config bc = {
+		.size = sizeof bc,
+		.id = ws->id,
+		.workdir = ws->workdir,
+		.workdir_is_temporary = ws->workdir_temporary,
+		.network_mode = network_mode,
+		.default_timeout_ms = ws->cfg->timeout_ms,
+		.limits = ws->cfg->limits,
+		.options_json = ws->cfg->backend_options,
+		.config_json = ws->cfg->json,
+	};
+	return ws->ops->open(&bc, &ws->state);
+}
+
+static void free_workspace(sbx_workspace *ws)
+{
+	if (ws->workdir_temporary && ws->workdir) {
+		_cleanup_free_ char *parent = strdup(ws->workdir);
+		char *slash = parent ? strrchr(parent, '/') : NULL;
+		if (slash) {
+			*slash = '\0';
+			_cleanup_close_ int dirfd = open(*parent ? parent : "/",
+			                                 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (dirfd >= 0)
+				sbx_fs_remove_tree(dirfd, slash + 1);
+		}
+	}
+	if (ws->root_fd >= 0)
+		close(ws->root_fd);
+	sbx_strv_free(ws->base_env);
+	sbx_config_free(ws->cfg);
+	free(ws->id);
+	free(ws->workdir);
+	pthread_mutex_destroy(&ws->procs_lock);
+	free(ws);
+}
+
+int sbx_workspace_open(const char *config_json, sbx_workspace **out)
+{
+	sbx_workspace *ws;
+	int r;
+
+	if (!out)
+		return sbx_fail(-SBX_EINVAL, "out is NULL");
+	*out = NULL;
+	ws = calloc(1, sizeof *ws);
+	if (!ws)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	ws->root_fd = -1;
+	pthread_mutex_init(&ws->procs_lock, NULL);
+	if ((r = sbx_config_parse(config_json, &ws->cfg)) < 0 ||
+	    (r = sbx_registry_find(ws->cfg->backend, &ws->ops)) < 0)
+		goto fail;
+	r = ws->cfg->id ? ((ws->id = strdup(ws->cfg->id)) ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory"))
+	                : random_id(&ws->id);
+	if (r < 0)
+		goto fail;
+	if ((ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES) && (r = prepare_workdir(ws)) < 0)
+		goto fail;
+	if (!(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES) && ws->cfg->workdir &&
+	    !(ws->workdir = strdup(ws->cfg->workdir))) {
+		r = sbx_fail(-SBX_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((r = open_backend(ws)) < 0)
+		goto fail;
+	if ((r = build_base_env(ws)) < 0) {
+		ws->ops->close(ws->state);
+		goto fail;
+	}
+	*out = ws;
+	return 0;
+fail:
+	free_workspace(ws);
+	return r;
+}
+
+int sbx_workspace_close(sbx_workspace *ws)
+{
+	int r;
+
+	if (!ws)
+		return 0;
+	sbx_process_detach_all(ws);
+	r = ws->ops->close(ws->state);
+	free_workspace(ws);
+	return r;
+}
+
+int sbx_workspace_reset(sbx_workspace *ws)
+{
+	int r;
+
+	if (!ws)
+		return sbx_fail(-SBX_EINVAL, "workspace is NULL");
+	if (!ws->ops->reset)
+		return sbx_fail(-SBX_ENOSYS, "backend '%s' cannot reset a workspace", ws->ops->name);
+	sbx_process_detach_all(ws);
+	if ((r = ws->ops->reset(ws->state)) < 0)
+		return r;
+	if (ws->workdir_temporary) {
+		_cleanup_close_ int dirfd = openat(ws->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0)
+			return sbx_fail(sbx_errno_code(errno), "reset: open %s: %s", ws->workdir,
+			                strerror(errno));
+		return sbx_fs_empty_dir(dirfd);
+	}
+	return 0;
+}
+
+const char *sbx_workspace_id(const sbx_workspace *ws)
+{
+	return ws ? ws->id : NULL;
+}
+
+const char *sbx_workspace_root(const sbx_workspace *ws)
+{
+	return ws ? ws->ops->root(ws->state) : NULL;
+}
+
+const char *sbx_workspace_backend(const sbx_workspace *ws)
+{
+	return ws ? ws->ops->name : NULL;
+}
