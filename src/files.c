@@ -117,12 +117,37 @@ static int refuse_dir_reference(sbx_workspace *ws, const char *rel, const char *
  * Read
  * ------------------------------------------------------------------------------------- */
 
+/* Opens the file the O_PATH fd refers to for reading. Through /proc the kernel reopens that
+ * very inode, so a rename racing with us cannot swap the file; without /proc the path is
+ * resolved again and must lead to the same file. */
+static int reopen_for_reading(sbx_workspace *ws, int pfd, const struct stat *st,
+                              const char *rel, const char *path)
+{
+	const int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	char proc[64];
+	struct stat st2;
+
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd);
+	int fd = open(proc, flags);
+	if (fd >= 0)
+		return fd;
+	if (errno != ENOENT)
+		return sbx_fail(sbx_errno_code(errno), "read '%s': %s", path, strerror(errno));
+	fd = sbx_path_open(ws->root_fd, rel, flags, 0);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st2) < 0 || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
+		close(fd);
+		return sbx_fail(-SBX_EBUSY, "read '%s': the file was replaced while opening it", path);
+	}
+	return fd;
+}
+
 /* Opens a regular file for reading without ever opening anything else: the path is looked at
- * through O_PATH first, so a FIFO cannot block us and a device is never opened; the second
- * open is non-blocking and checked to be the same file, in case it was swapped meanwhile. */
+ * through O_PATH first, so a FIFO cannot block us and a device is never opened. */
 static int open_regular(sbx_workspace *ws, const char *rel, const char *path)
 {
-	struct stat st, st2;
+	struct stat st;
 	_cleanup_close_ int pfd = sbx_path_open(ws->root_fd, rel, O_PATH, 0);
 
 	if (pfd < 0)
@@ -133,15 +158,7 @@ static int open_regular(sbx_workspace *ws, const char *rel, const char *path)
 		return sbx_fail(-SBX_EISDIR, "read '%s': is a directory", path);
 	if (!S_ISREG(st.st_mode))
 		return sbx_fail(-SBX_EINVAL, "read '%s': not a regular file", path);
-
-	_cleanup_close_ int fd = sbx_path_open(ws->root_fd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &st2) < 0)
-		return sbx_fail(sbx_errno_code(errno), "read '%s': %s", path, strerror(errno));
-	if (st2.st_dev != st.st_dev || st2.st_ino != st.st_ino || !S_ISREG(st2.st_mode))
-		return sbx_fail(-SBX_EBUSY, "read '%s': the file was replaced while opening it", path);
-	return SBX_TAKE_FD(fd);
+	return reopen_for_reading(ws, pfd, &st, rel, path);
 }
 
 int sbx_file_read(sbx_workspace *ws, const char *path, char **data, size_t *len)
