@@ -37,8 +37,9 @@
 #define WALK_FD_WINDOW 32
 /* The fallback's own code for "this step would leave the root". */
 #define WALK_ESCAPE (-SBX_EESCAPE)
-/* Not an error: the component was a symlink whose target must be walked next. */
-#define WALK_FOLLOW 1
+/* Not an error: the component was a symlink whose target must be walked next. Negative and
+ * outside the errno range, so it is never mistaken for an fd (1 is one, if stdout is closed). */
+#define WALK_FOLLOW (-100000)
 
 static const char *shown(const char *rel)
 {
@@ -565,9 +566,12 @@ static int open_beneath_walk(int rootfd, const char *rel, int flags, mode_t mode
 
 int sbx_path_open(int rootfd, const char *rel, int flags, mode_t mode)
 {
-	size_t len = strlen(rel);
+	size_t len;
 	int fd = -ENOSYS;
 
+	if (!rel)
+		return sbx_fail(-SBX_EINVAL, "path: must not be NULL");
+	len = strlen(rel);
 	if (len >= PATH_MAX)
 		return sbx_fail(-SBX_ENAMETOOLONG, "path: too long (%zu bytes, the limit is %d)", len,
 		                PATH_MAX - 1);
@@ -629,7 +633,7 @@ static int make_parents(int rootfd, const char *dir)
 
 int sbx_path_open_parent(int rootfd, const char *rel, bool mkdirs, int *dirfd, char **name)
 {
-	_cleanup_free_ char *copy = strdup(rel);
+	_cleanup_free_ char *copy = rel ? strdup(rel) : NULL;
 	_cleanup_free_ char *last = NULL;
 	size_t len;
 	char *slash;
@@ -638,6 +642,8 @@ int sbx_path_open_parent(int rootfd, const char *rel, bool mkdirs, int *dirfd, c
 
 	*dirfd = -1;
 	*name = NULL;
+	if (!rel)
+		return sbx_fail(-SBX_EINVAL, "path: must not be NULL");
 	if (!copy)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if (rel[0] == '/')

@@ -589,6 +589,30 @@ START_TEST(open_deep_trees)
 }
 END_TEST
 
+/* A host that closed stdout gets fd 1 back from the library: it is an fd, not a code. */
+START_TEST(open_with_stdout_closed)
+{
+	int saved = dup(1);
+	char buf[16] = { 0 };
+	ssize_t n = -1;
+	int fd;
+
+	use_impl(_i);
+	close(1);
+	fd = sbx_path_open(rootfd, "file.txt", O_RDONLY, 0);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	dup2(saved, 1);
+	close(saved);
+	ck_assert_msg(fd == 1, "%s: got %d", impl_name(_i), fd);
+	ck_assert_int_eq(n, 5);
+	ck_assert_str_eq(buf, "hello");
+	expect_no_fd_leak();
+}
+END_TEST
+
 /* ---------------------------------------------------------------------------------------
  * sbx_path_open_parent
  * ------------------------------------------------------------------------------------- */
@@ -708,6 +732,7 @@ static Suite *path_suite(void)
 	tcase_add_loop_test(tc, open_refuses_through_files, 0, 2);
 	tcase_add_loop_test(tc, open_refuses_long_paths, 0, 2);
 	tcase_add_loop_test(tc, open_deep_trees, 0, 2);
+	tcase_add_loop_test(tc, open_with_stdout_closed, 0, 2);
 	tcase_add_loop_test(tc, parent_cases, 0, 2);
 	tcase_add_loop_test(tc, parent_mkdirs, 0, 2);
 	tcase_add_test(tc, forcing_fallback_keeps_probe);
