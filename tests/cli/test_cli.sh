@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The agentsbx CLI: exit codes, output passing through, configuration precedence, doctor.
+set -u
+cli=${1:?usage: test_cli.sh path/to/agentsbx}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+check() { # name expected actual
+  if [ "$2" == "$3" ]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL $1: expected [$2], got [$3]"; fi
+}
+
+"$cli" exec -- sh -c 'exit 7'; check "exit code" 7 $?
+"$cli" exec -- true; check "success" 0 $?
+"$cli" exec --timeout 300 -- sleep 30; check "timeout" 124 $?
+"$cli" exec -- sh -c 'kill -TERM $$'; check "signal" 143 $?
+"$cli" exec -- no-such-command-xyz 2>/dev/null; check "not found" 127 $?
+"$cli" exec --config '{"bogus":1}' -- true 2>"$work/err"; check "bad config" 125 $?
+grep -q "unknown key 'bogus'" "$work/err"; check "bad config message" 0 $?
+"$cli" exec --config '{' -- true 2>/dev/null; check "malformed config" 125 $?
+"$cli" exec 2>/dev/null; check "no command" 125 $?
+"$cli" frobnicate 2>/dev/null; check "unknown command" 2 $?
+"$cli" exec --nope -- true 2>/dev/null; check "unknown option" 2 $?
+
+out=$("$cli" exec -- sh -c 'echo out; echo err >&2' 2>"$work/stderr")
+check "stdout passes through" out "$out"
+check "stderr passes through" err "$(cat "$work/stderr")"
+
+echo piped | "$cli" exec --stdin -- cat >"$work/stdin-out"
+check "stdin with --stdin" piped "$(cat "$work/stdin-out")"
+"$cli" exec -- head -c 20000000 /dev/zero | wc -c >"$work/count"
+check "large output is not capped" 20000000 "$(tr -d ' ' <"$work/count")"
+
+mkdir "$work/ws" "$work/other"
+printf '{"workdir":"%s","env":{"GREETING":"hi"},"timeout_ms":100}' "$work/other" >"$work/cfg.json"
+out=$("$cli" exec --config @"$work/cfg.json" --workdir "$work/ws" --timeout 5000 -- \
+  sh -c 'sleep 0.3; echo "$GREETING $PWD"')
+check "flags override the config file" "hi $work/ws" "$out"
+
+"$cli" doctor >"$work/doctor"; check "doctor runs" 0 $?
+grep -Eq '^local +available' "$work/doctor"; check "doctor lists local" 0 $?
+"$cli" version | grep -q '^agentsbx 1\.'; check "version" 0 $?
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
