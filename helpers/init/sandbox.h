@@ -103,6 +103,19 @@ int sbx_landlock_apply(const struct sbx_harden_spec *spec, bool *applied, char *
  * namespace flags refused, socket(AF_VSOCK) refused. Requires no_new_privs (or CAP_SYS_ADMIN). */
 int sbx_seccomp_apply(char *err, size_t errlen);
 
+/* sbx_seccomp_apply with deny_errno in place of EPERM (clone3 keeps ENOSYS). For tests: an
+ * errno no kernel check returns proves that the filter answered, not a permission check. */
+int sbx_seccomp_apply_errno(int deny_errno, char *err, size_t errlen);
+
+/* The filter's rules by name ("ptrace", "clone-newuser", "tiocsti", "vsock", ...) for tests
+ * and the audit log: the i-th rule's name and the errno it answers with (*errno_value may be
+ * NULL), or NULL past the last. A rule whose syscall the build's libseccomp does not know is
+ * listed but not loaded. */
+const char *sbx_seccomp_rule_name(size_t i, int *errno_value);
+
+/* The kernel's Landlock ABI version, 0 when it has no Landlock. */
+int sbx_landlock_abi(void);
+
 /* The whole sequence after the mounts: caps → no_new_privs → Landlock → seccomp. */
 int sbx_harden_apply(const struct sbx_harden_spec *spec, char *err, size_t errlen);
 
