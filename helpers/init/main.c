@@ -8,6 +8,8 @@
  * "inside" mode bubblewrap made the namespaces and the root, and this process is the init. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -106,11 +108,45 @@ static int namespace_flags(const struct init_state *st)
 	return st->spec.share_network ? flags : flags | CLONE_NEWNET;
 }
 
+/* The workspace fd was opened in the host's mount namespace, and the kernel binds only
+ * mounts of the caller's own namespace. Its path names the same directory in the copy this
+ * namespace started with; the inode check makes sure nothing was swapped in meanwhile. */
+static int reopen_workspace(char *err, size_t errlen)
+{
+	char link[64], path[PATH_MAX];
+	struct stat before, after;
+	ssize_t n;
+	int fd;
+
+	snprintf(link, sizeof link, "/proc/self/fd/%d", SBX_INIT_WORKSPACE_FD);
+	n = readlink(link, path, sizeof path - 1);
+	if (n <= 0 || fstat(SBX_INIT_WORKSPACE_FD, &before) < 0) {
+		snprintf(err, errlen, "workspace fd: %s", strerror(errno));
+		return -1;
+	}
+	path[n] = '\0';
+	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &after) < 0 || after.st_dev != before.st_dev ||
+	    after.st_ino != before.st_ino) {
+		snprintf(err, errlen, "workspace %s: %s", path,
+		         fd < 0 ? strerror(errno) : "replaced while the sandbox started");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(SBX_INIT_WORKSPACE_FD);
+	return fd;
+}
+
 /* The init's own setup inside the new namespaces (direct mode). */
 static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 {
+	int workspace_fd = reopen_workspace(err, errlen);
+
+	if (workspace_fd < 0)
+		return -1;
 	struct sbx_rootfs_spec rs = {
-		.workspace_fd = SBX_INIT_WORKSPACE_FD,
+		.workspace_fd = workspace_fd,
 		.rootfs = st->spec.rootfs,
 		.binds = st->spec.binds,
 		.n_binds = st->spec.n_binds,
@@ -122,7 +158,7 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 	};
 	int r = sbx_rootfs_build(&rs, err, errlen);
 
-	close(SBX_INIT_WORKSPACE_FD);
+	close(workspace_fd);
 	if (r == 0 && !st->spec.share_network)
 		r = sbx_net_loopback_up(err, errlen);
 	return r;
@@ -184,14 +220,28 @@ static int wait_for_init(pid_t init)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/* True when the outer process has already gone: the write end of the lifeline it holds
+ * closed. (Across the PID namespace boundary getppid() says 0 either way.) */
+static bool outer_gone(int lifeline)
+{
+	struct pollfd pfd = { .fd = lifeline, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
 static int start_direct(struct init_state *st)
 {
 	char err[400] = "";
 	pid_t outer = getpid(), init;
+	int lifeline[2];
 
 	if (join_cgroup(st, err, sizeof err) < 0 ||
 	    sbx_userns_enter(getuid(), getgid(), namespace_flags(st), err, sizeof err) < 0) {
 		send_error("%s", err);
+		return 1;
+	}
+	if (pipe2(lifeline, O_CLOEXEC) < 0) {
+		send_error("pipe: %s", strerror(errno));
 		return 1;
 	}
 	init = fork();
@@ -199,11 +249,15 @@ static int start_direct(struct init_state *st)
 		send_error("fork the init: %s", strerror(errno));
 		return 1;
 	}
-	if (init > 0)
-		return wait_for_init(init);
+	if (init > 0) {
+		close(lifeline[0]);
+		return wait_for_init(init);   /* holds lifeline[1] until it exits */
+	}
+	close(lifeline[1]);
 	/* The init must not outlive the outer process, whatever kills it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != outer)
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || outer_gone(lifeline[0]))
 		_exit(1);
+	close(lifeline[0]);
 	_exit(run_init(st, outer));
 }
 

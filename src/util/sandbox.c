@@ -437,7 +437,8 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	struct argv_builder a = { 0 };
 	const struct sbx_sandbox_options *o = sb->opts;
 
-	args3(&a, SBX_BWRAP_PATH, "--unshare-all", NULL);
+	/* --unshare-all only tries the user namespace; --disable-userns needs one for sure. */
+	args3(&a, SBX_BWRAP_PATH, "--unshare-all", "--unshare-user");
 	if (!strcmp(sb->network_mode, "host"))
 		arg(&a, "--share-net");
 	args3(&a, "--die-with-parent", "--new-session", NULL);
@@ -564,7 +565,7 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 	reap(sb->pid, &status);
 	sb->pid = -1;
 	if (said[0])
-		return sbx_fail(-SBX_EBACKEND, "%s: bubblewrap failed: %s", sb->who, said);
+		return sbx_fail(-SBX_EBACKEND, "%s: the sandbox did not start: %s", sb->who, said);
 	return sbx_fail(-SBX_EBACKEND, "%s: the sandbox init exited (status 0x%x) before it was "
 	                "ready", sb->who, (unsigned)status);
 }
@@ -592,12 +593,13 @@ static int launch(struct sbx_sandbox *sb)
 		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", sb->who, strerror(errno));
 	sb->ctl = sv[0];
 	child_ctl = sv[1];
+	/* What the starter says on stderr explains a failure before the protocol runs. */
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) == 0) {
+		err_read = p[0];
+		err_write = p[1];
+	}
 	if (sb->mode == SBX_SANDBOX_BWRAP) {
-		int p[2];
-		if (pipe2(p, O_CLOEXEC) == 0) {
-			err_read = p[0];
-			err_write = p[1];
-		}
 		if (!(argv = bwrap_argv(sb, init, &pool))) {
 			pool_free(&pool);
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
@@ -607,7 +609,7 @@ static int launch(struct sbx_sandbox *sb)
 	if (sb->mode == SBX_SANDBOX_BWRAP)
 		err = spawn_with_fds(SBX_BWRAP_PATH, argv, fds, err_write, &sb->pid);
 	else
-		err = spawn_with_fds(init, direct_argv, fds, -1, &sb->pid);
+		err = spawn_with_fds(init, direct_argv, fds, err_write, &sb->pid);
 	pool_free(&pool);
 	if (err) {
 		sb->pid = -1;
