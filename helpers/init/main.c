@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "init_proto.h"
@@ -207,13 +208,40 @@ static int run_init(struct init_state *st, pid_t host_pid)
 	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
 }
 
-/* Direct mode, outer process: waits for the init and mirrors its end. */
-static int wait_for_init(pid_t init)
+/* A pidfd of the process that made the control socket (the host), or -1. The socket closes
+ * when the host dies, unless a child the host forked holds a copy; the pidfd tells anyway. */
+static int watch_host(void)
 {
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+
+	if (getsockopt(SBX_INIT_CONTROL_FD, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    cred.pid <= 0)
+		return -1;
+	return (int)syscall(SYS_pidfd_open, cred.pid, 0);
+}
+
+/* Direct mode, outer process: waits for the init and mirrors its end; if the host dies
+ * first, kills the init (and with it the sandbox). */
+static int wait_for_init(pid_t init, int host)
+{
+	struct pollfd pfd[2] = { { .fd = (int)syscall(SYS_pidfd_open, init, 0), .events = POLLIN },
+	                         { .fd = host, .events = POLLIN } };
 	int status;
 
 	close(SBX_INIT_CONTROL_FD);
 	close(SBX_INIT_WORKSPACE_FD);
+	/* Without pidfds (kernels before 5.3) only the init's end is waited for. */
+	while (pfd[0].fd >= 0 && pfd[1].fd >= 0) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents) {
+			kill(init, SIGKILL);
+			break;
+		}
+		if (pfd[0].revents)
+			break;
+	}
 	while (waitpid(init, &status, 0) < 0)
 		if (errno != EINTR)
 			return 1;
@@ -233,7 +261,7 @@ static int start_direct(struct init_state *st)
 {
 	char err[400] = "";
 	pid_t outer = getpid(), init;
-	int lifeline[2];
+	int lifeline[2], host = watch_host();
 
 	if (join_cgroup(st, err, sizeof err) < 0 ||
 	    sbx_userns_enter(getuid(), getgid(), namespace_flags(st), err, sizeof err) < 0) {
@@ -251,9 +279,11 @@ static int start_direct(struct init_state *st)
 	}
 	if (init > 0) {
 		close(lifeline[0]);
-		return wait_for_init(init);   /* holds lifeline[1] until it exits */
+		return wait_for_init(init, host);   /* holds lifeline[1] until it exits */
 	}
 	close(lifeline[1]);
+	if (host >= 0)
+		close(host);
 	/* The init must not outlive the outer process, whatever kills it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || outer_gone(lifeline[0]))
 		_exit(1);
