@@ -134,13 +134,7 @@ int sbx_dev_mount(int basefd, const int fds[SBX_DEV_NODES], char *err, size_t er
 	r = sbx_open_beneath(basefd, "dev", false, &devfd);
 	if (r < 0)
 		return sbx_init_fail(err, errlen, r, "open /dev: %s", strerror(-r));
-	r = dev_links(devfd, err, errlen);
-	if (r < 0)
-		return r;
-	r = sbx_remount_top(devfd, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
-	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "remount /dev read-only: %s", strerror(-r));
-	return 0;
+	return dev_links(devfd, err, errlen);
 }
 
 /* Knobs a process with capabilities in its own namespaces could otherwise turn: the ones

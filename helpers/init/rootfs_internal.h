@@ -15,7 +15,7 @@
 int sbx_dev_pin_nodes(int fds[SBX_DEV_NODES], char *err, size_t errlen);
 
 /* A fresh /dev: tmpfs with the pinned nodes bound in, a new devpts instance, /dev/shm and the
- * fd/stdin/stdout/stderr links; read-only afterwards, so nothing can be added to it. */
+ * fd/stdin/stdout/stderr links. rootfs.c seals it read-only at the end of the build. */
 int sbx_dev_mount(int basefd, const int fds[SBX_DEV_NODES], char *err, size_t errlen);
 
 /* A new proc for the sandbox's PID namespace, with the kernel's knobs (/proc/sys and friends)
