@@ -14,6 +14,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* Tests set this to take the paths for kernels without openat2 (5.6) and mount_setattr
+ * (5.12) on a kernel that has both. */
+extern bool sbx_mount_force_fallback;
+
 /* Room for "/proc/self/fd/" and any int. */
 struct sbx_fd_path {
 	char s[32];
@@ -26,17 +30,19 @@ const char *sbx_fd_path(struct sbx_fd_path *p, int fd);
  * slash is allowed)? */
 bool sbx_rel_path_ok(const char *rel);
 
-/* Opens rel beneath dirfd with O_PATH, one component at a time, following no symlink: -ELOOP
- * when a symlink is met (at the end too, unless allow_final_link), -ENOTDIR when a
- * non-directory is on the way, -EINVAL for "..". An empty rel opens dirfd itself. */
-int sbx_open_beneath(int dirfd, const char *rel, bool allow_final_link, int *out);
+/* Opens rel beneath dirfd with O_PATH, following no symlink (openat2 with RESOLVE_BENEATH and
+ * RESOLVE_NO_SYMLINKS, or one component at a time with O_NOFOLLOW where openat2 is missing):
+ * -ELOOP when a symlink is met, at the end too; -ENOTDIR when a non-directory is on the way;
+ * -EINVAL for "." or "..". An empty rel opens dirfd itself. */
+int sbx_open_beneath(int dirfd, const char *rel, int *out);
 
 /* Like sbx_open_beneath, creating missing directories (0755) on the way; the result is the
  * directory rel, which must be one. */
 int sbx_mkdirs_beneath(int dirfd, const char *rel, int *out);
 
 /* A mount point named name (one component) in dirfd: an existing directory or non-directory of
- * the wanted kind is reused, a missing one created (a directory, or an empty file). */
+ * the wanted kind is reused, a missing one created (a directory, or an empty file). *out may
+ * be an O_PATH fd or, for a file just created, a write-only one: either names the target. */
 int sbx_mountpoint_at(int dirfd, const char *name, bool directory, int *out);
 
 /* The id /proc/self/mountinfo gives the mount fd is on. */
@@ -51,8 +57,13 @@ int sbx_bind_fds(int src_fd, int dst_fd);
 
 /* Remounts the mount whose root top_fd is open on, and every mount below it, adding flags
  * (MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC) to the ones each already has: in a user
- * namespace the kernel refuses to clear flags it locked when the mount came from the host. */
+ * namespace the kernel refuses to clear flags it locked when the mount came from the host.
+ * One recursive mount_setattr where the kernel has it; else a remount of each mount found in
+ * /proc/self/mountinfo, repeating the flags statvfs reports. */
 int sbx_remount_tree(int top_fd, unsigned long flags);
+
+/* sbx_remount_tree for the mount on top of name (one component) in parent_fd. */
+int sbx_remount_tree_at(int parent_fd, const char *name, unsigned long flags);
 
 /* Remounts only the mount whose root fd is open on, with flags added to its locked ones. */
 int sbx_remount_top(int fd, unsigned long flags);

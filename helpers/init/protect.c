@@ -74,14 +74,9 @@ struct protector {
 static int bind_over(int src_fd, int target_fd, int parent_fd, const char *name,
                      unsigned long flags)
 {
-	_cleanup_close_ int top = -1;
 	int r = sbx_bind_fds(src_fd, target_fd);
 
-	if (r == 0)
-		r = sbx_open_beneath(parent_fd, name, false, &top);
-	if (r == 0)
-		r = sbx_remount_tree(top, flags);
-	return r;
+	return r < 0 ? r : sbx_remount_tree_at(parent_fd, name, flags);
 }
 
 static int fail_at(struct protector *p, int r, const char *rel, const char *step)
@@ -170,7 +165,7 @@ static int protect_step(struct protector *p, int *cur, const char *name, char *r
 	r = pin_dir(p, fd, *cur, name, rel);
 	if (r < 0)
 		return r;
-	r = sbx_open_beneath(*cur, name, false, &next);   /* the pin now on top */
+	r = sbx_open_beneath(*cur, name, &next);   /* the pin now on top */
 	if (r < 0)
 		return fail_at(p, r, rel, "reopen the pinned directory");
 	close(*cur);
@@ -193,7 +188,7 @@ static int protect_one(struct protector *p, const char *entry)
 		return fail_at(p, -ENAMETOOLONG, entry, "path");
 	memcpy(buf, entry, len + 1);
 	snprintf(rel, sizeof rel, "%s", SBX_SANDBOX_ROOT + 1);     /* "workspace" */
-	r = sbx_open_beneath(p->basefd, rel, false, &cur);
+	r = sbx_open_beneath(p->basefd, rel, &cur);
 	if (r < 0)
 		return fail_at(p, r, rel, "open the workspace");
 	for (name = strtok_r(buf, "/", &save); name && !done; name = next) {

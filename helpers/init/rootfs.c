@@ -221,7 +221,7 @@ static int pin_workspace(int ws_fd, int *out, char *err, size_t errlen)
 	if (path[0] != '/' || (n > 10 && strcmp(path + n - 10, " (deleted)") == 0))
 		return sbx_init_fail(err, errlen, -ENOENT, "workspace: %s is gone", path);
 	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = rootfd < 0 ? -errno : sbx_open_beneath(rootfd, path + 1, false, &fd);
+	r = rootfd < 0 ? -errno : sbx_open_beneath(rootfd, path + 1, &fd);
 	if (r < 0)
 		return sbx_init_fail(err, errlen, r, "workspace: reopen %s in the new mount namespace: %s",
 		                     path, strerror(-r));
@@ -512,7 +512,7 @@ static int write_etc_hostname(int basefd, const char *hostname, char *err, size_
 		hostname = u.nodename;
 	}
 	n = snprintf(line, sizeof line, "%s\n", hostname);
-	r = sbx_open_beneath(basefd, "etc", false, &etcfd);
+	r = sbx_open_beneath(basefd, "etc", &etcfd);
 	if (r == 0) {
 		fd = openat(etcfd, "hostname", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		            0644);
@@ -584,7 +584,7 @@ static int build_tree(int basefd, const struct sbx_rootfs_spec *spec, const stru
 static int seal(int basefd, const char *rel, char *err, size_t errlen)
 {
 	_cleanup_close_ int fd = -1;
-	int r = sbx_open_beneath(basefd, rel, false, &fd);
+	int r = sbx_open_beneath(basefd, rel, &fd);
 
 	if (r == -ENOENT && *rel)
 		return 0;

@@ -131,7 +131,7 @@ int sbx_dev_mount(int basefd, const int fds[SBX_DEV_NODES], char *err, size_t er
 		                     "mode=1777", err, errlen);
 	if (r < 0)
 		return r;
-	r = sbx_open_beneath(basefd, "dev", false, &devfd);
+	r = sbx_open_beneath(basefd, "dev", &devfd);
 	if (r < 0)
 		return sbx_init_fail(err, errlen, r, "open /dev: %s", strerror(-r));
 	return dev_links(devfd, err, errlen);
@@ -152,7 +152,7 @@ static bool proc_has(int basefd, const char *rel, bool *is_dir)
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 
-	if (sbx_open_beneath(basefd, rel, false, &fd) < 0 || fstat(fd, &st) < 0)
+	if (sbx_open_beneath(basefd, rel, &fd) < 0 || fstat(fd, &st) < 0)
 		return false;
 	*is_dir = S_ISDIR(st.st_mode);
 	return true;
@@ -166,7 +166,7 @@ static int proc_make_readonly(int basefd, char *err, size_t errlen)
 		int r;
 
 		snprintf(rel, sizeof rel, "proc/%s", proc_readonly[i]);
-		if (sbx_open_beneath(basefd, rel, false, &fd) < 0)
+		if (sbx_open_beneath(basefd, rel, &fd) < 0)
 			continue;                 /* not in this kernel */
 		r = sbx_bind_at(basefd, fd, rel, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, err,
 		                errlen);

@@ -7,10 +7,12 @@
  * the exact errno matters. Each check tries something the sandbox must forbid and expects the
  * specific failure.
  *
- * Every test runs twice (a Check loop): pass 0 as the invoking user, pass 1 — when the
- * invoker is root — as an unprivileged uid (65534) that got there by dropping root, so one
- * `meson test` as root covers both the real-root and the unprivileged paths. Run as an
- * ordinary user, pass 1 is skipped (pass 0 already is the unprivileged case). */
+ * Every test runs four times (a Check loop). Pass 0 runs as the invoking user, pass 1 — when
+ * the invoker is root — as an unprivileged uid (65534) that got there by dropping root, so
+ * one `meson test` as root covers both the real-root and the unprivileged paths (run as an
+ * ordinary user, pass 1 is skipped: pass 0 already is the unprivileged case). Passes 2 and 3
+ * repeat 0 and 1 with the fallbacks for kernels older than openat2 (5.6) and mount_setattr
+ * (5.12) forced on. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -68,13 +70,16 @@ static bool fd_open_before[1024];
 
 /* ---- the harness ---- */
 
-/* false: this pass does not apply (pass 1 when not root). */
+#define N_PASSES 4
+
+/* false: this pass does not apply (an unprivileged pass when not root). */
 static bool sandbox_init(struct sandbox *sb, int pass)
 {
 	memset(sb, 0, sizeof *sb);
-	if (pass == 1 && geteuid() != 0)
+	if ((pass & 1) && geteuid() != 0)
 		return false;
-	sb->unprivileged = pass == 1;
+	sbx_mount_force_fallback = pass & 2;
+	sb->unprivileged = pass & 1;
 	sb->uid = sb->unprivileged ? UNPRIV_ID : getuid();
 	sb->gid = sb->unprivileged ? UNPRIV_ID : getgid();
 	sb->ws = test_mkdtemp();
@@ -288,9 +293,13 @@ static void sandbox_run(struct sandbox *sb, inside_fn fn, void *arg)
 
 static const char *pass_name(const struct sandbox *sb)
 {
-	if (sb->unprivileged)
-		return "root dropped to uid 65534";
-	return getuid() == 0 ? "root" : "unprivileged invoker";
+	static char name[96];
+
+	snprintf(name, sizeof name, "%s%s",
+	         sb->unprivileged ? "root dropped to uid 65534"
+	                          : getuid() == 0 ? "root" : "unprivileged invoker",
+	         sbx_mount_force_fallback ? ", without openat2 and mount_setattr" : "");
+	return name;
 }
 
 #define assert_sandbox_ok(sb) \
@@ -982,10 +991,13 @@ START_TEST(test_protected_paths_hold)
 END_TEST
 
 /* A host directory standing in for "anywhere outside", writable by the sandbox's user so that
- * a protection that followed a link would visibly succeed in writing there. */
+ * a protection that followed a link would visibly succeed in writing there. Not under /tmp:
+ * the build hides the host's /tmp early, and the decoy must stay reachable to be a lure. */
 static char *make_decoy(void)
 {
-	char *d = test_mkdtemp();
+	char *d = strdup("/var/tmp/sbx-decoy-XXXXXX");
+
+	ck_assert(d && mkdtemp(d));
 
 	write_host_file(d, "config", "orig\n");
 	chmod(d, 0777);
@@ -1210,6 +1222,36 @@ START_TEST(test_bad_specs_are_refused)
 	sb.bad_workspace_fd = true;
 	sandbox_run(&sb, no_checks, NULL);
 	assert_build_refused(&sb, "workspace fd is not open");
+	sandbox_fini(&sb);
+}
+END_TEST
+
+/* An extra bind into the workspace, where the sandbox (in an earlier session) planted a link:
+ * the mount point must not be made through it, outside the workspace. */
+START_TEST(test_bind_destination_through_a_link_is_refused)
+{
+	struct sandbox sb;
+	char *decoy, target[PATH_MAX];
+	struct sbx_bind bind = { "/usr/share", "/workspace/data/share", false };
+
+	if (!sandbox_init(&sb, _i))
+		return;
+	decoy = make_decoy();
+	symlink_host(decoy, sb.ws, "data");
+	sb.spec.binds = &bind;
+	sb.spec.n_binds = 1;
+	sandbox_run(&sb, no_checks, NULL);
+	assert_build_refused(&sb, "bind /workspace/data/share: create the parent directories");
+	assert_decoy_untouched(decoy);
+
+	snprintf(target, sizeof target, "%s/config", decoy);
+	symlink_host(target, sb.ws, "file");
+	bind = (struct sbx_bind){ "/etc/hostname", "/workspace/file", false };
+	sandbox_run(&sb, no_checks, NULL);
+	assert_build_refused(&sb, "bind /workspace/file: create the mount point");
+	assert_decoy_untouched(decoy);
+	test_rm_rf(decoy);
+	free(decoy);
 	sandbox_fini(&sb);
 }
 END_TEST
@@ -1657,34 +1699,35 @@ static Suite *sandbox_build_suite(void)
 	TCase *tc = tcase_create("sandbox");
 
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, test_userns_maps_only_our_ids, 0, 2);
-	tcase_add_loop_test(tc, test_host_pids_invisible, 0, 2);
-	tcase_add_loop_test(tc, test_hostname_is_the_sandboxes, 0, 2);
-	tcase_add_loop_test(tc, test_network_is_loopback_only, 0, 2);
-	tcase_add_loop_test(tc, test_etc_is_allow_listed, 0, 2);
-	tcase_add_loop_test(tc, test_system_is_read_only, 0, 2);
-	tcase_add_loop_test(tc, test_workspace_writes_reach_the_host, 0, 2);
-	tcase_add_loop_test(tc, test_workspace_read_only, 0, 2);
-	tcase_add_loop_test(tc, test_tmp_is_private, 0, 2);
-	tcase_add_loop_test(tc, test_dev_is_minimal, 0, 2);
-	tcase_add_loop_test(tc, test_dev_pts_works, 0, 2);
-	tcase_add_loop_test(tc, test_old_root_unreachable, 0, 2);
-	tcase_add_loop_test(tc, test_build_leaves_no_fd_open, 0, 2);
-	tcase_add_loop_test(tc, test_proc_is_restricted, 0, 2);
-	tcase_add_loop_test(tc, test_protected_paths_hold, 0, 2);
-	tcase_add_loop_test(tc, test_protected_links_are_not_followed, 0, 2);
-	tcase_add_loop_test(tc, test_protected_links_inside_git_are_not_followed, 0, 2);
-	tcase_add_loop_test(tc, test_protected_gitdir_file_is_read_only, 0, 2);
-	tcase_add_loop_test(tc, test_extra_binds, 0, 2);
-	tcase_add_loop_test(tc, test_bad_specs_are_refused, 0, 2);
-	tcase_add_loop_test(tc, test_caller_rootfs, 0, 2);
-	tcase_add_loop_test(tc, test_workspace_fd_opened_inside, 0, 2);
-	tcase_add_loop_test(tc, test_workspace_follows_a_renamed_directory, 0, 2);
-	tcase_add_loop_test(tc, test_workspace_fd_of_a_removed_directory_is_refused, 0, 2);
-	tcase_add_loop_test(tc, test_workspace_fd_overmounted_is_refused, 0, 2);
-	tcase_add_loop_test(tc, test_mounts_do_not_propagate_to_the_host, 0, 2);
-	tcase_add_loop_test(tc, test_read_only_bind_covers_submounts, 0, 2);
-	tcase_add_loop_test(tc, test_look_alike_device_is_refused, 0, 2);
+	tcase_add_loop_test(tc, test_userns_maps_only_our_ids, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_host_pids_invisible, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_hostname_is_the_sandboxes, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_network_is_loopback_only, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_etc_is_allow_listed, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_system_is_read_only, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_workspace_writes_reach_the_host, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_workspace_read_only, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_tmp_is_private, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_dev_is_minimal, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_dev_pts_works, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_old_root_unreachable, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_build_leaves_no_fd_open, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_proc_is_restricted, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_protected_paths_hold, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_protected_links_are_not_followed, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_protected_links_inside_git_are_not_followed, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_protected_gitdir_file_is_read_only, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_extra_binds, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_bad_specs_are_refused, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_caller_rootfs, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_workspace_fd_opened_inside, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_workspace_follows_a_renamed_directory, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_workspace_fd_of_a_removed_directory_is_refused, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_workspace_fd_overmounted_is_refused, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_mounts_do_not_propagate_to_the_host, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_read_only_bind_covers_submounts, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_look_alike_device_is_refused, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_bind_destination_through_a_link_is_refused, 0, N_PASSES);
 	tcase_add_test(tc, test_rel_path_rules);
 	tcase_add_test(tc, test_cgroup_limits_memory_and_pids);
 	tcase_add_loop_test(tc, test_cgroup_unprivileged_is_enotsup, 0, 2);
