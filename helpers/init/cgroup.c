@@ -175,12 +175,19 @@ static bool is_permission_error(int r)
 	return r == -EACCES || r == -EPERM || r == -EROFS;
 }
 
-/* Makes dir; an empty leftover of an earlier sandbox with the same id is replaced, one still
- * in use is an error. */
-static int make_fresh_dir(const char *dir)
+/* Makes parent (shared by all sandboxes) and dir in it; an empty leftover of an earlier
+ * sandbox with the same id is replaced, one still in use is an error. ENOENT: another
+ * sandbox's cleanup removed the parent in between, so make it again, once. */
+static int make_fresh_dir(const char *parent, const char *dir)
 {
-	if (mkdir(dir, 0755) == 0)
-		return 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if (mkdir(dir, 0755) == 0)
+			return 0;
+		if (errno != ENOENT)
+			break;
+	}
 	if (errno != EEXIST)
 		return -errno;
 	if (rmdir(dir) < 0)
@@ -231,19 +238,14 @@ static int v1_setup_one(int ctrl, const char *id, pid_t pid, const struct sbx_cg
 	if (r < 0)
 		return sbx_init_fail(err, errlen, r, "cgroup v1 %s: find our own cgroup: %s",
 		                     ctrl_names[ctrl], strerror(-r));
-	if (mkdir(parent, 0755) < 0 && errno != EEXIST) {
-		r = -errno;
-		if (is_permission_error(r))
-			return sbx_init_fail(err, errlen, -ENOTSUP,
-			                     "cgroup v1 %s: cannot create %s: %s (needs root, and there is "
-			                     "no delegated cgroup v2 hierarchy)", ctrl_names[ctrl], parent,
-			                     strerror(-r));
-		return sbx_init_fail(err, errlen, r, "cgroup v1: mkdir %s: %s", parent, strerror(-r));
-	}
-	r = make_fresh_dir(dir);
+	r = make_fresh_dir(parent, dir);
+	if (is_permission_error(r))
+		return sbx_init_fail(err, errlen, -ENOTSUP,
+		                     "cgroup v1 %s: cannot create %s: %s (needs root, and there is no "
+		                     "delegated cgroup v2 hierarchy)", ctrl_names[ctrl], dir,
+		                     strerror(-r));
 	if (r < 0)
-		return sbx_init_fail(err, errlen, is_permission_error(r) ? -ENOTSUP : r,
-		                     "cgroup v1: mkdir %s: %s", dir, strerror(-r));
+		return sbx_init_fail(err, errlen, r, "cgroup v1: mkdir %s: %s", dir, strerror(-r));
 	r = v1_limit(ctrl, dir, lim);
 	if (r == 0)
 		r = write_u64(dir, "cgroup.procs", (uint64_t)pid);
@@ -255,13 +257,17 @@ static int v1_setup_one(int ctrl, const char *id, pid_t pid, const struct sbx_cg
 	return 0;
 }
 
+/* The shared parent goes too once the last sandbox left it; EBUSY means another one lives. */
 static void v1_cleanup(const char *id)
 {
 	char dir[PATH_MAX];
 
-	for (int c = 0; c < N_CTRL; c++)
+	for (int c = 0; c < N_CTRL; c++) {
 		if (v1_dir(c, id, false, dir, sizeof dir) == 0)
 			rmdir_patiently(dir);
+		if (v1_dir(c, id, true, dir, sizeof dir) == 0)
+			rmdir(dir);
+	}
 }
 
 static int v1_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *lim,
@@ -384,9 +390,10 @@ static int v2_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *l
 	r = v2_delegate(parent, want, err, errlen);
 	if (r < 0)
 		return r;
-	r = make_fresh_dir(dir);
+	r = make_fresh_dir(parent, dir);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "cgroup v2: mkdir %s: %s", dir, strerror(-r));
+		return sbx_init_fail(err, errlen, is_permission_error(r) ? -ENOTSUP : r,
+		                     "cgroup v2: mkdir %s: %s", dir, strerror(-r));
 	r = v2_limit(dir, lim);
 	if (r == 0)
 		r = write_u64(dir, "cgroup.procs", (uint64_t)pid);
@@ -408,6 +415,8 @@ static void v2_cleanup(const char *id)
 		return;
 	write_file(dir, "cgroup.kill", "1");
 	rmdir_patiently(dir);
+	*strrchr(dir, '/') = '\0';
+	rmdir(dir);                   /* the shared parent, once the last sandbox left it */
 }
 
 int sbx_cgroup_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *lim,

@@ -1591,8 +1591,8 @@ static int fork_until_refused(struct sandbox *sb, void *arg)
 }
 
 /* Starts a sandbox whose first process waits until the cgroup is set up around it. */
-static void run_limited(struct sandbox *sb, const struct sbx_cgroup_limits *lim, inside_fn fn,
-                        char *cg_dir, size_t cg_len, const char *ctrl)
+static int run_limited(struct sandbox *sb, const struct sbx_cgroup_limits *lim, inside_fn fn,
+                       char *cg_dir, size_t cg_len, const char *ctrl)
 {
 	int go[2], out[2], status, r;
 	char err[512] = "";
@@ -1617,8 +1617,8 @@ static void run_limited(struct sandbox *sb, const struct sbx_cgroup_limits *lim,
 	close(go[0]);
 	close(out[1]);
 	r = sbx_cgroup_setup(cgroup_id(), pid, lim, err, sizeof err);
-	if (r == 0)
-		ck_assert(cgroup_dir_of(pid, ctrl, cg_dir, cg_len));
+	if (r == 0 && !cgroup_dir_of(pid, ctrl, cg_dir, cg_len))
+		snprintf(cg_dir, cg_len, "(not found)");
 	ck_assert_int_eq(write(go[1], "g", 1), 1);
 	close(go[1]);
 	while ((n = read(out[0], sb->out + used, sizeof sb->out - 1 - used)) > 0)
@@ -1628,34 +1628,44 @@ static void run_limited(struct sandbox *sb, const struct sbx_cgroup_limits *lim,
 	waitpid(pid, &status, 0);
 	sb->status = exit_code_of(status);
 	close(sb->spec.workspace_fd);
-	ck_assert_msg(r == 0, "sbx_cgroup_setup: %s", err);
+	if (r < 0)
+		snprintf(sb->out, sizeof sb->out, "sbx_cgroup_setup: %s", err);
+	return r;
 }
 
 START_TEST(test_cgroup_limits_memory_and_pids)
 {
 	struct sandbox sb;
 	struct sbx_cgroup_limits mem = { .memory_bytes = 64 << 20 }, pids = { .pids = 12 };
-	char dir[PATH_MAX], want_tail[128], *oom;
+	char dir[PATH_MAX] = "", want_tail[128], *oom;
+	bool oom_killed;
+	int r;
 
 	if (geteuid() != 0) {
 		fprintf(stderr, "skipped: cgroup limits need root on this host (cgroup v1)\n");
 		return;
 	}
 	ck_assert(sandbox_init(&sb, 0));
-	run_limited(&sb, &mem, balloon, dir, sizeof dir, "memory");
 	snprintf(want_tail, sizeof want_tail, "/agentsbx/%s", cgroup_id());
+
+	/* Everything is read before the cleanup, and the cleanup runs before any assertion, so a
+	 * failure leaves no cgroup behind. */
+	r = run_limited(&sb, &mem, balloon, dir, sizeof dir, "memory");
+	oom = r == 0 ? read_host_file(dir, "memory.oom_control") : NULL;
+	oom_killed = oom && strstr(oom, "oom_kill ") && !strstr(oom, "oom_kill 0");
+	sbx_cgroup_cleanup(cgroup_id());
+	ck_assert_msg(r == 0, "%s", sb.out);
 	ck_assert_msg(strstr(dir, want_tail), "the sandbox was in %s", dir);
 	ck_assert_msg(sb.status == 128 + SIGKILL, "the balloon was not OOM-killed: exited %d\n%s",
 	              sb.status, sb.out);
-	oom = read_host_file(dir, "memory.oom_control");
-	ck_assert_msg(oom && strstr(oom, "oom_kill ") && !strstr(oom, "oom_kill 0"),
-	              "no OOM kill counted: %s", oom ? oom : "(none)");
-	sbx_cgroup_cleanup(cgroup_id());
+	ck_assert_msg(oom_killed, "no OOM kill counted in %s/memory.oom_control", dir);
 	ck_assert_msg(access(dir, F_OK) < 0, "%s left behind", dir);
 
-	run_limited(&sb, &pids, fork_until_refused, dir, sizeof dir, "pids");
-	assert_sandbox_ok(&sb);
+	r = run_limited(&sb, &pids, fork_until_refused, dir, sizeof dir, "pids");
 	sbx_cgroup_cleanup(cgroup_id());
+	ck_assert_msg(r == 0, "%s", sb.out);
+	ck_assert_msg(strstr(dir, want_tail), "the sandbox was in %s", dir);
+	assert_sandbox_ok(&sb);
 	ck_assert_msg(access(dir, F_OK) < 0, "%s left behind", dir);
 	sandbox_fini(&sb);
 }
