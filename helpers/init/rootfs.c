@@ -580,7 +580,7 @@ static int build_tree(int basefd, const struct sbx_rootfs_spec *spec, const stru
 }
 
 /* The root, /etc and /dev are tmpfs we filled; once filled, nothing may be added to them.
- * Done last so that extra binds could still make their mount points there. */
+ * Done last so that extra binds could still make their mount points in / and /etc. */
 static int seal(int basefd, const char *rel, char *err, size_t errlen)
 {
 	_cleanup_close_ int fd = -1;
