@@ -1,6 +1,7 @@
 /* The host side of a sandbox run by agentsbx-init: options, start (direct or through the
  * system bubblewrap), commands, stop. See sandbox.h and helpers/init_proto.h. */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -382,29 +383,50 @@ static void bwrap_system_dirs(struct argv_builder *a, struct string_pool *pool,
 		return;
 	}
 	for (const char *const *d = sbx_system_dirs; *d; d++) {
+		const char *path = pooled(pool, path_join("", *d));
 		char target[PATH_MAX];
 		struct stat st;
 		ssize_t n;
 
-		if (lstat(*d, &st) < 0)
+		if (lstat(path, &st) < 0)
 			continue;
-		if (S_ISLNK(st.st_mode) && (n = readlink(*d, target, sizeof target - 1)) > 0) {
+		if (S_ISLNK(st.st_mode) && (n = readlink(path, target, sizeof target - 1)) > 0) {
 			target[n] = '\0';
-			args3(a, "--symlink", pooled(pool, strdup(target)), *d);
+			args3(a, "--symlink", pooled(pool, strdup(target)), path);
 		} else if (S_ISDIR(st.st_mode)) {
-			args3(a, "--ro-bind", *d, *d);
+			args3(a, "--ro-bind", path, path);
 		}
 	}
 }
 
+static void bwrap_etc_entry(struct argv_builder *a, struct string_pool *pool, const char *name)
+{
+	const char *path = pooled(pool, path_join("/etc", name));
+
+	args3(a, "--ro-bind-try", path, path);
+}
+
+/* The allow-list, with "name*" entries expanded against the host's /etc. */
 static void bwrap_etc(struct argv_builder *a, struct string_pool *pool, bool have_rootfs)
 {
 	if (have_rootfs)
 		return;
 	args3(a, "--tmpfs", "/etc", NULL);
 	for (const char *const *e = sbx_etc_allowlist; *e; e++) {
-		const char *path = pooled(pool, path_join("/etc", *e));
-		args3(a, "--ro-bind-try", path, path);
+		size_t len = strlen(*e);
+		DIR *d;
+		struct dirent *de;
+
+		if ((*e)[len - 1] != '*') {
+			bwrap_etc_entry(a, pool, *e);
+			continue;
+		}
+		if (!(d = opendir("/etc")))
+			continue;
+		while ((de = readdir(d)))
+			if (!strncmp(de->d_name, *e, len - 1) && de->d_name[0] != '.')
+				bwrap_etc_entry(a, pool, pooled(pool, strdup(de->d_name)));
+		closedir(d);
 	}
 }
 
@@ -581,7 +603,8 @@ static int launch(struct sbx_sandbox *sb)
 
 	if ((r = sbx_helper_path(INIT_NAME, &init)) < 0)
 		return sbx_fail(-SBX_EBACKEND, "%s: %s", sb->who, sbx_last_error());
-	prepare_protected_dirs(sb);
+	if (sb->mode == SBX_SANDBOX_BWRAP)
+		prepare_protected_dirs(sb);   /* the init does this itself when it builds the root */
 	if (!(spec = build_spec(sb)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((spec_fd = memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
