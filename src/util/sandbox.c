@@ -41,6 +41,7 @@ struct sbx_sandbox {
 	char *id;
 	char *network_mode;
 	int root_fd;                  /* O_PATH fd of workdir, for paths beneath it */
+	char **placeholders;          /* protected paths missing at start (see below) */
 	const struct sbx_sandbox_options *opts; /* owned by the backend, outlives sb */
 	int ctl;
 	pid_t pid;                    /* the outer init process (direct) or bwrap */
@@ -341,38 +342,88 @@ static char *path_join(const char *a, const char *b)
 	return asprintf(&s, "%s/%s", a, b) < 0 ? NULL : s;
 }
 
+/* "a/b/" → "a/b": with the mark, lstat would follow a symlink. */
+static char *without_dir_mark(const char *p)
+{
+	size_t n = strlen(p);
+
+	return strndup(p, n && p[n - 1] == '/' ? n - 1 : n);
+}
+
 static const char *const *protected_list(const struct sbx_sandbox *sb)
 {
 	return sb->opts->protected_paths ? (const char *const *)sb->opts->protected_paths
 	                                 : sbx_default_protected_paths;
 }
 
-/* A protected directory that does not exist yet but whose parent does gets an empty
- * placeholder on the host before the sandbox starts, so that it is bound read-only like the
- * others and cannot be created from inside. (Files are not made up: an empty .git/config or
- * .bashrc would change what the host's tools do.) Both ways of starting rely on this. */
-static void prepare_protected_dirs(const struct sbx_sandbox *sb)
+/* Protected entries missing when the sandbox starts get read-only placeholders (the init makes
+ * them when it builds the root; for bubblewrap, prepare_placeholders does), so they can't be
+ * created from inside. They are noted here and removed after the sandbox stops if still empty,
+ * so the user's directory ends as it began. */
+static void note_missing_protected(struct sbx_sandbox *sb)
 {
-	for (const char *const *p = protected_list(sb); *p; p++) {
-		size_t n = strlen(*p);
-		if (n < 2 || (*p)[n - 1] != '/')
-			continue;   /* only entries written "name/" are directories */
-		_cleanup_free_ char *rel = strndup(*p, n - 1);
-		char *slash = rel ? strrchr(rel, '/') : NULL;
-		_cleanup_close_ int parent = -1;
+	size_t n = 0;
 
-		if (!rel)
+	sbx_strv_free(sb->placeholders);
+	sb->placeholders = NULL;
+	for (const char *const *p = protected_list(sb); *p; p++)
+		n++;
+	if (!(sb->placeholders = calloc(n + 1, sizeof *sb->placeholders)))
+		return;
+	n = 0;
+	for (const char *const *p = protected_list(sb); *p; p++) {
+		_cleanup_free_ char *rel = without_dir_mark(*p);
+		int fd = rel ? sbx_path_open(sb->root_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0) : 0;
+
+		if (fd >= 0) {
+			close(fd);
 			continue;
-		if (slash) {
-			*slash = '\0';
-			parent = sbx_path_open(sb->root_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
-			*slash = '/';
-		} else {
-			parent = fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3);
 		}
-		if (parent >= 0)
-			mkdirat(parent, slash ? slash + 1 : rel, 0755);
+		sb->placeholders[n++] = SBX_TAKE_PTR(rel);
 	}
+}
+
+/* For bubblewrap: an empty directory (entries written "name/") or an empty read-only file. */
+static void prepare_placeholders(struct sbx_sandbox *sb)
+{
+	for (char **p = sb->placeholders; p && *p; p++) {
+		_cleanup_free_ char *name = NULL;
+		int dirfd = -1;
+		bool dir = false;
+
+		for (const char *const *q = protected_list(sb); *q; q++)
+			if (!strncmp(*q, *p, strlen(*p)) && (*q)[strlen(*p)] == '/')
+				dir = true;
+		if (sbx_path_open_parent(sb->root_fd, *p, false, &dirfd, &name) < 0)
+			continue;     /* no parent: nothing there to protect */
+		if (dir)
+			mkdirat(dirfd, name, 0555);
+		else
+			close(openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			             0444));
+		close(dirfd);
+	}
+}
+
+static void remove_placeholders(struct sbx_sandbox *sb)
+{
+	for (char **p = sb->placeholders; p && *p; p++) {
+		_cleanup_free_ char *name = NULL;
+		struct stat st;
+		int dirfd = -1;
+
+		if (sbx_path_open_parent(sb->root_fd, *p, false, &dirfd, &name) < 0)
+			continue;
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (S_ISDIR(st.st_mode))
+				unlinkat(dirfd, name, AT_REMOVEDIR);   /* only if still empty */
+			else if (S_ISREG(st.st_mode) && st.st_size == 0)
+				unlinkat(dirfd, name, 0);
+		}
+		close(dirfd);
+	}
+	sbx_strv_free(sb->placeholders);
+	sb->placeholders = NULL;
 }
 
 static void bwrap_system_dirs(struct argv_builder *a, struct string_pool *pool,
@@ -430,15 +481,7 @@ static void bwrap_etc(struct argv_builder *a, struct string_pool *pool, bool hav
 	}
 }
 
-/* "a/b/" → "a/b": with the mark, lstat would follow a symlink. */
-static char *without_dir_mark(const char *p)
-{
-	size_t n = strlen(p);
-
-	return strndup(p, n && p[n - 1] == '/' ? n - 1 : n);
-}
-
-/* Protected paths that exist (after prepare_protected_dirs) are bound read-only over
+/* Protected paths that exist (after prepare_placeholders) are bound read-only over
  * themselves. A symlink is left alone: binding over it would follow it. */
 static void bwrap_protected(struct argv_builder *a, struct string_pool *pool,
                             const struct sbx_sandbox *sb)
@@ -603,8 +646,9 @@ static int launch(struct sbx_sandbox *sb)
 
 	if ((r = sbx_helper_path(INIT_NAME, &init)) < 0)
 		return sbx_fail(-SBX_EBACKEND, "%s: %s", sb->who, sbx_last_error());
+	note_missing_protected(sb);
 	if (sb->mode == SBX_SANDBOX_BWRAP)
-		prepare_protected_dirs(sb);   /* the init does this itself when it builds the root */
+		prepare_placeholders(sb);   /* the init does this itself when it builds the root */
 	if (!(spec = build_spec(sb)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((spec_fd = memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
@@ -668,9 +712,16 @@ static void stop_init(struct sbx_sandbox *sb)
 	sb->pid = -1;
 }
 
+static void stop_and_tidy(struct sbx_sandbox *sb)
+{
+	stop_init(sb);
+	remove_placeholders(sb);
+}
+
 static void free_sandbox(struct sbx_sandbox *sb)
 {
 	sbx_runclient_set_destroy(&sb->live);
+	sbx_strv_free(sb->placeholders);
 	if (sb->root_fd >= 0)
 		close(sb->root_fd);
 	free(sb->workdir);
@@ -713,7 +764,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 		return r;
 	}
 	if ((r = launch(sb)) < 0) {
-		stop_init(sb);
+		stop_and_tidy(sb);
 		free_sandbox(sb);
 		return r;
 	}
@@ -724,7 +775,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 int sbx_sandbox_restart(struct sbx_sandbox *sb)
 {
 	sbx_runclient_kill_all(&sb->live, false);
-	stop_init(sb);
+	stop_and_tidy(sb);
 	return launch(sb);
 }
 
@@ -733,7 +784,7 @@ void sbx_sandbox_stop(struct sbx_sandbox *sb)
 	if (!sb)
 		return;
 	sbx_runclient_kill_all(&sb->live, true);
-	stop_init(sb);
+	stop_and_tidy(sb);
 	free_sandbox(sb);
 }
 
