@@ -644,8 +644,11 @@ static int launch(struct sbx_sandbox *sb)
 	const char *direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct", NULL };
 	int sv[2], r, err;
 
-	if ((r = sbx_helper_path(INIT_NAME, &init)) < 0)
-		return sbx_fail(-SBX_EBACKEND, "%s: %s", sb->who, sbx_last_error());
+	if ((r = sbx_helper_path(INIT_NAME, &init)) < 0) {
+		char why[512];
+		snprintf(why, sizeof why, "%s", sbx_last_error());
+		return sbx_fail(-SBX_EBACKEND, "%s: %s", sb->who, why);
+	}
 	note_missing_protected(sb);
 	if (sb->mode == SBX_SANDBOX_BWRAP)
 		prepare_placeholders(sb);   /* the init does this itself when it builds the root */
