@@ -9,7 +9,7 @@
 
 #define SBX_CONFIG_MAX_BYTES   (1u << 20)  /* a config larger than 1 MiB is refused */
 #define SBX_DEFAULT_MAX_OUTPUT ((size_t)16 << 20)
-#define SBX_DEFAULT_BACKEND    "local"
+#define SBX_DEFAULT_BACKEND    "ns"   /* the embedded default: our own sandbox */
 
 /* What sbx_workspace_reset returns the files to. DEFAULT: EMPTY for a temporary workdir,
  * KEEP for a host workdir. SNAPSHOT: the workdir as it was at open. */

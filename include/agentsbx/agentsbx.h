@@ -106,7 +106,7 @@ SBX_API int sbx_backends_probe(char **json_out);
 typedef struct sbx_workspace sbx_workspace;
 
 /* Opens a workspace described by a JSON object (NULL or "" means "{}"):
- *   backend     string  backend name (default "local")
+ *   backend     string  backend name (default "ns", the namespace sandbox)
  *   workdir     string  host directory holding the files; created if missing. Absent: a
  *                       private temporary directory that is removed at close.
  *   id          string  [A-Za-z0-9_.-], 1..64 characters, not starting with '.' (default:

@@ -938,12 +938,15 @@ int sbx_sandbox_pick_mode(enum sbx_sandbox_mode wanted, enum sbx_sandbox_mode *m
 	}
 	pthread_mutex_lock(&pick_lock);
 	if (picked < 0) {
-		if (sbx_sandbox_probe(SBX_SANDBOX_DIRECT, why_direct, sizeof why_direct) == 0)
+		if (sbx_sandbox_probe(SBX_SANDBOX_DIRECT, why_direct, sizeof why_direct) == 0) {
 			picked = SBX_SANDBOX_DIRECT;
-		else if (sbx_sandbox_probe(SBX_SANDBOX_BWRAP, why_bwrap, sizeof why_bwrap) == 0)
-			picked = SBX_SANDBOX_BWRAP;
-		snprintf(pick_detail, sizeof pick_detail, "direct: %s; bubblewrap: %s",
-		         why_direct[0] ? why_direct : "works", why_bwrap[0] ? why_bwrap : "not tried");
+			snprintf(pick_detail, sizeof pick_detail, "%s", why_direct);
+		} else {
+			if (sbx_sandbox_probe(SBX_SANDBOX_BWRAP, why_bwrap, sizeof why_bwrap) == 0)
+				picked = SBX_SANDBOX_BWRAP;
+			snprintf(pick_detail, sizeof pick_detail, "direct does not work (%s); %s",
+			         why_direct, why_bwrap);
+		}
 	}
 	if (picked < 0)
 		r = -SBX_EBACKEND;
