@@ -696,21 +696,27 @@ static int launch(struct sbx_sandbox *sb)
  * before the outer process can see it gone), then kills the outer process if it lingers. */
 static void stop_init(struct sbx_sandbox *sb)
 {
-	int status;
+	int status, pidfd;
 
 	if (sb->ctl >= 0)
 		close(SBX_TAKE_FD(sb->ctl));
 	if (sb->pid <= 0)
 		return;
-	for (int64_t until = sbx_now_ms() + STOP_TIMEOUT_MS; sbx_now_ms() < until;) {
-		pid_t r = waitpid(sb->pid, &status, WNOHANG);
-		if (r == sb->pid || (r < 0 && errno != EINTR)) {
-			sb->pid = -1;
-			return;
-		}
-		usleep(500);
+	/* Wait for the exit itself (a pidfd polls readable then), not in sleeps. */
+	pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
+	if (pidfd >= 0) {
+		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+		if (poll(&pfd, 1, STOP_TIMEOUT_MS) == 0)
+			kill(sb->pid, SIGKILL);
+		close(pidfd);
+	} else {
+		for (int64_t until = sbx_now_ms() + STOP_TIMEOUT_MS;
+		     waitpid(sb->pid, &status, WNOHANG) == 0; usleep(1000))
+			if (sbx_now_ms() > until) {
+				kill(sb->pid, SIGKILL);
+				break;
+			}
 	}
-	kill(sb->pid, SIGKILL);
 	reap(sb->pid, &status);
 	sb->pid = -1;
 }
