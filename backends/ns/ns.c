@@ -22,20 +22,4 @@ static int ns_open(const sbx_backend_config *cfg, void **state)
 	return sbx_sandbox_backend_open("ns", true, cfg, state);
 }
 
-const sbx_backend_ops sbx_backend_ns = {
-	.size = sizeof(sbx_backend_ops),
-	.abi_version = SBX_BACKEND_ABI_VERSION,
-	.name = "ns",
-	.caps = SBX_SANDBOX_BACKEND_CAPS,
-	.probe = ns_probe,
-	.open = ns_open,
-	.close = sbx_sandbox_backend_close,
-	.reset = sbx_sandbox_backend_reset,
-	.root = sbx_sandbox_backend_root,
-	.host_dir = sbx_sandbox_backend_host_dir,
-	.spawn = sbx_sandbox_backend_spawn,
-	.proc_wait = sbx_runclient_wait,
-	.proc_signal = sbx_runclient_signal,
-	.proc_kill = sbx_runclient_kill,
-	.proc_release = sbx_runclient_release,
-};
+const sbx_backend_ops sbx_backend_ns = SBX_SANDBOX_BACKEND_OPS("ns", ns_probe, ns_open);
