@@ -504,6 +504,68 @@ static int write_etc_hostname(int basefd, const char *hostname, char *err, size_
 	return 0;
 }
 
+/* Small /etc files are copied into the sandbox's /etc rather than bound: a bind costs a mount
+ * (and a remount) each, and a sandbox starts with some thirty of them. The copy is what the
+ * host had when the sandbox started, read-only once /etc is sealed. */
+#define ETC_COPY_MAX (256 * 1024)
+
+static int copy_pinned_file(int basefd, const struct pin *p, const struct stat *st)
+{
+	struct sbx_fd_path path;
+	char buf[16384];
+	_cleanup_close_ int in = -1, out = -1, dir = -1;
+	const char *slash = strrchr(p->rel, '/');
+	_cleanup_free_ char *parent = strndup(p->rel, (size_t)(slash - p->rel));
+	int r;
+
+	if (!parent)
+		return -ENOMEM;
+	if ((r = sbx_mkdirs_beneath(basefd, parent, &dir)) < 0)
+		return r;
+	/* Through the pinned fd: the magic link reopens exactly what was pinned. */
+	in = open(sbx_fd_path(&path, p->fd), O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	/* dir is O_PATH: reopen it to create in it. */
+	_cleanup_close_ int dirw = open(sbx_fd_path(&path, dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirw < 0)
+		return -errno;
+	out = openat(dirw, slash + 1, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	             st->st_mode & 0644);
+	if (out < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof buf);
+		if (n == 0)
+			return 0;
+		if (n < 0)
+			return -errno;
+		if (write(out, buf, (size_t)n) != n)
+			return errno ? -errno : -EIO;
+	}
+}
+
+static int place_etc_pins(int basefd, const struct pin_list *l, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct pin *p = &l->v[i];
+		struct stat st;
+		int r;
+
+		if (!p->link && fstat(p->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_size <= ETC_COPY_MAX) {
+			r = copy_pinned_file(basefd, p, &st);
+			if (r < 0)
+				return sbx_init_fail(err, errlen, r, "copy /%s: %s", p->rel, strerror(-r));
+			continue;
+		}
+		struct pin_list one = { (struct pin *)p, 1 };
+		if ((r = place_pins(basefd, &one, err, errlen)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int populate_etc(int basefd, const struct pin_list *etc, const char *hostname,
                         char *err, size_t errlen)
 {
@@ -511,7 +573,7 @@ static int populate_etc(int basefd, const struct pin_list *etc, const char *host
 	                         "mode=0755", err, errlen);
 
 	if (r == 0)
-		r = place_pins(basefd, etc, err, errlen);
+		r = place_etc_pins(basefd, etc, err, errlen);
 	if (r == 0)
 		r = write_etc_hostname(basefd, hostname, err, errlen);
 	return r;

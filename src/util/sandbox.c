@@ -773,7 +773,10 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 		return r;
 	}
 	if ((r = launch(sb)) < 0) {
-		stop_and_tidy(sb);
+		char why[1024];
+		snprintf(why, sizeof why, "%s", sbx_last_error());
+		stop_and_tidy(sb);   /* quietly: the launch's message is the one that matters */
+		sbx_fail(r, "%s", why);
 		free_sandbox(sb);
 		return r;
 	}
