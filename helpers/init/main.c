@@ -128,7 +128,8 @@ static int reopen_workspace(char *err, size_t errlen)
 	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &after) < 0 || after.st_dev != before.st_dev ||
 	    after.st_ino != before.st_ino) {
-		snprintf(err, errlen, "workspace %s: %s", path,
+		/* Bounded: the whole message must fit the init's 400-byte error. */
+		snprintf(err, errlen, "workspace %.300s: %s", path,
 		         fd < 0 ? strerror(errno) : "replaced while the sandbox started");
 		if (fd >= 0)
 			close(fd);
