@@ -54,12 +54,13 @@ static double median_ms(bench_fn fn, void *ctx, int runs)
 	return samples[runs / 2];
 }
 
-static int spawn_and_wait(char *const argv[])
+static int spawn_and_wait(const char *const argv[])
 {
 	pid_t pid;
 	int status;
 
-	if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+	/* posix_spawn's argv is char *const[] for history's sake; it does not write to it. */
+	if (posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ) != 0)
 		return -1;
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -1;
@@ -68,7 +69,7 @@ static int spawn_and_wait(char *const argv[])
 
 static int bare_true(void *ctx)
 {
-	char *argv[] = { "/bin/true", NULL };
+	const char *argv[] = { "/bin/true", NULL };
 
 	(void)ctx;
 	return spawn_and_wait(argv);
@@ -79,7 +80,7 @@ static int bare_true(void *ctx)
  * workspace bind. */
 static int bwrap_true(void *ctx)
 {
-	char *argv[] = {
+	const char *argv[] = {
 		"/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--new-session",
 		"--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
 		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
