@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "init_proto.h"
@@ -209,13 +210,65 @@ static int run_init(struct init_state *st, pid_t host_pid)
 	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
 }
 
+/* The control socket reads end-of-file when the host dies, unless a child the host forked
+ * holds a copy; a pidfd of the host tells regardless (as agentsbx-run does for the local
+ * backend). The host made the socketpair, so SO_PEERCRED names it, and it is our parent.
+ * Returns the pidfd, or -1 where the kernel has none (before 5.3: the socket alone then);
+ * *gone when the host has already died. Called after the init is forked, which therefore
+ * does not inherit a handle on a host process. */
+static int watch_host(bool *gone)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+	int fd = -1;
+
+	*gone = false;
+	if (getsockopt(SBX_INIT_CONTROL_FD, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    cred.pid <= 0)
+		return -1;
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
+	*gone = (fd < 0 && errno == ESRCH) || getppid() != cred.pid;
+#endif
+	return fd;
+}
+
+/* Waits until the init ends or the host does; in the second case ends the init (the kernel
+ * then empties its PID namespace). */
+static void wait_for_init_or_host(pid_t init, int hostfd)
+{
+#ifdef SYS_pidfd_open
+	int initfd = (int)syscall(SYS_pidfd_open, init, 0);
+	struct pollfd pfd[2] = { { .fd = initfd, .events = POLLIN },
+	                         { .fd = hostfd, .events = POLLIN } };
+
+	if (initfd < 0)
+		return;
+	while (poll(pfd, 2, -1) < 0 && errno == EINTR)
+		;
+	if (pfd[1].revents && !pfd[0].revents)
+		kill(init, SIGKILL);
+	close(initfd);
+#else
+	(void)init;
+	(void)hostfd;
+#endif
+}
+
 /* Direct mode, outer process: waits for the init and mirrors its end. */
 static int wait_for_init(pid_t init)
 {
-	int status;
+	bool host_gone;
+	int hostfd = watch_host(&host_gone), status;
 
 	close(SBX_INIT_CONTROL_FD);
 	close(SBX_INIT_WORKSPACE_FD);
+	if (host_gone)
+		kill(init, SIGKILL);
+	else if (hostfd >= 0)
+		wait_for_init_or_host(init, hostfd);
+	if (hostfd >= 0)
+		close(hostfd);
 	while (waitpid(init, &status, 0) < 0)
 		if (errno != EINTR)
 			return 1;
