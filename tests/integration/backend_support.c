@@ -94,7 +94,22 @@ const char *bt_marker(void)
 	return m;
 }
 
-static int64_t now_ms(void)
+const char *const *bt_marker_env(const char *m1, const char *m2, const char *m3, const char *m4)
+{
+	static char text[4][64];
+	static const char *env[5];
+	const char *marks[4] = { m1, m2, m3, m4 };
+	size_t n = 0;
+
+	for (; n < 4 && marks[n]; n++) {
+		snprintf(text[n], sizeof text[n], "M%zu=%s", n + 1, marks[n]);
+		env[n] = text[n];
+	}
+	env[n] = NULL;
+	return env;
+}
+
+int64_t bt_now_ms(void)
 {
 	struct timespec ts;
 
@@ -104,12 +119,12 @@ static int64_t now_ms(void)
 
 bool bt_wait_for_process(const char *mark, bool present)
 {
-	int64_t deadline = now_ms() + PROCESS_WAIT_MS;
+	int64_t deadline = bt_now_ms() + PROCESS_WAIT_MS;
 
 	for (;;) {
 		if (test_process_exists(mark) == present)
 			return true;
-		if (now_ms() > deadline)
+		if (bt_now_ms() > deadline)
 			return false;
 		usleep(10000);
 	}
@@ -150,6 +165,126 @@ int bt_count_children(void)
 			n++;
 	closedir(d);
 	return n;
+}
+
+/* Calls fn(pid, arg) for every process on the host but this one; returns how many it
+ * counted true. */
+static int count_host_processes(bool (*fn)(const char *pid, const void *arg), const void *arg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	char self[32];
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	snprintf(self, sizeof self, "%d", (int)getpid());
+	while ((e = readdir(d)))
+		if (e->d_name[0] >= '1' && e->d_name[0] <= '9' && strcmp(e->d_name, self) != 0 &&
+		    fn(e->d_name, arg))
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Reads a /proc/<pid>/<name> file whole (NULs kept, NUL-terminated); NULL if unreadable or
+ * empty. Caller frees. */
+static char *read_proc_file(const char *pid, const char *name, size_t *len)
+{
+	char path[300];
+	size_t cap = 8192, got = 0;
+	char *buf = NULL;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%s/%s", pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap + 1);
+	while (buf && (n = read(fd, buf + got, cap - got)) > 0) {
+		got += (size_t)n;
+		if (got == cap) {
+			char *bigger = realloc(buf, 2 * cap + 1);
+
+			if (!bigger) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = bigger;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	if (buf && got == 0) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf) {
+		buf[got] = '\0';
+		*len = got;
+	}
+	return buf;
+}
+
+static bool cmdline_has(const char *pid, const void *fragment)
+{
+	size_t len = 0;
+	char *cmd = read_proc_file(pid, "cmdline", &len);
+	bool found;
+
+	if (!cmd)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (cmd[i] == '\0')
+			cmd[i] = ' ';
+	found = strstr(cmd, fragment) != NULL;
+	free(cmd);
+	return found;
+}
+
+int bt_count_processes(const char *cmdline_fragment)
+{
+	return count_host_processes(cmdline_has, cmdline_fragment);
+}
+
+int bt_wait_for_process_count(const char *cmdline_fragment, int n)
+{
+	int64_t deadline = bt_now_ms() + PROCESS_WAIT_MS;
+	int have;
+
+	while ((have = bt_count_processes(cmdline_fragment)) != n && bt_now_ms() < deadline)
+		usleep(10000);
+	return have;
+}
+
+static bool mounts_mention(const char *pid, const void *dir)
+{
+	size_t len = 0;
+	char *mounts = read_proc_file(pid, "mountinfo", &len);
+	bool found = mounts && strstr(mounts, dir) != NULL;
+
+	free(mounts);
+	return found;
+}
+
+int bt_count_sandbox_processes(const char *host_dir)
+{
+	const char *name = strrchr(host_dir, '/');
+
+	/* By its last component: mountinfo shows the path within its file system, which lacks
+	 * the mount point's prefix when /tmp is a file system of its own. */
+	return count_host_processes(mounts_mention, name ? name + 1 : host_dir);
+}
+
+int bt_wait_for_sandbox_gone(const char *host_dir)
+{
+	int64_t deadline = bt_now_ms() + PROCESS_WAIT_MS;
+	int left;
+
+	while ((left = bt_count_sandbox_processes(host_dir)) > 0 && bt_now_ms() < deadline)
+		usleep(10000);
+	return left;
 }
 
 sbx_result *bt_shell(sbx_workspace *ws, const char *cmd, const sbx_exec_opts *opts)

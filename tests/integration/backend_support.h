@@ -37,12 +37,33 @@ char *bt_inside(sbx_workspace *ws, const char *rel);
  * widths, so that no marker is a prefix of another. Valid until eight more are made. */
 const char *bt_marker(void);
 
+/* "M1=<m1>" ... "M4=<m4>" (a NULL marker ends the list), NULL-terminated, for a command that
+ * names its markers $M1..$M4: then only the processes that use them (sleep $M1) carry them on
+ * their command line, not the shell that starts them, and a marker seen on the host means
+ * that very process runs. Valid until the next call. */
+const char *const *bt_marker_env(const char *m1, const char *m2, const char *m3, const char *m4);
+
+/* CLOCK_MONOTONIC in milliseconds, for deadlines of polling loops. */
+int64_t bt_now_ms(void);
+
 /* Polls the host's /proc until a process with the marker in its command line exists
  * (present) or none does, for at most 5 s. Returns whether that state was reached. */
 bool bt_wait_for_process(const char *mark, bool present);
 
 /* Number of processes whose parent is this process, zombies included. */
 int bt_count_children(void);
+
+/* Number of host processes with the fragment in their command line (this one excluded). */
+int bt_count_processes(const char *cmdline_fragment);
+/* Polls until exactly n such processes exist, for at most 5 s; returns how many there are. */
+int bt_wait_for_process_count(const char *cmdline_fragment, int n);
+
+/* Number of host processes whose mount table mentions host_dir: the processes of a sandbox
+ * that has host_dir bound as its workspace, whatever their command line. Use a directory
+ * with a unique name (test_mkdtemp). */
+int bt_count_sandbox_processes(const char *host_dir);
+/* Polls until no such process is left, for at most 5 s; returns how many are left. */
+int bt_wait_for_sandbox_gone(const char *host_dir);
 
 /* sbx_exec_shell / sbx_exec that fail the test when the call itself fails. */
 sbx_result *bt_shell(sbx_workspace *ws, const char *cmd, const sbx_exec_opts *opts);

@@ -442,8 +442,9 @@ END_TEST
 START_TEST(test_timeout_kills_double_forked_daemon)
 {
 	const char *daemon = bt_marker(), *main_sleep = bt_marker();
-	char *cmd = bt_fmt("setsid sh -c 'sleep %s & :' & sleep %s", daemon, main_sleep);
-	sbx_exec_opts o = { .size = sizeof o, .timeout_ms = 500 };
+	const char *cmd = "setsid sh -c 'sleep $M1 & :' & sleep $M2";
+	sbx_exec_opts o = { .size = sizeof o, .timeout_ms = 500,
+	                    .env = bt_marker_env(daemon, main_sleep, NULL, NULL) };
 	sbx_result *res = bt_shell(ws, cmd, &o);
 
 	ck_assert_int_eq(sbx_result_timed_out(res), 1);
@@ -453,7 +454,6 @@ START_TEST(test_timeout_kills_double_forked_daemon)
 	ck_assert_msg(!test_process_exists(daemon), "the setsid daemon outlived the timeout");
 	ck_assert_msg(!test_process_exists(main_sleep), "the command outlived its timeout");
 	sbx_result_free(res);
-	free(cmd);
 }
 END_TEST
 
@@ -485,8 +485,8 @@ END_TEST
 START_TEST(test_background_children_die_with_command)
 {
 	const char *bg = bt_marker(), *detached = bt_marker();
-	char *cmd = bt_fmt("sleep %s & setsid sleep %s & echo started", bg, detached);
-	sbx_result *res = bt_shell(ws, cmd, NULL);
+	sbx_exec_opts o = { .size = sizeof o, .env = bt_marker_env(bg, detached, NULL, NULL) };
+	sbx_result *res = bt_shell(ws, "sleep $M1 & setsid sleep $M2 & echo started", &o);
 
 	ck_assert_int_eq(sbx_result_exit_code(res), 0);
 	ck_assert_int_eq(sbx_result_timed_out(res), 0);
@@ -494,7 +494,6 @@ START_TEST(test_background_children_die_with_command)
 	ck_assert(!test_process_exists(bg));
 	ck_assert(!test_process_exists(detached));
 	sbx_result_free(res);
-	free(cmd);
 }
 END_TEST
 
@@ -550,11 +549,13 @@ static sbx_process *spawn(const char *const *argv, const sbx_spawn_opts *opts)
 	return p;
 }
 
-static sbx_process *spawn_shell(const char *cmd)
+/* `sh -c cmd`, with env added to its environment (NULL: none). */
+static sbx_process *spawn_shell(const char *cmd, const char *const *env)
 {
 	const char *argv[] = { "sh", "-c", cmd, NULL };
+	sbx_spawn_opts o = { .size = sizeof o, .env = env };
 
-	return spawn(argv, NULL);
+	return spawn(argv, &o);
 }
 
 /* Reads a stream until `want` has been seen, or end-of-file, or 10 s without data. */
@@ -649,7 +650,7 @@ END_TEST
 START_TEST(test_process_signal_reaches_group)
 {
 	sbx_process *p = spawn_shell("trap 'echo got; exit 3' USR1; echo ready; "
-	                             "while :; do sleep 0.02; done");
+	                             "while :; do sleep 0.02; done", NULL);
 	int code, sig;
 
 	ck_assert(read_until(p, SBX_STDOUT, "ready"));
@@ -665,9 +666,8 @@ END_TEST
 START_TEST(test_process_kill_tree)
 {
 	const char *daemon = bt_marker(), *child = bt_marker();
-	char *cmd = bt_fmt("setsid sh -c 'sleep %s &'; sleep %s & echo ready; wait", daemon,
-	                   child);
-	sbx_process *p = spawn_shell(cmd);
+	sbx_process *p = spawn_shell("setsid sh -c 'sleep $M1 &'; sleep $M2 & echo ready; wait",
+	                             bt_marker_env(daemon, child, NULL, NULL));
 	int code, sig;
 
 	ck_assert(read_until(p, SBX_STDOUT, "ready"));
@@ -681,30 +681,28 @@ START_TEST(test_process_kill_tree)
 	ck_assert(!test_process_exists(child));
 	ck_assert_int_eq(sbx_process_kill(p), 0); /* again: harmless */
 	sbx_process_free(p);
-	free(cmd);
 }
 END_TEST
 
 START_TEST(test_process_free_kills_running_tree)
 {
 	const char *daemon = bt_marker(), *main_sleep = bt_marker();
-	char *cmd = bt_fmt("setsid sh -c 'sleep %s &'; exec sleep %s", daemon, main_sleep);
-	sbx_process *p = spawn_shell(cmd);
+	sbx_process *p = spawn_shell("setsid sh -c 'sleep $M1 &'; exec sleep $M2",
+	                             bt_marker_env(daemon, main_sleep, NULL, NULL));
 
 	ck_assert(bt_wait_for_process(daemon, true));
 	ck_assert(bt_wait_for_process(main_sleep, true));
 	sbx_process_free(p);
 	ck_assert(!test_process_exists(daemon));
 	ck_assert(!test_process_exists(main_sleep));
-	free(cmd);
 }
 END_TEST
 
 START_TEST(test_process_write_after_stdin_closed_is_eio)
 {
 	const char *mark = bt_marker();
-	char *cmd = bt_fmt("exec 0<&- 1>&-; sleep %s", mark);
-	sbx_process *p = spawn_shell(cmd);
+	sbx_process *p = spawn_shell("exec 0<&- 1>&-; exec sleep $M1",
+	                             bt_marker_env(mark, NULL, NULL, NULL));
 	char chunk[4096] = { 0 }, buf[16];
 	size_t n;
 	int r = 0;
@@ -715,10 +713,9 @@ START_TEST(test_process_write_after_stdin_closed_is_eio)
 	for (int i = 0; i < 1000 && r == 0; i++)
 		r = sbx_process_write(p, chunk, sizeof chunk);
 	ck_assert_int_eq(r, -SBX_EIO);
-	ck_assert(test_process_exists(mark));
+	ck_assert(bt_wait_for_process(mark, true)); /* closed its stdio, yet runs on */
 	sbx_process_free(p);
 	ck_assert(!test_process_exists(mark));
-	free(cmd);
 }
 END_TEST
 
@@ -865,8 +862,8 @@ END_TEST
 START_TEST(test_reset_kills_processes_and_keeps_host_files)
 {
 	const char *first = bt_marker(), *daemon = bt_marker();
-	char *cmd = bt_fmt("setsid sleep %s & exec sleep %s", daemon, first);
-	sbx_process *p = spawn_shell(cmd);
+	sbx_process *p = spawn_shell("setsid sleep $M2 & exec sleep $M1",
+	                             bt_marker_env(first, daemon, NULL, NULL));
 	char *out, *data = NULL;
 	size_t len;
 	int code, sig;
@@ -887,7 +884,6 @@ START_TEST(test_reset_kills_processes_and_keeps_host_files)
 	free(out);
 	ck_assert_int_eq(sbx_file_read(ws, "kept.txt", &data, &len), 0);
 	sbx_free(data);
-	free(cmd);
 }
 END_TEST
 
@@ -917,7 +913,6 @@ END_TEST
 START_TEST(test_close_leaves_nothing_running)
 {
 	const char *daemon = bt_marker(), *main_sleep = bt_marker(), *plain = bt_marker();
-	char *cmd = bt_fmt("setsid sh -c 'sleep %s &'; exec sleep %s", daemon, main_sleep);
 	const char *argv[] = { "sleep", plain, NULL };
 	sbx_process *p, *q;
 	int code, sig;
@@ -929,7 +924,8 @@ START_TEST(test_close_leaves_nothing_running)
 	ws = NULL;
 	ck_assert_int_eq(bt_count_children(), 0);
 	ws = bt_open_ok(workdir, NULL);
-	p = spawn_shell(cmd);
+	p = spawn_shell("setsid sh -c 'sleep $M1 &'; exec sleep $M2",
+	                bt_marker_env(daemon, main_sleep, NULL, NULL));
 	q = spawn(argv, NULL);
 	ck_assert(bt_wait_for_process(daemon, true));
 	ck_assert(bt_wait_for_process(main_sleep, true));
@@ -947,7 +943,6 @@ START_TEST(test_close_leaves_nothing_running)
 	(void)sbx_process_read(q, SBX_STDOUT, buf, sizeof buf, 0, &n);
 	sbx_process_free(p);
 	sbx_process_free(q);
-	free(cmd);
 }
 END_TEST
 
