@@ -944,6 +944,22 @@ enum sbx_sandbox_mode sbx_sandbox_mode_of(const struct sbx_sandbox *sb)
 	return sb->mode;
 }
 
+/* The probe's scratch workspace is not empty after the sandbox ran on it: the protected
+ * directories (and, in direct mode, placeholder files) were made in it. */
+static void remove_probe_dir(const char *dir)
+{
+	_cleanup_free_ char *parent = strdup(dir);
+	char *slash = parent ? strrchr(parent, '/') : NULL;
+	_cleanup_close_ int dirfd = -1;
+
+	if (!slash)
+		return;
+	*slash = '\0';
+	dirfd = open(*parent ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd >= 0)
+		sbx_fs_remove_tree(dirfd, slash + 1);
+}
+
 int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
 {
 	char hostname[] = "probe";
@@ -971,7 +987,7 @@ int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
 	} else {
 		snprintf(detail, len, "%s", sbx_last_error());
 	}
-	rmdir(dir);
+	remove_probe_dir(dir);
 	return r;
 }
 
