@@ -1,6 +1,7 @@
 /* Helpers for the test programs that run one suite on the backend SBX_TEST_BACKEND names. */
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,31 @@ const char *bt_backend(void)
 	const char *b = getenv("SBX_TEST_BACKEND");
 
 	return b && *b ? b : "local";
+}
+
+static char *run_dir;
+
+void bt_begin_run(void)
+{
+	run_dir = test_mkdtemp();
+}
+
+void bt_end_run(void)
+{
+	if (run_dir)
+		test_rm_rf(run_dir);
+	free(run_dir);
+	run_dir = NULL;
+}
+
+char *bt_mkdtemp(void)
+{
+	char *dir = NULL;
+
+	ck_assert_msg(run_dir, "bt_begin_run was not called");
+	ck_assert_int_ge(asprintf(&dir, "%s/ws-XXXXXX", run_dir), 0);
+	ck_assert_msg(mkdtemp(dir), "mkdtemp %s: %s", dir, strerror(errno));
+	return dir; /* leaked on purpose: the test ends soon, bt_end_run removes the directory */
 }
 
 char *bt_fmt(const char *format, ...)

@@ -25,6 +25,16 @@ sbx_workspace *bt_open_ok(const char *workdir, const char *extra);
 bool bt_backend_usable(void);
 #define BT_EXIT_SKIP 77
 
+/* The directory every bt_mkdtemp directory of this run goes into: main makes it before the
+ * suite runs (bt_begin_run) and removes it with all it holds afterwards (bt_end_run). A
+ * failed check ends its forked test with _exit, past any teardown or atexit handler: only
+ * the parent can clean up after it. */
+void bt_begin_run(void);
+void bt_end_run(void);
+
+/* A fresh temporary directory inside the run's. Removed by bt_end_run; do not free. */
+char *bt_mkdtemp(void);
+
 /* asprintf that fails the test instead of returning NULL. Caller frees. */
 char *bt_fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

@@ -38,7 +38,7 @@ static sbx_workspace *ws;
 
 static void setup(void)
 {
-	workdir = test_mkdtemp();
+	workdir = bt_mkdtemp();
 	ws = bt_open_ok(workdir, NULL);
 }
 
@@ -46,8 +46,6 @@ static void teardown(void)
 {
 	sbx_workspace_close(ws);
 	ws = NULL;
-	test_rm_rf(workdir);
-	free(workdir);
 }
 
 /* ---- exit codes and signals ------------------------------------------------------------- */
@@ -236,7 +234,7 @@ static char *env_of(sbx_workspace *w, const char *const *env, uint32_t flags)
 START_TEST(test_env_exactly_as_composed)
 {
 	const char *over[] = { "B=override", "C=new value", "A", "NOT_THERE", NULL };
-	char *other = test_mkdtemp();
+	char *other = bt_mkdtemp();
 	sbx_workspace *w = bt_open_ok(other, "\"env\":{\"A\":\"1\",\"B\":\"2\",\"Z\":\"z=z\"}");
 	char *got = env_of(w, over, 0);
 	char *want = bt_fmt("B=override\nC=new value\nHOME=%s\nPATH=%s\nZ=z=z\n",
@@ -253,8 +251,6 @@ START_TEST(test_env_exactly_as_composed)
 	free(got);
 	free(want);
 	sbx_workspace_close(w);
-	test_rm_rf(other);
-	free(other);
 }
 END_TEST
 
@@ -459,7 +455,7 @@ END_TEST
 
 START_TEST(test_workspace_default_timeout)
 {
-	char *other = test_mkdtemp();
+	char *other = bt_mkdtemp();
 	sbx_workspace *w = bt_open_ok(other, "\"timeout_ms\":300");
 	const char *mark = bt_marker();
 	char *cmd = bt_fmt("sleep %s", mark);
@@ -476,8 +472,6 @@ START_TEST(test_workspace_default_timeout)
 	ck_assert_str_eq(sbx_result_stdout(res, NULL), "slept\n");
 	sbx_result_free(res);
 	sbx_workspace_close(w);
-	test_rm_rf(other);
-	free(other);
 	free(cmd);
 }
 END_TEST
@@ -1016,7 +1010,12 @@ static Suite *conformance_suite(void)
 
 int main(void)
 {
+	int r;
+
 	if (!bt_backend_usable())
 		return BT_EXIT_SKIP;
-	return test_run_suite(conformance_suite());
+	bt_begin_run();
+	r = test_run_suite(conformance_suite());
+	bt_end_run();
+	return r;
 }

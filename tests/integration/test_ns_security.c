@@ -46,7 +46,7 @@ static sbx_workspace *ws;
 
 static void setup(void)
 {
-	workdir = test_mkdtemp();
+	workdir = bt_mkdtemp();
 	ws = bt_open_ok(workdir, NULL);
 }
 
@@ -54,8 +54,6 @@ static void teardown(void)
 {
 	sbx_workspace_close(ws);
 	ws = NULL;
-	test_rm_rf(workdir);
-	free(workdir);
 }
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -179,7 +177,7 @@ END_TEST
 
 START_TEST(test_hostname_is_the_sandboxs)
 {
-	char host_name[256] = "", now[256] = "", *extra, *out, *other = test_mkdtemp();
+	char host_name[256] = "", now[256] = "", *extra, *out, *other = bt_mkdtemp();
 	sbx_workspace *w;
 
 	ck_assert_int_eq(gethostname(host_name, sizeof host_name), 0);
@@ -201,8 +199,6 @@ START_TEST(test_hostname_is_the_sandboxs)
 	ck_assert_int_eq(gethostname(now, sizeof now), 0);
 	ck_assert_str_eq(now, host_name);
 	sbx_workspace_close(w);
-	test_rm_rf(other);
-	free(other);
 	free(extra);
 }
 END_TEST
@@ -312,7 +308,7 @@ static int network_attacks(sbx_workspace *w, const struct host_servers *s, bool 
 START_TEST(test_no_network_but_loopback)
 {
 	struct host_servers s = start_host_servers();
-	char *other = test_mkdtemp(), *out;
+	char *other = bt_mkdtemp(), *out;
 	sbx_workspace *shared;
 
 	if (!s.address[0])
@@ -340,8 +336,6 @@ START_TEST(test_no_network_but_loopback)
 	sbx_workspace_close(shared);
 	close(s.tcp);
 	close(s.unix_fd);
-	test_rm_rf(other);
-	free(other);
 }
 END_TEST
 
@@ -349,7 +343,7 @@ END_TEST
 
 START_TEST(test_host_secrets_absent)
 {
-	char *secret_dir = test_mkdtemp(), *secret = host_in(secret_dir, "secret.txt"), *cmd;
+	char *secret_dir = bt_mkdtemp(), *secret = host_in(secret_dir, "secret.txt"), *cmd;
 	const char *build = getenv("SBX_TEST_BUILD_ROOT");
 
 	host_write(secret, "host secret\n");
@@ -372,8 +366,6 @@ START_TEST(test_host_secrets_absent)
 	cmd = bt_fmt("ls %s", workdir);
 	assert_attack_fails(ws, cmd, "No such file or directory");
 	free(cmd);
-	test_rm_rf(secret_dir);
-	free(secret_dir);
 	free(secret);
 }
 END_TEST
@@ -501,7 +493,7 @@ static void assert_git_untouched(const char *dir, bool had_config)
 
 START_TEST(test_protected_git_paths_read_only)
 {
-	char *dir = test_mkdtemp();
+	char *dir = bt_mkdtemp();
 	sbx_workspace *w = open_with_git(dir, true, true);
 
 	assert_attack_fails(w, "echo '[core] hooksPath = /tmp' >> .git/config", NULL);
@@ -519,14 +511,12 @@ START_TEST(test_protected_git_paths_read_only)
 	/* The rest of .git stays writable: git inside still works. */
 	free(bt_shell_out(w, "touch .git/index.lock && rm .git/index.lock"));
 	sbx_workspace_close(w);
-	test_rm_rf(dir);
-	free(dir);
 }
 END_TEST
 
 START_TEST(test_missing_git_hooks_cannot_be_created)
 {
-	char *dir = test_mkdtemp();
+	char *dir = bt_mkdtemp();
 	sbx_workspace *w = open_with_git(dir, false, true);
 
 	assert_attack_fails(w, "mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit", NULL);
@@ -534,8 +524,6 @@ START_TEST(test_missing_git_hooks_cannot_be_created)
 	                       "echo evil > .git/hooks/pre-commit", NULL);
 	assert_git_untouched(dir, true);
 	sbx_workspace_close(w);
-	test_rm_rf(dir);
-	free(dir);
 }
 END_TEST
 
@@ -543,7 +531,7 @@ END_TEST
  * the host's git at a directory the agent filled. */
 START_TEST(test_worktree_git_file_read_only)
 {
-	char *dir = test_mkdtemp(), *git = host_in(dir, ".git"), *got;
+	char *dir = bt_mkdtemp(), *git = host_in(dir, ".git"), *got;
 	sbx_workspace *w;
 
 	host_write(git, "gitdir: /elsewhere/.git/worktrees/wt\n");
@@ -556,8 +544,6 @@ START_TEST(test_worktree_git_file_read_only)
 	ck_assert_str_eq(got, "gitdir: /elsewhere/.git/worktrees/wt\n");
 	free(got);
 	sbx_workspace_close(w);
-	test_rm_rf(dir);
-	free(dir);
 	free(git);
 }
 END_TEST
@@ -566,7 +552,7 @@ END_TEST
  * session) must not make the sandbox's setup bind what it points to. */
 START_TEST(test_symlinked_git_not_followed)
 {
-	char *dir = test_mkdtemp(), *outside = test_mkdtemp();
+	char *dir = bt_mkdtemp(), *outside = bt_mkdtemp();
 	char *hooks = host_in(outside, "hooks"), *secret = host_in(outside, "hooks/host-hook");
 	char *config = host_in(outside, "config"), *link = host_in(dir, ".git");
 	sbx_workspace *w;
@@ -581,10 +567,6 @@ START_TEST(test_symlinked_git_not_followed)
 	assert_attack_fails(w, "grep -r HOST- / --exclude-dir=proc --exclude-dir=sys "
 	                       "--exclude-dir=usr 2>/dev/null", NULL);
 	sbx_workspace_close(w);
-	test_rm_rf(dir);
-	test_rm_rf(outside);
-	free(dir);
-	free(outside);
 	free(hooks);
 	free(secret);
 	free(config);
@@ -617,7 +599,7 @@ END_TEST
  * disagree, and which is right is the lead's call. */
 START_TEST(test_missing_protected_files_cannot_be_created)
 {
-	char *dir = test_mkdtemp();
+	char *dir = bt_mkdtemp();
 	sbx_workspace *w = open_with_git(dir, true, false);
 	static const char *const files[] = { ".git/config", ".bashrc", ".profile", ".mcp.json",
 	                                     NULL };
@@ -634,15 +616,13 @@ START_TEST(test_missing_protected_files_cannot_be_created)
 		free(cmd);
 	}
 	sbx_workspace_close(w);
-	test_rm_rf(dir);
-	free(dir);
 }
 END_TEST
 
 /* The protection holds for the whole life of the workspace, resets included. */
 START_TEST(test_protection_survives_reset)
 {
-	char *dir = test_mkdtemp();
+	char *dir = bt_mkdtemp();
 	sbx_workspace *w = open_with_git(dir, true, true);
 
 	ck_assert_int_eq(sbx_workspace_reset(w), 0);
@@ -652,8 +632,6 @@ START_TEST(test_protection_survives_reset)
 	assert_attack_fails(w, "touch .agentsbx/forged", NULL);
 	assert_git_untouched(dir, true);
 	sbx_workspace_close(w);
-	test_rm_rf(dir);
-	free(dir);
 }
 END_TEST
 
@@ -665,12 +643,18 @@ END_TEST
  * from then on .agentsbx (and in direct mode the rc files) can be created freely. */
 START_TEST(test_protection_survives_reset_of_temporary_workspace)
 {
+	const char *cmd = "mkdir -p .agentsbx && touch .agentsbx/forged";
 	sbx_workspace *temp = bt_open_ok(NULL, NULL);
+	sbx_result *before = attack(temp, cmd), *after;
 
-	assert_attack_fails(temp, "mkdir -p .agentsbx && touch .agentsbx/forged", NULL);
 	ck_assert_int_eq(sbx_workspace_reset(temp), 0);
-	assert_attack_fails(temp, "mkdir -p .agentsbx && touch .agentsbx/forged", NULL);
+	after = attack(temp, cmd);
+	/* Closed before the checks: its temporary workdir must not outlive a failure. */
 	sbx_workspace_close(temp);
+	ck_assert_msg(sbx_result_exit_code(before) != 0, "`%s` succeeded before the reset", cmd);
+	ck_assert_msg(sbx_result_exit_code(after) != 0, "`%s` succeeded after the reset", cmd);
+	sbx_result_free(before);
+	sbx_result_free(after);
 }
 END_TEST
 
@@ -924,8 +908,8 @@ END_TEST
  * the sandbox's own init, whose /proc/1/fd a command could otherwise open. */
 START_TEST(test_no_host_fd_reaches_the_sandbox)
 {
-	char *secret_dir = test_mkdtemp(), *secret = host_in(secret_dir, "host-secret-file");
-	char *other = test_mkdtemp(), *out;
+	char *secret_dir = bt_mkdtemp(), *secret = host_in(secret_dir, "host-secret-file");
+	char *other = bt_mkdtemp(), *out;
 	int file, dirfd, sv[2];
 	sbx_workspace *w;
 
@@ -958,11 +942,7 @@ START_TEST(test_no_host_fd_reaches_the_sandbox)
 	close(41);
 	close(sv[0]);
 	close(sv[1]);
-	test_rm_rf(secret_dir);
-	test_rm_rf(other);
-	free(secret_dir);
 	free(secret);
-	free(other);
 }
 END_TEST
 
@@ -981,7 +961,7 @@ END_TEST
  * root in direct mode the pids cgroup does.) */
 START_TEST(test_fork_bomb_contained)
 {
-	char *other = test_mkdtemp();
+	char *other = bt_mkdtemp();
 	char *extra = bt_fmt("\"limits\":{\"processes\":%d,\"pids\":%d}", BOMB_LIMIT, BOMB_LIMIT);
 	sbx_workspace *w = bt_open_ok(other, extra);
 	const char *mark = bt_marker();
@@ -1014,8 +994,6 @@ START_TEST(test_fork_bomb_contained)
 	/* The workspace is usable again once the bomb is gone. */
 	free(bt_shell_out(w, "true"));
 	sbx_workspace_close(w);
-	test_rm_rf(other);
-	free(other);
 	free(extra);
 	free(cmd);
 }
@@ -1035,7 +1013,7 @@ static int count_lines(const char *text, const char *prefix)
 
 START_TEST(test_memory_balloon_in_one_process)
 {
-	char *other = test_mkdtemp();
+	char *other = bt_mkdtemp();
 	char *extra = bt_fmt("\"limits\":{\"memory_bytes\":%u}", MEMORY_LIMIT);
 	sbx_workspace *w = bt_open_ok(other, extra);
 	sbx_result *res = attack(w, "perl -e '$n = 256 << 20; $x = \"x\" x $n; "
@@ -1046,8 +1024,6 @@ START_TEST(test_memory_balloon_in_one_process)
 	ck_assert_str_eq(sbx_result_stdout(res, NULL), "");
 	sbx_result_free(res);
 	sbx_workspace_close(w);
-	test_rm_rf(other);
-	free(other);
 	free(extra);
 }
 END_TEST
@@ -1057,7 +1033,7 @@ END_TEST
  * memory until all six have theirs (a bounded wait), so that they are alive together. */
 START_TEST(test_memory_balloon_across_processes)
 {
-	char *other = test_mkdtemp();
+	char *other = bt_mkdtemp();
 	char *extra = bt_fmt("\"limits\":{\"memory_bytes\":%u}", MEMORY_LIMIT);
 	sbx_workspace *w = bt_open_ok(other, extra);
 	const char *cmd =
@@ -1083,8 +1059,6 @@ START_TEST(test_memory_balloon_across_processes)
 	}
 	sbx_result_free(res);
 	sbx_workspace_close(w);
-	test_rm_rf(other);
-	free(other);
 	free(extra);
 }
 END_TEST
@@ -1141,7 +1115,7 @@ END_TEST
 START_TEST(test_close_leaves_no_process)
 {
 	const char *m1 = bt_marker(), *m2 = bt_marker();
-	char *other = test_mkdtemp();
+	char *other = bt_mkdtemp();
 	const char *argv[] = { "sh", "-c", DAEMON_CMD, NULL };
 	sbx_spawn_opts o = { .size = sizeof o, .env = bt_marker_env(m1, m2, NULL, NULL) };
 	sbx_workspace *w = bt_open_ok(other, NULL);
@@ -1159,8 +1133,6 @@ START_TEST(test_close_leaves_no_process)
 	              "%d process(es) of the sandbox left after close",
 	              bt_count_sandbox_processes(other));
 	sbx_process_free(p);
-	test_rm_rf(other);
-	free(other);
 }
 END_TEST
 
@@ -1195,7 +1167,7 @@ static bool cgroup_exists(const char *name)
  * until it exits. */
 START_TEST(test_close_leaves_no_cgroup)
 {
-	char *id = bt_fmt("sbx-test-cg-%d", (int)getpid()), *other = test_mkdtemp();
+	char *id = bt_fmt("sbx-test-cg-%d", (int)getpid()), *other = bt_mkdtemp();
 	char *extra = bt_fmt("\"id\":\"%s\",\"limits\":{\"pids\":64,\"memory_bytes\":%u}", id,
 	                     MEMORY_LIMIT);
 	sbx_workspace *w = bt_open_ok(other, extra);
@@ -1213,10 +1185,30 @@ START_TEST(test_close_leaves_no_cgroup)
 		ck_assert_msg(!cgroup_exists(id), "the cgroup of workspace %s is left on the host "
 		              "after close", id);
 	}
-	test_rm_rf(other);
-	free(other);
 	free(extra);
 	free(id);
+}
+END_TEST
+
+/* Probing the backends starts a sandbox on a scratch directory: nothing of it may stay. */
+START_TEST(test_probe_leaves_nothing_behind)
+{
+	char *tmp = bt_mkdtemp(), *json = NULL, *out;
+
+	setenv("TMPDIR", tmp, 1);
+	ck_assert_int_eq(sbx_backends_probe(&json), 0);
+	ck_assert_msg(strstr(json, "\"available\":true"), "%s", json);
+	sbx_free(json);
+	out = bt_fmt("ls -A %s", tmp);
+	FILE *ls = popen(out, "r");
+	char line[256] = "";
+
+	ck_assert_ptr_nonnull(ls);
+	if (!fgets(line, sizeof line, ls))
+		line[0] = '\0';
+	pclose(ls);
+	ck_assert_msg(line[0] == '\0', "the probe left %s in $TMPDIR", line);
+	free(out);
 }
 END_TEST
 
@@ -1250,7 +1242,7 @@ host_to_be_killed(const char *dir, const char *const *env, bool with_heir, int r
 static void assert_host_death_kills_sandbox(bool with_heir)
 {
 	const char *m1 = bt_marker(), *m2 = bt_marker();
-	char *dir = test_mkdtemp();
+	char *dir = bt_mkdtemp();
 	int ready[2], left;
 	pid_t host, heir = 0;
 	bool gone;
@@ -1276,8 +1268,6 @@ static void assert_host_death_kills_sandbox(bool with_heir)
 	                                                               : "");
 	ck_assert_msg(left == 0, "%d sandbox process(es) outlived the host%s", left,
 	              with_heir ? " (an heir kept its fds)" : "");
-	test_rm_rf(dir);
-	free(dir);
 }
 
 START_TEST(test_host_sigkill_leaves_no_process)
@@ -1401,6 +1391,7 @@ static Suite *security_suite(void)
 	tcase_add_checked_fixture(life, setup, teardown);
 	tcase_add_test(life, test_close_leaves_no_process);
 	tcase_add_test(life, test_close_leaves_no_cgroup);
+	tcase_add_test(life, test_probe_leaves_nothing_behind);
 	tcase_add_test(life, test_host_sigkill_leaves_no_process);
 	tcase_add_test(life, test_host_sigkill_with_heir_leaves_no_process);
 	tcase_add_test(life, test_concurrent_execs_stay_apart);
@@ -1410,7 +1401,12 @@ static Suite *security_suite(void)
 
 int main(void)
 {
+	int r;
+
 	if (!bt_backend_usable())
 		return BT_EXIT_SKIP;
-	return test_run_suite(security_suite());
+	bt_begin_run();
+	r = test_run_suite(security_suite());
+	bt_end_run();
+	return r;
 }
