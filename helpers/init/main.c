@@ -206,6 +206,15 @@ static int run_init(struct init_state *st, pid_t host_pid)
 		send_error("%s", err[0] ? err : "hardening failed");
 		return 1;
 	}
+	/* The commands run as our uid. Dumpable, the init would be open to every one of them
+	 * through /proc/1 (fds, environment, and mem for writing where Landlock is off), and it
+	 * holds the channel to the host and every command's stdio. Not dumpable, that takes
+	 * CAP_SYS_PTRACE, which nothing inside has. The runners it forks inherit this; exec
+	 * resets it for the commands themselves. */
+	if (prctl(PR_SET_DUMPABLE, 0L, 0L, 0L, 0L) < 0) {
+		send_error("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+		return 1;
+	}
 	send_ready(st, host_pid);
 	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
 }
