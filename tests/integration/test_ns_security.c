@@ -946,6 +946,42 @@ START_TEST(test_no_host_fd_reaches_the_sandbox)
 }
 END_TEST
 
+/* The sandbox's init (PID 1) and the runner of each command run as the commands' uid; they
+ * hold the channel to the host library and every command's stdio. A command must not reach
+ * into them through /proc: not their fds, not their environment or memory map, and above all
+ * not their memory for writing — Landlock happens to refuse that open, so the test also runs
+ * without it ("landlock": false, as on a kernel that has none). */
+static void assert_init_unreachable(sbx_workspace *w)
+{
+	static const char *const attacks[] = {
+		/* (As root inside, the fd numbers can be listed — the directory is root's — but
+		 * not followed.) */
+		"readlink /proc/1/fd/3", "head -c 1 /proc/1/fd/0", "cat /proc/1/environ",
+		"cat /proc/1/maps",
+		"perl -e 'open(M, \"+<\", \"/proc/1/mem\") or die \"open: $!\\n\"'",
+		"perl -e 'open(M, \"<\", \"/proc/1/mem\") or die \"open: $!\\n\"'",
+		"readlink /proc/$PPID/fd/3", /* the command's own runner */
+		"perl -e 'open(M, \"+<\", $ARGV[0]) or die \"$!\\n\"' /proc/$PPID/mem",
+		NULL,
+	};
+
+	for (size_t i = 0; attacks[i]; i++)
+		assert_attack_fails(w, attacks[i], NULL);
+}
+
+START_TEST(test_init_unreachable_from_commands)
+{
+	char *other = bt_mkdtemp(), *extra = bt_fmt("\"%s\":{\"landlock\":false}", bt_backend());
+	sbx_workspace *w;
+
+	assert_init_unreachable(ws);
+	w = bt_open_ok(other, extra);
+	assert_init_unreachable(w);
+	sbx_workspace_close(w);
+	free(extra);
+}
+END_TEST
+
 /* ---- resources ---------------------------------------------------------------------------- */
 
 #define BOMB_LIMIT 32
@@ -1376,6 +1412,7 @@ static Suite *security_suite(void)
 	tcase_add_test(hard, test_no_capabilities_nnp_seccomp);
 	tcase_add_test(hard, test_no_setuid_escalation);
 	tcase_add_test(hard, test_no_host_fd_reaches_the_sandbox);
+	tcase_add_test(hard, test_init_unreachable_from_commands);
 	suite_add_tcase(s, hard);
 
 	res = tcase_create("resources");
