@@ -4,8 +4,9 @@
  * command's environment, its working directory already set, the command's stdio on fds 0-2
  * and one end of a SOCK_SEQPACKET socketpair on fd 3 (the control channel).
  *
- * The runner becomes a child subreaper in its own session, starts the command in a new
- * session, and from then on:
+ * The backend starts the runner in a session of its own (the sandbox init's children have
+ * one). The runner becomes a child subreaper, starts the command in a new session, and from
+ * then on:
  *  - on a SBX_RUN_SIGNAL request, sends the signal to the command's process group;
  *  - on SBX_RUN_KILL, or when the control channel closes (the host died), kills every
  *    process below it and exits;

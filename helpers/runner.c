@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -28,6 +29,8 @@
 
 #include "run_proto.h"
 #include "runner.h"
+
+extern char **environ;
 
 #define NORETURN __attribute__((noreturn))
 
@@ -116,11 +119,11 @@ static void write_cannot_run(const char *name, const char *what, int err)
 	}
 }
 
-/* The runner could not start the command at all: report it as a command that could not be
- * executed, as the protocol asks. */
-static NORETURN void refuse_to_start(const struct runner *r, const char *what, int err)
+/* The command could not be started: say why on its stderr and report it as a command that
+ * ended with `code` (127 not found, 126 anything else), as the protocol asks. */
+static NORETURN void refuse_to_start(const struct runner *r, const char *what, int err, int code)
 {
-	struct sbx_run_report rep = { SBX_RUN_EXITED, 126, 0 };
+	struct sbx_run_report rep = { SBX_RUN_EXITED, code, 0 };
 
 	write_cannot_run(r->argv[0], what, err);
 	send(SBX_RUN_CONTROL_FD, &rep, sizeof rep, MSG_NOSIGNAL);
@@ -134,18 +137,10 @@ static void note_status_code(struct runner *r, bool signalled, int value)
 	r->cmd_ended = true;
 }
 
-/* ---- the command (runs in the forked child) -------------------------------------------- */
+/* ---- the command ----------------------------------------------------------------------- */
 
-static void reset_signals(void)
-{
-	sigset_t none;
-
-	for (int sig = 1; sig < NSIG; sig++)
-		signal(sig, SIG_DFL); /* fails harmlessly for SIGKILL, SIGSTOP and libc's own */
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
+/* Limits go on the runner itself, just before it starts the command that inherits them: the
+ * runner exists only for this command and needs little of any resource. */
 static int apply_rlimits(const char **failed)
 {
 	for (size_t i = 0; i < sizeof rlimit_opts / sizeof rlimit_opts[0]; i++) {
@@ -183,31 +178,31 @@ static void close_fds_from(unsigned first)
 		close(fd);
 }
 
-static NORETURN void exec_command(const struct runner *r)
+/* posix_spawn (a vfork-style clone: no copy of the runner's memory) in a new session and
+ * process group, with the signal mask cleared and every signal at its default. (Not
+ * sigfillset for the defaults: it leaves out the C library's internal signals, which
+ * posix_spawn then hands to the child ignored.) Every fd the runner opened is close-on-exec,
+ * so the command gets exactly fds 0-2. Returns 0 or an errno value. */
+static int spawn_command(struct runner *r)
 {
-	const char *failed_limit = NULL;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
 	int err;
 
-	reset_signals();
-	/* If the runner is killed outright, at least the main process does not outlive it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != r->self)
-		_exit(126);
-	setsid(); /* new session and process group: no controlling terminal of the host */
-	if (apply_rlimits(&failed_limit) < 0) {
-		char what[32];
-
-		err = errno;
-		snprintf(what, sizeof what, "setrlimit %s", failed_limit);
-		signal(SIGPIPE, SIG_IGN);
-		write_cannot_run(r->argv[0], what, err);
-		_exit(126);
-	}
-	close_fds_from(SBX_RUN_CONTROL_FD);
-	execvp(r->argv[0], r->argv);
-	err = errno;
-	signal(SIGPIPE, SIG_IGN); /* a closed stderr must not turn 127 into a signal death */
-	write_cannot_run(r->argv[0], NULL, err);
-	_exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
+	sigemptyset(&none);
+	memset(&all, 0xff, sizeof all);
+	if ((err = posix_spawnattr_init(&attr)) != 0)
+		return err;
+	err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+	                                      POSIX_SPAWN_SETSIGDEF);
+	if (!err)
+		err = posix_spawnattr_setsigmask(&attr, &none);
+	if (!err)
+		err = posix_spawnattr_setsigdefault(&attr, &all);
+	if (!err)
+		err = posix_spawnp(&r->cmd, r->argv[0], NULL, &attr, r->argv, environ);
+	posix_spawnattr_destroy(&attr);
+	return err;
 }
 
 /* ---- the runner ------------------------------------------------------------------------ */
@@ -269,13 +264,19 @@ static void detach_stdio(void)
 
 static void start_command(struct runner *r)
 {
-	pid_t pid = fork();
+	const char *failed_limit = NULL;
+	int err;
 
-	if (pid < 0)
-		refuse_to_start(r, "fork", errno);
-	if (pid == 0)
-		exec_command(r);
-	r->cmd = pid;
+	if (apply_rlimits(&failed_limit) < 0) {
+		char what[32];
+
+		err = errno;
+		snprintf(what, sizeof what, "setrlimit %s", failed_limit);
+		refuse_to_start(r, what, err, 126);
+	}
+	err = spawn_command(r);
+	if (err)
+		refuse_to_start(r, NULL, err, err == ENOENT || err == ENOTDIR ? 127 : 126);
 	detach_stdio();
 }
 
@@ -546,12 +547,14 @@ int sbx_runner_run(char **argv)
 	/* A host may leak fds without close-on-exec; holding them would keep its pipes open. */
 	close_fds_from(SBX_RUN_CONTROL_FD + 1);
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-		refuse_to_start(&r, "prctl(PR_SET_CHILD_SUBREAPER)", errno);
-	setsid(); /* out of the host's session: its terminal's signals are not ours */
+		refuse_to_start(&r, "prctl(PR_SET_CHILD_SUBREAPER)", errno, 126);
+	/* No setsid here: whoever starts the runner puts it out of the host's session (the local
+	 * backend with posix_spawn's SETSID, the sandbox init by having none), and a new session
+	 * per runner would cost the kernel a scheduling group per command. */
 	r.self = getpid();
 	r.sigfd = watch_signals();
 	if (r.sigfd < 0)
-		refuse_to_start(&r, "signalfd", errno);
+		refuse_to_start(&r, "signalfd", errno, 126);
 	r.hostfd = watch_host(&host_gone);
 	if (host_gone)
 		return 0; /* nobody to run it for */

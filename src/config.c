@@ -442,6 +442,25 @@ static int parse_network(sbx_config *cfg, const sbx_json *v)
 	return 0;
 }
 
+/* What reset returns the workspace to. */
+static int parse_baseline(sbx_config *cfg, const sbx_json *v)
+{
+	static const char *const names[] = { "default", "keep", "empty", "snapshot" };
+	char shown[SHOWN_SIZE];
+	int rc = expect_c_string(v, "baseline");
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < SBX_ARRAY_SIZE(names); i++)
+		if (strcmp(v->str, names[i]) == 0) {
+			cfg->baseline = (enum sbx_baseline)i;
+			return 0;
+		}
+	show(shown, sizeof shown, "", v->str, v->len);
+	return sbx_fail(-SBX_ECONFIG, "config: key 'baseline': unknown value '%s' (expected "
+	                "\"keep\", \"empty\" or \"snapshot\")", shown);
+}
+
 typedef int (*key_parser)(sbx_config *cfg, const sbx_json *v);
 
 static const struct {
@@ -455,6 +474,7 @@ static const struct {
 	{ "timeout_ms", parse_timeout },
 	{ "limits", parse_limits },
 	{ "network", parse_network },
+	{ "baseline", parse_baseline },
 };
 
 static bool find_top_level_key(const char *name, key_parser *parse)

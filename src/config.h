@@ -9,7 +9,12 @@
 
 #define SBX_CONFIG_MAX_BYTES   (1u << 20)  /* a config larger than 1 MiB is refused */
 #define SBX_DEFAULT_MAX_OUTPUT ((size_t)16 << 20)
-#define SBX_DEFAULT_BACKEND    "local"
+#define SBX_DEFAULT_BACKEND    "ns"   /* the embedded default: our own sandbox */
+
+/* What sbx_workspace_reset returns the files to. DEFAULT: EMPTY for a temporary workdir,
+ * KEEP for a host workdir. SNAPSHOT: the workdir as it was at open. */
+enum sbx_baseline { SBX_BASELINE_DEFAULT, SBX_BASELINE_KEEP, SBX_BASELINE_EMPTY,
+                    SBX_BASELINE_SNAPSHOT };
 
 typedef struct sbx_config {
 	char *backend;            /* backend name, validated [a-z0-9_]{1,32} */
@@ -20,6 +25,7 @@ typedef struct sbx_config {
 	size_t max_output;        /* per stream */
 	sbx_backend_limits limits;
 	char *network_mode;       /* "none", "host", or NULL when absent */
+	enum sbx_baseline baseline;
 	char *backend_options;    /* JSON text of the object under the backend's name, or "{}" */
 	char *json;               /* the whole config as given (or "{}") */
 } sbx_config;

@@ -16,6 +16,7 @@ struct sbx_workspace {
 	char *id;
 	char *workdir;            /* host directory, or NULL */
 	bool workdir_temporary;   /* made by the core, removed at close */
+	char *snapshot_dir;       /* baseline "snapshot": a private copy of workdir from open */
 	int root_fd;              /* O_PATH fd of workdir for HOST_FILES backends, else -1 */
 	char **base_env;          /* PATH, HOME, then the config's env: "NAME=value" */
 	pthread_mutex_t procs_lock;

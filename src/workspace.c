@@ -89,6 +89,67 @@ static int prepare_workdir(sbx_workspace *ws)
 	return 0;
 }
 
+static int open_dir_fd(const char *path, int *fd)
+{
+	*fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*fd < 0)
+		return sbx_fail(sbx_errno_code(errno), "open %s: %s", path, strerror(errno));
+	return 0;
+}
+
+/* Removes a directory the core made, by path (its parent is trusted host space). */
+static void remove_private_dir(const char *path)
+{
+	_cleanup_free_ char *parent = strdup(path);
+	char *slash = parent ? strrchr(parent, '/') : NULL;
+
+	if (!slash)
+		return;
+	*slash = '\0';
+	_cleanup_close_ int dirfd = open(*parent ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd >= 0)
+		sbx_fs_remove_tree(dirfd, slash + 1);
+}
+
+/* Baseline "snapshot": a copy of the workdir in a private directory, for reset. */
+static int take_snapshot(sbx_workspace *ws)
+{
+	_cleanup_free_ char *prefix = NULL;
+	_cleanup_close_ int from = -1, to = -1;
+	int r;
+
+	if (!(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES))
+		return sbx_fail(-SBX_ECONFIG, "config: key 'baseline': backend '%s' keeps no host "
+		                "files to snapshot", ws->ops->name);
+	if (asprintf(&prefix, "agentsbx-baseline-%s", ws->id) < 0)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if ((r = sbx_fs_make_temp_dir(prefix, &ws->snapshot_dir)) < 0 ||
+	    (r = open_dir_fd(ws->workdir, &from)) < 0 ||
+	    (r = open_dir_fd(ws->snapshot_dir, &to)) < 0)
+		return r;
+	return sbx_fs_copy_tree(from, to);
+}
+
+/* Returns the files to the configured baseline (reset). */
+static int restore_baseline(sbx_workspace *ws)
+{
+	enum sbx_baseline b = ws->cfg->baseline;
+	_cleanup_close_ int root = -1, snapshot = -1;
+	int r;
+
+	if (b == SBX_BASELINE_DEFAULT)
+		b = ws->workdir_temporary ? SBX_BASELINE_EMPTY : SBX_BASELINE_KEEP;
+	if (b == SBX_BASELINE_KEEP || ws->root_fd < 0)
+		return 0;
+	if ((r = open_dir_fd(ws->workdir, &root)) < 0 || (r = sbx_fs_empty_dir(root)) < 0)
+		return r;
+	if (b != SBX_BASELINE_SNAPSHOT)
+		return 0;
+	if ((r = open_dir_fd(ws->snapshot_dir, &snapshot)) < 0)
+		return r;
+	return sbx_fs_copy_tree(snapshot, root);
+}
+
 /* Backends that cannot enforce a network mode refuse it rather than pretend. */
 static int choose_network_mode(const sbx_workspace *ws, const char **mode)
 {
@@ -150,23 +211,17 @@ static int open_backend(sbx_workspace *ws)
 
 static void free_workspace(sbx_workspace *ws)
 {
-	if (ws->workdir_temporary && ws->workdir) {
-		_cleanup_free_ char *parent = strdup(ws->workdir);
-		char *slash = parent ? strrchr(parent, '/') : NULL;
-		if (slash) {
-			*slash = '\0';
-			_cleanup_close_ int dirfd = open(*parent ? parent : "/",
-			                                 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (dirfd >= 0)
-				sbx_fs_remove_tree(dirfd, slash + 1);
-		}
-	}
+	if (ws->workdir_temporary && ws->workdir)
+		remove_private_dir(ws->workdir);
+	if (ws->snapshot_dir)
+		remove_private_dir(ws->snapshot_dir);
 	if (ws->root_fd >= 0)
 		close(ws->root_fd);
 	sbx_strv_free(ws->base_env);
 	sbx_config_free(ws->cfg);
 	free(ws->id);
 	free(ws->workdir);
+	free(ws->snapshot_dir);
 	pthread_mutex_destroy(&ws->procs_lock);
 	free(ws);
 }
@@ -198,6 +253,8 @@ int sbx_workspace_open(const char *config_json, sbx_workspace **out)
 		r = sbx_fail(-SBX_ENOMEM, "out of memory");
 		goto fail;
 	}
+	if (ws->cfg->baseline == SBX_BASELINE_SNAPSHOT && (r = take_snapshot(ws)) < 0)
+		goto fail;
 	if ((r = open_backend(ws)) < 0)
 		goto fail;
 	if ((r = build_base_env(ws)) < 0) {
@@ -231,17 +288,13 @@ int sbx_workspace_reset(sbx_workspace *ws)
 		return sbx_fail(-SBX_EINVAL, "workspace is NULL");
 	if (!ws->ops->reset)
 		return sbx_fail(-SBX_ENOSYS, "backend '%s' cannot reset a workspace", ws->ops->name);
+	/* Nothing runs now (no call may overlap a reset, and every command's runner took its
+	 * tree down with it), so the files can be restored before the sandbox restarts and
+	 * protects them afresh. */
 	sbx_process_detach_all(ws);
-	if ((r = ws->ops->reset(ws->state)) < 0)
+	if ((r = restore_baseline(ws)) < 0)
 		return r;
-	if (ws->workdir_temporary) {
-		_cleanup_close_ int dirfd = openat(ws->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dirfd < 0)
-			return sbx_fail(sbx_errno_code(errno), "reset: open %s: %s", ws->workdir,
-			                strerror(errno));
-		return sbx_fs_empty_dir(dirfd);
-	}
-	return 0;
+	return ws->ops->reset(ws->state);
 }
 
 const char *sbx_workspace_id(const sbx_workspace *ws)

@@ -68,7 +68,7 @@ step "fuzzing (${fuzz_seconds}s per target)"
 CC=clang meson setup "$out/fuzz" -Dfuzz=true -Dtests=true >/dev/null
 meson compile -C "$out/fuzz"
 for f in "$out"/fuzz/tests/fuzz/fuzz-*; do
-  [ -x "$f" ] || continue
+  [ -f "$f" ] && [ -x "$f" ] || continue
   name=$(basename "$f")
   corpus="$src/tests/fuzz/corpus/${name#fuzz-}"
   work=$(mktemp -d)

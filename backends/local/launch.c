@@ -104,8 +104,8 @@ static int set_clean_signals(posix_spawnattr_t *attr)
 	if (!err)
 		err = posix_spawnattr_setsigdefault(attr, &all);
 	if (!err)
-		err = posix_spawnattr_setflags(attr,
-		                               POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+		err = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+		                                     POSIX_SPAWN_SETSID); /* out of the host's session */
 	return err;
 }
 

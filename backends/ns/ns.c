@@ -12,8 +12,8 @@ static int ns_probe(char *detail, size_t len)
 	char why[400];
 	int r = sbx_sandbox_pick_mode(SBX_SANDBOX_AUTO, &mode, why, sizeof why);
 
-	snprintf(detail, len, "%s: %s", r == 0 && mode == SBX_SANDBOX_DIRECT ? "direct"
-	                                : r == 0 ? "through bubblewrap" : "unavailable", why);
+	(void)mode;
+	snprintf(detail, len, "%s", why);
 	return r;
 }
 
@@ -22,20 +22,4 @@ static int ns_open(const sbx_backend_config *cfg, void **state)
 	return sbx_sandbox_backend_open("ns", true, cfg, state);
 }
 
-const sbx_backend_ops sbx_backend_ns = {
-	.size = sizeof(sbx_backend_ops),
-	.abi_version = SBX_BACKEND_ABI_VERSION,
-	.name = "ns",
-	.caps = SBX_SANDBOX_BACKEND_CAPS,
-	.probe = ns_probe,
-	.open = ns_open,
-	.close = sbx_sandbox_backend_close,
-	.reset = sbx_sandbox_backend_reset,
-	.root = sbx_sandbox_backend_root,
-	.host_dir = sbx_sandbox_backend_host_dir,
-	.spawn = sbx_sandbox_backend_spawn,
-	.proc_wait = sbx_runclient_wait,
-	.proc_signal = sbx_runclient_signal,
-	.proc_kill = sbx_runclient_kill,
-	.proc_release = sbx_runclient_release,
-};
+const sbx_backend_ops sbx_backend_ns = SBX_SANDBOX_BACKEND_OPS("ns", ns_probe, ns_open);

@@ -9,7 +9,7 @@ int main(void)
 	const char *argv[] = { "sh", "-c", "echo hello from $(basename \"$PWD\"); exit 3", NULL };
 	sbx_exec_opts opts = { .size = sizeof opts, .timeout_ms = 5000 };
 
-	if (sbx_workspace_open("{\"backend\":\"local\"}", &ws) < 0 ||
+	if (sbx_workspace_open("{\"backend\":\"ns\"}", &ws) < 0 ||
 	    sbx_exec(ws, argv, &opts, &res) < 0) {
 		fprintf(stderr, "agentsbx: %s\n", sbx_last_error());
 		return 1;

@@ -22,6 +22,7 @@
 
 #include "init/sandbox.h"
 #include "util/cleanup.h"
+#include "init/errmsg.h"
 
 /* Locks the capability rules for uid 0 off for good: exec as root grants nothing, uid changes
  * do not touch cap sets, ambient caps cannot be raised, and keep-caps stays off. */
@@ -29,19 +30,6 @@
                         SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED | \
                         SECBIT_KEEP_CAPS_LOCKED | \
                         SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
-
-__attribute__((format(printf, 4, 5)))
-static int caps_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code < 0 ? code : -EPERM;
-}
 
 static void cap_free_(cap_t *c)
 {
@@ -79,9 +67,9 @@ static int have_effective_cap(cap_value_t cap, bool *has, char *err, size_t errl
 	cap_flag_value_t v = CAP_CLEAR;
 
 	if (!cur)
-		return caps_fail(err, errlen, -errno, "cap_get_proc: %s", strerror(errno));
+		return sbx_init_fail(err, errlen, -errno, "cap_get_proc: %s", strerror(errno));
 	if (cap_get_flag(cur, cap, CAP_EFFECTIVE, &v) != 0)
-		return caps_fail(err, errlen, -errno, "cap_get_flag: %s", strerror(errno));
+		return sbx_init_fail(err, errlen, -errno, "cap_get_flag: %s", strerror(errno));
 	*has = v == CAP_SET;
 	return 0;
 }
@@ -92,10 +80,10 @@ static int lock_securebits(char *err, size_t errlen)
 
 	want &= ~(unsigned)SECBIT_KEEP_CAPS;
 	if (cap_set_secbits(want) != 0)
-		return caps_fail(err, errlen, -errno, "setting securebits 0x%x: %s", want,
+		return sbx_init_fail(err, errlen, -errno, "setting securebits 0x%x: %s", want,
 		                 strerror(errno));
 	if ((cap_get_secbits() & SBX_SECUREBITS) != SBX_SECUREBITS)
-		return caps_fail(err, errlen, -EPERM, "securebits 0x%x did not stick",
+		return sbx_init_fail(err, errlen, -EPERM, "securebits 0x%x did not stick",
 		                 cap_get_secbits());
 	return 0;
 }
@@ -109,12 +97,12 @@ static int drop_bounding_set(int last_cap, char *err, size_t errlen)
 		int in_bound = cap_get_bound((cap_value_t)cap);
 
 		if (in_bound < 0)
-			return caps_fail(err, errlen, -errno, "reading bounding cap %d: %s", cap,
+			return sbx_init_fail(err, errlen, -errno, "reading bounding cap %d: %s", cap,
 			                 strerror(errno));
 		if (in_bound == 0)
 			continue;
 		if (cap_drop_bound((cap_value_t)cap) != 0)
-			return caps_fail(err, errlen, -errno, "dropping bounding cap %d: %s", cap,
+			return sbx_init_fail(err, errlen, -errno, "dropping bounding cap %d: %s", cap,
 			                 strerror(errno));
 	}
 	return 0;
@@ -124,7 +112,7 @@ static int drop_bounding_set(int last_cap, char *err, size_t errlen)
 static int clear_ambient_set(char *err, size_t errlen)
 {
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0L, 0L, 0L) != 0 && errno != EINVAL)
-		return caps_fail(err, errlen, -errno, "clearing ambient caps: %s", strerror(errno));
+		return sbx_init_fail(err, errlen, -errno, "clearing ambient caps: %s", strerror(errno));
 	return 0;
 }
 
@@ -133,9 +121,9 @@ static int clear_process_sets(char *err, size_t errlen)
 	_cleanup_cap_ cap_t none = cap_init();
 
 	if (!none || cap_clear(none) != 0)
-		return caps_fail(err, errlen, -ENOMEM, "cap_init: %s", strerror(errno));
+		return sbx_init_fail(err, errlen, -ENOMEM, "cap_init: %s", strerror(errno));
 	if (cap_set_proc(none) != 0)
-		return caps_fail(err, errlen, -errno, "cap_set_proc(empty): %s", strerror(errno));
+		return sbx_init_fail(err, errlen, -errno, "cap_set_proc(empty): %s", strerror(errno));
 	return 0;
 }
 
@@ -145,14 +133,14 @@ static int verify_all_empty(int last_cap, char *err, size_t errlen)
 	_cleanup_cap_ cap_t none = cap_init();
 
 	if (!cur || !none)
-		return caps_fail(err, errlen, -ENOMEM, "cap_get_proc: %s", strerror(errno));
+		return sbx_init_fail(err, errlen, -ENOMEM, "cap_get_proc: %s", strerror(errno));
 	if (cap_compare(cur, none) != 0)
-		return caps_fail(err, errlen, -EPERM, "capabilities left after clearing");
+		return sbx_init_fail(err, errlen, -EPERM, "capabilities left after clearing");
 	for (int cap = 0; cap <= last_cap; cap++) {
 		if (cap_get_bound((cap_value_t)cap) != 0)
-			return caps_fail(err, errlen, -EPERM, "cap %d left in the bounding set", cap);
+			return sbx_init_fail(err, errlen, -EPERM, "cap %d left in the bounding set", cap);
 		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, (unsigned long)cap, 0L, 0L) > 0)
-			return caps_fail(err, errlen, -EPERM, "cap %d left in the ambient set", cap);
+			return sbx_init_fail(err, errlen, -EPERM, "cap %d left in the ambient set", cap);
 	}
 	return 0;
 }
@@ -172,7 +160,7 @@ int sbx_caps_drop_all(char *err, size_t errlen)
 	if ((rc = drop_bounding_set(last_cap, err, errlen)) < 0)
 		return rc;
 	if (prctl(PR_SET_KEEPCAPS, 0L, 0L, 0L, 0L) != 0 && errno != EPERM)
-		return caps_fail(err, errlen, -errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
+		return sbx_init_fail(err, errlen, -errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
 	if ((rc = clear_ambient_set(err, errlen)) < 0)
 		return rc;
 	if ((rc = clear_process_sets(err, errlen)) < 0)

@@ -130,8 +130,7 @@ static int reopen_workspace(char *err, size_t errlen)
 	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &after) < 0 || after.st_dev != before.st_dev ||
 	    after.st_ino != before.st_ino) {
-		/* Bounded: the whole message must fit the init's 400-byte error. */
-		snprintf(err, errlen, "workspace %.300s: %s", path,
+		snprintf(err, errlen, "workspace %.200s: %s", path,
 		         fd < 0 ? strerror(errno) : "replaced while the sandbox started");
 		if (fd >= 0)
 			close(fd);
@@ -219,65 +218,40 @@ static int run_init(struct init_state *st, pid_t host_pid)
 	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
 }
 
-/* The control socket reads end-of-file when the host dies, unless a child the host forked
- * holds a copy; a pidfd of the host tells regardless (as agentsbx-run does for the local
- * backend). The host made the socketpair, so SO_PEERCRED names it, and it is our parent.
- * Returns the pidfd, or -1 where the kernel has none (before 5.3: the socket alone then);
- * *gone when the host has already died. Called after the init is forked, which therefore
- * does not inherit a handle on a host process. */
-static int watch_host(bool *gone)
+/* A pidfd of the process that made the control socket (the host), or -1. The socket closes
+ * when the host dies, unless a child the host forked holds a copy; the pidfd tells anyway. */
+static int watch_host(void)
 {
 	struct ucred cred;
 	socklen_t len = sizeof cred;
-	int fd = -1;
 
-	*gone = false;
 	if (getsockopt(SBX_INIT_CONTROL_FD, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
 	    cred.pid <= 0)
 		return -1;
-#ifdef SYS_pidfd_open
-	fd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
-	*gone = (fd < 0 && errno == ESRCH) || getppid() != cred.pid;
-#endif
-	return fd;
+	return (int)syscall(SYS_pidfd_open, cred.pid, 0);
 }
 
-/* Waits until the init ends or the host does; in the second case ends the init (the kernel
- * then empties its PID namespace). */
-static void wait_for_init_or_host(pid_t init, int hostfd)
+/* Direct mode, outer process: waits for the init and mirrors its end; if the host dies
+ * first, kills the init (and with it the sandbox). */
+static int wait_for_init(pid_t init, int host)
 {
-#ifdef SYS_pidfd_open
-	int initfd = (int)syscall(SYS_pidfd_open, init, 0);
-	struct pollfd pfd[2] = { { .fd = initfd, .events = POLLIN },
-	                         { .fd = hostfd, .events = POLLIN } };
-
-	if (initfd < 0)
-		return;
-	while (poll(pfd, 2, -1) < 0 && errno == EINTR)
-		;
-	if (pfd[1].revents && !pfd[0].revents)
-		kill(init, SIGKILL);
-	close(initfd);
-#else
-	(void)init;
-	(void)hostfd;
-#endif
-}
-
-/* Direct mode, outer process: waits for the init and mirrors its end. */
-static int wait_for_init(pid_t init)
-{
-	bool host_gone;
-	int hostfd = watch_host(&host_gone), status;
+	struct pollfd pfd[2] = { { .fd = (int)syscall(SYS_pidfd_open, init, 0), .events = POLLIN },
+	                         { .fd = host, .events = POLLIN } };
+	int status;
 
 	close(SBX_INIT_CONTROL_FD);
 	close(SBX_INIT_WORKSPACE_FD);
-	if (host_gone)
-		kill(init, SIGKILL);
-	else if (hostfd >= 0)
-		wait_for_init_or_host(init, hostfd);
-	if (hostfd >= 0)
-		close(hostfd);
+	/* Without pidfds (kernels before 5.3) only the init's end is waited for. */
+	while (pfd[0].fd >= 0 && pfd[1].fd >= 0) {
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents) {
+			kill(init, SIGKILL);
+			break;
+		}
+		if (pfd[0].revents)
+			break;
+	}
 	while (waitpid(init, &status, 0) < 0)
 		if (errno != EINTR)
 			return 1;
@@ -297,7 +271,7 @@ static int start_direct(struct init_state *st)
 {
 	char err[400] = "";
 	pid_t outer = getpid(), init;
-	int lifeline[2];
+	int lifeline[2], host = watch_host();
 
 	if (join_cgroup(st, err, sizeof err) < 0 ||
 	    sbx_userns_enter(getuid(), getgid(), namespace_flags(st), err, sizeof err) < 0) {
@@ -315,9 +289,11 @@ static int start_direct(struct init_state *st)
 	}
 	if (init > 0) {
 		close(lifeline[0]);
-		return wait_for_init(init);   /* holds lifeline[1] until it exits */
+		return wait_for_init(init, host);   /* holds lifeline[1] until it exits */
 	}
 	close(lifeline[1]);
+	if (host >= 0)
+		close(host);
 	/* The init must not outlive the outer process, whatever kills it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || outer_gone(lifeline[0]))
 		_exit(1);

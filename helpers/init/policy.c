@@ -1,29 +1,48 @@
-/* What a sandbox shows of the host. One table for both ways of building the root (the init's
- * own rootfs.c, and the bubblewrap arguments the library writes), so they cannot drift. */
+/* What a sandbox shows of the host. One set of tables for both ways of building the root (the
+ * init's own rootfs.c, and the bubblewrap arguments the library writes), so they cannot drift. */
 #include "sandbox.h"
 
-/* Bound read-only at the same path when they exist; a top-level symlink (merged /usr) is
- * recreated as a symlink instead. */
+/* The host's system directories, bound read-only. On a merged-/usr system (Debian 12) all but
+ * usr are links, recreated as links. */
 const char *const sbx_system_dirs[] = {
-	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL,
+	"usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32", NULL,
 };
 
-/* /etc is an allow-list: what programs need to run, resolve names and verify TLS, and nothing
- * that holds host secrets (shadow, gshadow, sudoers, ssh keys, machine-id are absent). */
+/* The /etc entries the sandbox sees, where they exist: what programs need to resolve names,
+ * find libraries, certificates, time zones and terminal descriptions. Never secrets: no
+ * shadow, gshadow, sudoers, ssh keys or machine-id, and only the public half of /etc/ssl
+ * (certs, openssl.cnf), not ssl/private. npmrc and pip.conf stay out: they can hold registry
+ * credentials. Links here are followed on the host (they are root's: localtime into
+ * /usr/share/zoneinfo, resolv.conf into /run, os-release into /usr/lib) and the target is
+ * bound under the allow-listed name, so nothing else of the target's directory shows.
+ * A trailing '*' makes a prefix. hostname is written by us, mtab is our own link. */
 const char *const sbx_etc_allowlist[] = {
 	"passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf",
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "alternatives",
-	"ssl", "ca-certificates", "ca-certificates.conf", "os-release", "debian_version",
-	"mime.types", "protocols", "services", "profile", "bash.bashrc", "environment", "inputrc",
-	"terminfo", "magic", "magic.mime", "login.defs", "perl", "mailcap", "python3",
-	"python3.11", "gitconfig", "vim", "nanorc", "xdg", NULL,
+	"ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf",
+	"pki/tls/certs", "pki/ca-trust/extracted",
+	"os-release", "debian_version", "mime.types", "protocols", "services", "shells",
+	"profile", "bash.bashrc", "environment", "inputrc", "terminfo", "magic", "magic.mime",
+	"login.defs", "perl", "mailcap", "python3*",
+	NULL,
 };
 
-/* Kept read-only inside /workspace: agents attack their own configuration (hooks that run on
- * the host's next git command, the library's state, shell start-up files, MCP server lists).
- * A trailing '/' marks a directory: a missing one gets an empty placeholder so it can't be
- * created from inside; a missing file is left missing. */
+/* Why each default is there:
+ *  .git/hooks/  hooks run on the host at the user's next git command;
+ *  .git/config  core.hooksPath, core.fsmonitor, core.sshCommand, filter and diff drivers and
+ *               aliases all name programs the host's git runs;
+ *  .agentsbx/   the library's own state: the sandbox must not forge what the library
+ *               believes about its workspace;
+ *  .bashrc .bash_profile .profile .zshrc
+ *               run by the user's shell when the workspace is (or becomes) a home directory;
+ *               .bash_profile is read instead of .profile, so creating it matters as much;
+ *  .mcp.json    the MCP servers an agent harness starts for this directory: host commands.
+ * Residual risk, by design of the "parent missing: skip" rule: in a workspace without .git,
+ * `git init` inside creates .git/hooks freely. A caller that treats every workspace as a
+ * repository can add ".git/" to its list. */
 const char *const sbx_default_protected_paths[] = {
-	".git/hooks/", ".git/config", ".agentsbx/", ".bashrc", ".bash_profile", ".profile",
-	".zshrc", ".mcp.json", NULL,
+	".git/hooks/", ".git/config", SBX_STATE_DIR "/",
+	".bashrc", ".bash_profile", ".profile", ".zshrc",
+	".mcp.json",
+	NULL,
 };

@@ -33,14 +33,22 @@ struct sbx_bind {
 
 struct sbx_rootfs_spec {
 	int workspace_fd;         /* O_PATH fd of the host workspace directory (bound rw at
-	                             /workspace through /proc/self/fd, never by path string) */
+	                             /workspace through /proc/self/fd, never by path string).
+	                             May be opened before the mount namespace was created: the
+	                             kernel binds only mounts of our own namespace, so it is then
+	                             reopened by the path the kernel reports for it and refused
+	                             unless it is the same directory (device and inode). Not
+	                             closed by the build. */
 	const char *rootfs;       /* a caller-given root directory to bind read-only instead of
 	                             the host's /usr, /bin, ..., or NULL */
 	const struct sbx_bind *binds;   /* extra binds from the config */
 	size_t n_binds;
 	const char *const *protected_paths; /* relative to /workspace: kept read-only, and where
 	                                       missing (but their parent exists) made impossible
-	                                       to create; NULL-terminated */
+	                                       to create with an empty read-only placeholder left
+	                                       in the host directory (a directory when the entry
+	                                       ends in '/', else a file); links are never
+	                                       followed, but covered; NULL-terminated */
 	const char *hostname;     /* set in the new UTS namespace */
 	bool workspace_readonly;
 };
@@ -58,7 +66,8 @@ int sbx_rootfs_build(const struct sbx_rootfs_spec *spec, char *err, size_t errle
 extern const char *const sbx_system_dirs[];
 extern const char *const sbx_etc_allowlist[];
 
-/* The default protected paths (".git/hooks", ".git/config", ".agentsbx", shell rc files). */
+/* The default protected paths (".git/hooks/", ".git/config", ".agentsbx/", shell rc files,
+ * ".mcp.json"); policy.c says why each. */
 extern const char *const sbx_default_protected_paths[];
 
 /* net.c --------------------------------------------------------------------------------- */

@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 
 #include "init/sandbox.h"
+#include "init/errmsg.h"
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
@@ -124,19 +125,6 @@ static const struct compat_arches compat_table[] = {
 	{ SCMP_ARCH_S390X, { SCMP_ARCH_S390, 0 } },
 };
 
-__attribute__((format(printf, 4, 5)))
-static int sc_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return code < 0 ? code : -EPERM;
-}
-
 const char *sbx_seccomp_rule_name(size_t i, int *errno_value)
 {
 	if (i >= N_RULES)
@@ -167,7 +155,7 @@ static int set_attributes(scmp_filter_ctx ctx, char *err, size_t errlen)
 	int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, badarch);
 
 	if (rc < 0)
-		return sc_fail(err, errlen, rc, "seccomp: bad-arch action: %s", strerror(-rc));
+		return sbx_init_fail(err, errlen, rc, "seccomp: bad-arch action: %s", strerror(-rc));
 	return 0;
 }
 
@@ -187,7 +175,7 @@ static int add_rule(scmp_filter_ctx ctx, const struct deny_rule *r, int deny_err
 		return 0;
 	rc = seccomp_rule_add_array(ctx, action, nr, r->masked ? 1 : 0, r->masked ? &cmp : NULL);
 	if (rc < 0)
-		return sc_fail(err, errlen, rc, "seccomp rule %s: %s", r->name, strerror(-rc));
+		return sbx_init_fail(err, errlen, rc, "seccomp rule %s: %s", r->name, strerror(-rc));
 	return 0;
 }
 
@@ -203,10 +191,10 @@ int sbx_seccomp_apply_errno(int deny_errno, char *err, size_t errlen)
 	int rc;
 
 	if (deny_errno <= 0 || deny_errno > 4095)
-		return sc_fail(err, errlen, -EINVAL, "seccomp: bad deny errno %d", deny_errno);
+		return sbx_init_fail(err, errlen, -EINVAL, "seccomp: bad deny errno %d", deny_errno);
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
-		return sc_fail(err, errlen, -ENOMEM, "seccomp_init failed");
+		return sbx_init_fail(err, errlen, -ENOMEM, "seccomp_init failed");
 	if ((rc = set_attributes(ctx, err, errlen)) < 0)
 		return rc;
 	add_compat_arches(ctx);
@@ -215,7 +203,7 @@ int sbx_seccomp_apply_errno(int deny_errno, char *err, size_t errlen)
 			return rc;
 	rc = seccomp_load(ctx);
 	if (rc < 0)
-		return sc_fail(err, errlen, rc, "seccomp_load: %s", strerror(-rc));
+		return sbx_init_fail(err, errlen, rc, "seccomp_load: %s", strerror(-rc));
 	return 0;
 }
 

@@ -106,7 +106,7 @@ SBX_API int sbx_backends_probe(char **json_out);
 typedef struct sbx_workspace sbx_workspace;
 
 /* Opens a workspace described by a JSON object (NULL or "" means "{}"):
- *   backend     string  backend name (default "local")
+ *   backend     string  backend name (default "ns", the namespace sandbox)
  *   workdir     string  host directory holding the files; created if missing. Absent: a
  *                       private temporary directory that is removed at close.
  *   id          string  [A-Za-z0-9_.-], 1..64 characters, not starting with '.' (default:
@@ -116,6 +116,9 @@ typedef struct sbx_workspace sbx_workspace;
  *   limits      object  max_output (bytes kept per stream, default 16 MiB), cpu_seconds,
  *                       memory_bytes, file_size_bytes, open_files, processes, pids
  *   network     object  {"mode": "none" | "host"}; a backend refuses a mode it cannot enforce
+ *   baseline    string  what sbx_workspace_reset restores: "empty", "keep" (the files stay),
+ *                       or "snapshot" (the workdir as it was at open). Default: "empty" for a
+ *                       temporary workdir, "keep" for a host workdir
  *   <backend>   object  options of that backend, under its own name ("docker": {...})
  * Unknown keys, wrong types and out-of-range values fail with -SBX_ECONFIG and a message that
  * names the key. On success *out is a new handle, released with sbx_workspace_close(). */
@@ -126,8 +129,8 @@ SBX_API int sbx_workspace_open(const char *config_json, sbx_workspace **out);
  * NULL is ignored (returns 0). */
 SBX_API int sbx_workspace_close(sbx_workspace *ws);
 
-/* Kills every process of the workspace and returns it to its baseline: a temporary workdir is
- * emptied; a host workdir keeps its files unless the backend's config asks otherwise. */
+/* Kills every process of the workspace, restarts whatever runs them, and returns the files to
+ * the configured baseline (see "baseline" above). */
 SBX_API int sbx_workspace_reset(sbx_workspace *ws);
 
 /* The workspace id. Valid while the handle is open. */

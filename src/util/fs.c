@@ -636,3 +636,138 @@ int sbx_fs_make_temp_dir(const char *prefix, char **path)
 	*path = p;
 	return 0;
 }
+
+/* ---- copying a tree (workspace snapshots) -------------------------------------------- */
+
+#define COPY_MAX_DEPTH 256
+
+static int copy_file_contents(int in, int out)
+{
+	char buf[65536];
+
+	for (;;) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		if (n == 0)
+			return 0;
+		if (n > 0)
+			continue;
+		if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
+			return -errno;
+		break;  /* across file systems or unsupported: plain copy */
+	}
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof buf);
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (sbx_write_all(out, buf, (size_t)n) < 0)
+			return -EIO;
+	}
+}
+
+static int copy_regular(int src, int dst, const char *name, const struct stat *st)
+{
+	int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int out, r;
+
+	if (in < 0)
+		return -errno;
+	out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	             st->st_mode & 07777);
+	if (out < 0) {
+		r = -errno;
+		close(in);
+		return r;
+	}
+	r = copy_file_contents(in, out);
+	if (r == 0 && fchmod(out, st->st_mode & 07777) < 0)
+		r = -errno;
+	close(in);
+	close(out);
+	return r;
+}
+
+static int copy_symlink(int src, int dst, const char *name)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(src, name, target, sizeof target - 1);
+
+	if (n < 0)
+		return -errno;
+	target[n] = '\0';
+	return symlinkat(target, dst, name) < 0 ? -errno : 0;
+}
+
+static int copy_dir_entries(int src, int dst, dev_t dev, int depth);
+
+static int copy_subdir(int src, int dst, const char *name, const struct stat *st, int depth)
+{
+	int from, to, r;
+
+	if (mkdirat(dst, name, 0700) < 0)
+		return -errno;
+	from = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	to = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	r = from < 0 || to < 0 ? -errno : copy_dir_entries(from, to, st->st_dev, depth + 1);
+	/* Permissions last, so a read-only directory can still be filled. */
+	if (r == 0 && fchmod(to, st->st_mode & 07777) < 0)
+		r = -errno;
+	if (from >= 0)
+		close(from);
+	if (to >= 0)
+		close(to);
+	return r;
+}
+
+/* Copies what src holds into dst: directories, regular files and symlinks (as links, never
+ * followed); other kinds and other mounts are left out. */
+static int copy_dir_entries(int src, int dst, dev_t dev, int depth)
+{
+	int fd = fcntl(src, F_DUPFD_CLOEXEC, 3);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int r = 0;
+
+	if (depth > COPY_MAX_DEPTH)
+		r = -ELOOP;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while (r == 0 && (e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(src, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = -errno;
+			break;
+		}
+		if (S_ISDIR(st.st_mode) && st.st_dev == dev)
+			r = copy_subdir(src, dst, e->d_name, &st, depth);
+		else if (S_ISREG(st.st_mode))
+			r = copy_regular(src, dst, e->d_name, &st);
+		else if (S_ISLNK(st.st_mode))
+			r = copy_symlink(src, dst, e->d_name);
+	}
+	closedir(d);
+	return r;
+}
+
+int sbx_fs_copy_tree(int src_dirfd, int dst_dirfd)
+{
+	struct stat st;
+	int r;
+
+	if (fstat(src_dirfd, &st) < 0)
+		return sbx_fail(sbx_errno_code(errno), "copy: stat: %s", strerror(errno));
+	r = copy_dir_entries(src_dirfd, dst_dirfd, st.st_dev, 0);
+	if (r < 0)
+		return sbx_fail(sbx_errno_code(-r), "copy: %s", strerror(-r));
+	return 0;
+}

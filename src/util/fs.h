@@ -23,6 +23,11 @@ int sbx_fs_remove_tree(int dirfd, const char *name);
 /* Removes everything inside the directory dirfd, keeping the directory. */
 int sbx_fs_empty_dir(int dirfd);
 
+/* Copies the contents of directory src_dirfd into the (empty) directory dst_dirfd:
+ * directories, regular files with their modes, and symlinks as symlinks (never followed).
+ * Other file kinds and other mounts are left out. Both fds must be real directory fds. */
+int sbx_fs_copy_tree(int src_dirfd, int dst_dirfd);
+
 /* Creates a private (0700) temporary directory named prefix-XXXXXX under $TMPDIR or /tmp.
  * Caller frees *path. */
 int sbx_fs_make_temp_dir(const char *prefix, char **path);

@@ -1,6 +1,7 @@
 /* The host side of a sandbox run by agentsbx-init: options, start (direct or through the
  * system bubblewrap), commands, stop. See sandbox.h and helpers/init_proto.h. */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -40,6 +41,7 @@ struct sbx_sandbox {
 	char *id;
 	char *network_mode;
 	int root_fd;                  /* O_PATH fd of workdir, for paths beneath it */
+	char **placeholders;          /* protected paths missing at start (see below) */
 	const struct sbx_sandbox_options *opts; /* owned by the backend, outlives sb */
 	int ctl;
 	pid_t pid;                    /* the outer init process (direct) or bwrap */
@@ -340,38 +342,88 @@ static char *path_join(const char *a, const char *b)
 	return asprintf(&s, "%s/%s", a, b) < 0 ? NULL : s;
 }
 
+/* "a/b/" → "a/b": with the mark, lstat would follow a symlink. */
+static char *without_dir_mark(const char *p)
+{
+	size_t n = strlen(p);
+
+	return strndup(p, n && p[n - 1] == '/' ? n - 1 : n);
+}
+
 static const char *const *protected_list(const struct sbx_sandbox *sb)
 {
 	return sb->opts->protected_paths ? (const char *const *)sb->opts->protected_paths
 	                                 : sbx_default_protected_paths;
 }
 
-/* A protected directory that does not exist yet but whose parent does gets an empty
- * placeholder on the host before the sandbox starts, so that it is bound read-only like the
- * others and cannot be created from inside. (Files are not made up: an empty .git/config or
- * .bashrc would change what the host's tools do.) Both ways of starting rely on this. */
-static void prepare_protected_dirs(const struct sbx_sandbox *sb)
+/* Protected entries missing when the sandbox starts get read-only placeholders (the init makes
+ * them when it builds the root; for bubblewrap, prepare_placeholders does), so they can't be
+ * created from inside. They are noted here and removed after the sandbox stops if still empty,
+ * so the user's directory ends as it began. */
+static void note_missing_protected(struct sbx_sandbox *sb)
 {
-	for (const char *const *p = protected_list(sb); *p; p++) {
-		size_t n = strlen(*p);
-		if (n < 2 || (*p)[n - 1] != '/')
-			continue;   /* only entries written "name/" are directories */
-		_cleanup_free_ char *rel = strndup(*p, n - 1);
-		char *slash = rel ? strrchr(rel, '/') : NULL;
-		_cleanup_close_ int parent = -1;
+	size_t n = 0;
 
-		if (!rel)
+	sbx_strv_free(sb->placeholders);
+	sb->placeholders = NULL;
+	for (const char *const *p = protected_list(sb); *p; p++)
+		n++;
+	if (!(sb->placeholders = calloc(n + 1, sizeof *sb->placeholders)))
+		return;
+	n = 0;
+	for (const char *const *p = protected_list(sb); *p; p++) {
+		_cleanup_free_ char *rel = without_dir_mark(*p);
+		int fd = rel ? sbx_path_open(sb->root_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0) : 0;
+
+		if (fd >= 0) {
+			close(fd);
 			continue;
-		if (slash) {
-			*slash = '\0';
-			parent = sbx_path_open(sb->root_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
-			*slash = '/';
-		} else {
-			parent = fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3);
 		}
-		if (parent >= 0)
-			mkdirat(parent, slash ? slash + 1 : rel, 0755);
+		sb->placeholders[n++] = SBX_TAKE_PTR(rel);
 	}
+}
+
+/* For bubblewrap: an empty directory (entries written "name/") or an empty read-only file. */
+static void prepare_placeholders(struct sbx_sandbox *sb)
+{
+	for (char **p = sb->placeholders; p && *p; p++) {
+		_cleanup_free_ char *name = NULL;
+		int dirfd = -1;
+		bool dir = false;
+
+		for (const char *const *q = protected_list(sb); *q; q++)
+			if (!strncmp(*q, *p, strlen(*p)) && (*q)[strlen(*p)] == '/')
+				dir = true;
+		if (sbx_path_open_parent(sb->root_fd, *p, false, &dirfd, &name) < 0)
+			continue;     /* no parent: nothing there to protect */
+		if (dir)
+			mkdirat(dirfd, name, 0555);
+		else
+			close(openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			             0444));
+		close(dirfd);
+	}
+}
+
+static void remove_placeholders(struct sbx_sandbox *sb)
+{
+	for (char **p = sb->placeholders; p && *p; p++) {
+		_cleanup_free_ char *name = NULL;
+		struct stat st;
+		int dirfd = -1;
+
+		if (sbx_path_open_parent(sb->root_fd, *p, false, &dirfd, &name) < 0)
+			continue;
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (S_ISDIR(st.st_mode))
+				unlinkat(dirfd, name, AT_REMOVEDIR);   /* only if still empty */
+			else if (S_ISREG(st.st_mode) && st.st_size == 0)
+				unlinkat(dirfd, name, 0);
+		}
+		close(dirfd);
+	}
+	sbx_strv_free(sb->placeholders);
+	sb->placeholders = NULL;
 }
 
 static void bwrap_system_dirs(struct argv_builder *a, struct string_pool *pool,
@@ -382,38 +434,51 @@ static void bwrap_system_dirs(struct argv_builder *a, struct string_pool *pool,
 		return;
 	}
 	for (const char *const *d = sbx_system_dirs; *d; d++) {
+		const char *path = pooled(pool, path_join("", *d));
 		char target[PATH_MAX];
 		struct stat st;
 		ssize_t n;
 
-		if (lstat(*d, &st) < 0)
+		if (lstat(path, &st) < 0)
 			continue;
-		if (S_ISLNK(st.st_mode) && (n = readlink(*d, target, sizeof target - 1)) > 0) {
+		if (S_ISLNK(st.st_mode) && (n = readlink(path, target, sizeof target - 1)) > 0) {
 			target[n] = '\0';
-			args3(a, "--symlink", pooled(pool, strdup(target)), *d);
+			args3(a, "--symlink", pooled(pool, strdup(target)), path);
 		} else if (S_ISDIR(st.st_mode)) {
-			args3(a, "--ro-bind", *d, *d);
+			args3(a, "--ro-bind", path, path);
 		}
 	}
 }
 
+static void bwrap_etc_entry(struct argv_builder *a, struct string_pool *pool, const char *name)
+{
+	const char *path = pooled(pool, path_join("/etc", name));
+
+	args3(a, "--ro-bind-try", path, path);
+}
+
+/* The allow-list, with "name*" entries expanded against the host's /etc. */
 static void bwrap_etc(struct argv_builder *a, struct string_pool *pool, bool have_rootfs)
 {
 	if (have_rootfs)
 		return;
 	args3(a, "--tmpfs", "/etc", NULL);
 	for (const char *const *e = sbx_etc_allowlist; *e; e++) {
-		const char *path = pooled(pool, path_join("/etc", *e));
-		args3(a, "--ro-bind-try", path, path);
+		size_t len = strlen(*e);
+		DIR *d;
+		struct dirent *de;
+
+		if ((*e)[len - 1] != '*') {
+			bwrap_etc_entry(a, pool, *e);
+			continue;
+		}
+		if (!(d = opendir("/etc")))
+			continue;
+		while ((de = readdir(d)))
+			if (!strncmp(de->d_name, *e, len - 1) && de->d_name[0] != '.')
+				bwrap_etc_entry(a, pool, pooled(pool, strdup(de->d_name)));
+		closedir(d);
 	}
-}
-
-/* "a/b/" → "a/b": with the mark, a lookup would follow a symlink. */
-static char *without_dir_mark(const char *p)
-{
-	size_t n = strlen(p);
-
-	return strndup(p, n && p[n - 1] == '/' ? n - 1 : n);
 }
 
 /* The fds bubblewrap binds (--bind-fd, --ro-bind-fd): the child gets v[i] as fd
@@ -478,7 +543,7 @@ static void bind_fd(struct argv_builder *a, struct string_pool *pool, struct fd_
  *    be renamed, so ".git" cannot be moved aside and replaced by a fresh one with new hooks;
  *  - a regular file on the way (a worktree's ".git" file, which names the real git
  *    directory) decides where the rest resolves: it is bound read-only, and the walk ends;
- *  - the path itself, when it exists (prepare_protected_dirs made missing directories), is
+ *  - the path itself, when it exists (prepare_placeholders made what was missing), is
  *    bound read-only;
  *  - a symlink ends the walk: binding over it would follow it. */
 static void bwrap_protect_one(struct argv_builder *a, struct string_pool *pool,
@@ -711,9 +776,14 @@ static int launch(struct sbx_sandbox *sb)
 	struct fd_list binds = { 0 };
 	int sv[2], r, err;
 
-	if ((r = sbx_helper_path(INIT_NAME, &init)) < 0)
-		return sbx_fail(-SBX_EBACKEND, "%s: %s", sb->who, sbx_last_error());
-	prepare_protected_dirs(sb);
+	if ((r = sbx_helper_path(INIT_NAME, &init)) < 0) {
+		char why[512];
+		snprintf(why, sizeof why, "%s", sbx_last_error());
+		return sbx_fail(-SBX_EBACKEND, "%s: %s", sb->who, why);
+	}
+	note_missing_protected(sb);
+	if (sb->mode == SBX_SANDBOX_BWRAP)
+		prepare_placeholders(sb);   /* the init does this itself when it builds the root */
 	if (!(spec = build_spec(sb)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((spec_fd = memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
@@ -756,28 +826,41 @@ static int launch(struct sbx_sandbox *sb)
  * before the outer process can see it gone), then kills the outer process if it lingers. */
 static void stop_init(struct sbx_sandbox *sb)
 {
-	int status;
+	int status, pidfd;
 
 	if (sb->ctl >= 0)
 		close(SBX_TAKE_FD(sb->ctl));
 	if (sb->pid <= 0)
 		return;
-	for (int64_t until = sbx_now_ms() + STOP_TIMEOUT_MS; sbx_now_ms() < until;) {
-		pid_t r = waitpid(sb->pid, &status, WNOHANG);
-		if (r == sb->pid || (r < 0 && errno != EINTR)) {
-			sb->pid = -1;
-			return;
-		}
-		usleep(500);
+	/* Wait for the exit itself (a pidfd polls readable then), not in sleeps. */
+	pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
+	if (pidfd >= 0) {
+		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+		if (poll(&pfd, 1, STOP_TIMEOUT_MS) == 0)
+			kill(sb->pid, SIGKILL);
+		close(pidfd);
+	} else {
+		for (int64_t until = sbx_now_ms() + STOP_TIMEOUT_MS;
+		     waitpid(sb->pid, &status, WNOHANG) == 0; usleep(1000))
+			if (sbx_now_ms() > until) {
+				kill(sb->pid, SIGKILL);
+				break;
+			}
 	}
-	kill(sb->pid, SIGKILL);
 	reap(sb->pid, &status);
 	sb->pid = -1;
+}
+
+static void stop_and_tidy(struct sbx_sandbox *sb)
+{
+	stop_init(sb);
+	remove_placeholders(sb);
 }
 
 static void free_sandbox(struct sbx_sandbox *sb)
 {
 	sbx_runclient_set_destroy(&sb->live);
+	sbx_strv_free(sb->placeholders);
 	if (sb->root_fd >= 0)
 		close(sb->root_fd);
 	free(sb->workdir);
@@ -820,7 +903,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 		return r;
 	}
 	if ((r = launch(sb)) < 0) {
-		stop_init(sb);
+		stop_and_tidy(sb);
 		free_sandbox(sb);
 		return r;
 	}
@@ -831,7 +914,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 int sbx_sandbox_restart(struct sbx_sandbox *sb)
 {
 	sbx_runclient_kill_all(&sb->live, false);
-	stop_init(sb);
+	stop_and_tidy(sb);
 	return launch(sb);
 }
 
@@ -840,7 +923,7 @@ void sbx_sandbox_stop(struct sbx_sandbox *sb)
 	if (!sb)
 		return;
 	sbx_runclient_kill_all(&sb->live, true);
-	stop_init(sb);
+	stop_and_tidy(sb);
 	free_sandbox(sb);
 }
 
@@ -1007,12 +1090,15 @@ int sbx_sandbox_pick_mode(enum sbx_sandbox_mode wanted, enum sbx_sandbox_mode *m
 	}
 	pthread_mutex_lock(&pick_lock);
 	if (picked < 0) {
-		if (sbx_sandbox_probe(SBX_SANDBOX_DIRECT, why_direct, sizeof why_direct) == 0)
+		if (sbx_sandbox_probe(SBX_SANDBOX_DIRECT, why_direct, sizeof why_direct) == 0) {
 			picked = SBX_SANDBOX_DIRECT;
-		else if (sbx_sandbox_probe(SBX_SANDBOX_BWRAP, why_bwrap, sizeof why_bwrap) == 0)
-			picked = SBX_SANDBOX_BWRAP;
-		snprintf(pick_detail, sizeof pick_detail, "direct: %s; bubblewrap: %s",
-		         why_direct[0] ? why_direct : "works", why_bwrap[0] ? why_bwrap : "not tried");
+			snprintf(pick_detail, sizeof pick_detail, "%s", why_direct);
+		} else {
+			if (sbx_sandbox_probe(SBX_SANDBOX_BWRAP, why_bwrap, sizeof why_bwrap) == 0)
+				picked = SBX_SANDBOX_BWRAP;
+			snprintf(pick_detail, sizeof pick_detail, "direct does not work (%s); %s",
+			         why_direct, why_bwrap);
+		}
 	}
 	if (picked < 0)
 		r = -SBX_EBACKEND;

@@ -82,7 +82,24 @@ const char *sbx_sandbox_backend_host_dir(void *state);
 int sbx_sandbox_backend_spawn(void *state, const sbx_backend_spawn *req, void **proc,
                               int *wait_fd);
 
-#define SBX_SANDBOX_BACKEND_CAPS                                                           \
-	(SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED | SBX_BACKEND_CAP_NETWORK_NONE | \
-	 SBX_BACKEND_CAP_NETWORK_HOST)
+/* The ops table of a sandbox backend: only its name, probe and open differ. */
+#define SBX_SANDBOX_BACKEND_OPS(backend_name, probe_fn, open_fn)                               \
+	{                                                                                      \
+		.size = sizeof(sbx_backend_ops),                                               \
+		.abi_version = SBX_BACKEND_ABI_VERSION,                                        \
+		.name = backend_name,                                                          \
+		.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED |                \
+		        SBX_BACKEND_CAP_NETWORK_NONE | SBX_BACKEND_CAP_NETWORK_HOST,           \
+		.probe = probe_fn,                                                             \
+		.open = open_fn,                                                               \
+		.close = sbx_sandbox_backend_close,                                            \
+		.reset = sbx_sandbox_backend_reset,                                            \
+		.root = sbx_sandbox_backend_root,                                              \
+		.host_dir = sbx_sandbox_backend_host_dir,                                      \
+		.spawn = sbx_sandbox_backend_spawn,                                            \
+		.proc_wait = sbx_runclient_wait,                                               \
+		.proc_signal = sbx_runclient_signal,                                           \
+		.proc_kill = sbx_runclient_kill,                                               \
+		.proc_release = sbx_runclient_release,                                         \
+	}
 #endif

@@ -3,6 +3,7 @@
  * (open + exec + close), for each backend asked for. Prints medians and the ratios the ns
  * issue sets targets for, then the resident memory of open workspaces and how many can be
  * open at once. Not a pass/fail test: numbers for people. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -59,7 +60,6 @@ static int spawn_and_wait(const char *const argv[])
 	pid_t pid;
 	int status;
 
-	/* posix_spawn's argv is char *const[] for history's sake; it does not write to it. */
 	if (posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ) != 0)
 		return -1;
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -86,7 +86,7 @@ static int bwrap_true(void *ctx)
 		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
 		"--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
 		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-		"--bind", (char *)ctx, "/workspace", "--chdir", "/workspace", "/bin/true", NULL,
+		"--bind", (const char *)ctx, "/workspace", "--chdir", "/workspace", "/bin/true", NULL,
 	};
 
 	return spawn_and_wait(argv);
@@ -120,20 +120,41 @@ static int open_exec_close(void *ctx)
 	return r;
 }
 
-/* Resident memory (kB) of every process whose command line contains `needle`. */
-static long rss_of(const char *needle)
+/* Proportional resident memory (kB, shared pages split between their users) of every process
+ * whose command line starts with `prefix`, and how many there are. */
+static long pss_of(const char *prefix, int *count)
 {
-	char cmd[256], line[64];
+	DIR *proc = opendir("/proc");
+	struct dirent *e;
 	long total = 0;
-	FILE *f;
 
-	snprintf(cmd, sizeof cmd, "ps -eo rss=,args= | grep -F -- '%s' | grep -v grep | "
-	         "awk '{s+=$1} END {print s+0}'", needle);
-	f = popen(cmd, "r");
-	if (f && fgets(line, sizeof line, f))
-		total = strtol(line, NULL, 10);
-	if (f)
-		pclose(f);
+	*count = 0;
+	while (proc && (e = readdir(proc))) {
+		char path[300], buf[4096];
+		FILE *f;
+		size_t n;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		if (strncmp(buf, prefix, strlen(prefix)) != 0 && !strstr(buf, "/agentsbx-init"))
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/smaps_rollup", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		while (fgets(buf, sizeof buf, f))
+			if (!strncmp(buf, "Pss:", 4))
+				total += strtol(buf + 4, NULL, 10);
+		fclose(f);
+		(*count)++;
+	}
+	if (proc)
+		closedir(proc);
 	return total;
 }
 
@@ -143,7 +164,8 @@ static void many_workspaces(const char *backend, int count)
 	char config[256];
 	int opened = 0;
 	double t0 = now_ms();
-	long rss;
+	int procs;
+	long pss;
 
 	snprintf(config, sizeof config, "{\"backend\":\"%s\"}", backend);
 	for (; ws && opened < count; opened++)
@@ -151,10 +173,10 @@ static void many_workspaces(const char *backend, int count)
 			printf("  open #%d failed: %s\n", opened + 1, sbx_last_error());
 			break;
 		}
-	rss = rss_of("agentsbx-");
-	printf("%-8s %d workspaces open at once in %.0f ms; helper RSS %.2f MiB in all, "
-	       "%.2f MiB per workspace\n", backend, opened, now_ms() - t0, (double)rss / 1024,
-	       opened ? (double)rss / 1024 / opened : 0);
+	pss = pss_of("agentsbx-init", &procs);
+	printf("%-8s %d workspaces open at once in %.0f ms; %d sandbox processes, PSS %.2f MiB "
+	       "in all, %.2f MiB per workspace\n", backend, opened, now_ms() - t0, procs,
+	       (double)pss / 1024, opened ? (double)pss / 1024 / opened : 0);
 	for (int i = 0; i < opened; i++)
 		sbx_workspace_close(ws[i]);
 	free(ws);

@@ -34,13 +34,15 @@ check "stdin with --stdin" piped "$(cat "$work/stdin-out")"
 check "large output is not capped" 20000000 "$(tr -d ' ' <"$work/count")"
 
 mkdir "$work/ws" "$work/other"
-printf '{"workdir":"%s","env":{"GREETING":"hi"},"timeout_ms":100}' "$work/other" >"$work/cfg.json"
+printf '{"backend":"local","workdir":"%s","env":{"GREETING":"hi"},"timeout_ms":100}' "$work/other" >"$work/cfg.json"
 out=$("$cli" exec --config @"$work/cfg.json" --workdir "$work/ws" --timeout 5000 -- \
   sh -c 'sleep 0.3; echo "$GREETING $PWD"')
 check "flags override the config file" "hi $work/ws" "$out"
 
 "$cli" doctor >"$work/doctor"; check "doctor runs" 0 $?
 grep -Eq '^local +available' "$work/doctor"; check "doctor lists local" 0 $?
+grep -Eq '^ns +' "$work/doctor"; check "doctor lists ns" 0 $?
+"$cli" exec -- sh -c 'test "$PWD" = /workspace'; check "ns is the default backend" 0 $?
 "$cli" version | grep -q '^agentsbx 1\.'; check "version" 0 $?
 
 echo "$passed passed, $failed failed"

@@ -24,7 +24,7 @@ START_TEST(test_temporary_workdir_lives_until_close)
 	struct stat st;
 	char *root;
 
-	ck_assert_int_eq(sbx_workspace_open(NULL, &ws), 0);
+	ck_assert_int_eq(sbx_workspace_open("{\"backend\":\"local\"}", &ws), 0);
 	ck_assert_str_eq(sbx_workspace_backend(ws), "local");
 	ck_assert_uint_eq(strlen(sbx_workspace_id(ws)), 16);
 	root = strdup(sbx_workspace_root(ws));
@@ -48,7 +48,8 @@ START_TEST(test_host_workdir_persists)
 	sbx_workspace *ws = NULL;
 	size_t len;
 
-	ck_assert_int_ge(asprintf(&cfg, "{\"workdir\":\"%s/sub/dir\",\"id\":\"keep-me\"}", dir), 0);
+	ck_assert_int_ge(asprintf(&cfg, "{\"backend\":\"local\",\"workdir\":\"%s/sub/dir\","
+	                                "\"id\":\"keep-me\"}", dir), 0);
 	ck_assert_int_eq(sbx_workspace_open(cfg, &ws), 0);
 	ck_assert_str_eq(sbx_workspace_id(ws), "keep-me");
 	ck_assert_int_eq(sbx_file_write(ws, "f", "persist", 7, 0, 0), 0);
@@ -81,7 +82,7 @@ static const struct bad_config bad_configs[] = {
 	{ "{\"limits\":{\"pids\":0}}", -SBX_ECONFIG, "'limits.pids'" },
 	{ "{\"env\":{\"A\":\"x\\u0000y\"}}", -SBX_ECONFIG, "'env.A'" },
 	{ "{\"id\":\"../x\"}", -SBX_ECONFIG, "'id'" },
-	{ "{\"network\":{\"mode\":\"none\"}}", -SBX_ECONFIG, "cannot enforce 'none'" },
+	{ "{\"backend\":\"local\",\"network\":{\"mode\":\"none\"}}", -SBX_ECONFIG, "'none'" },
 	{ "{\"network\":{\"mode\":\"sometimes\"}}", -SBX_ECONFIG, "'network.mode'" },
 	{ "{\"docker\":5}", -SBX_ECONFIG, "'docker'" },
 	{ "{\"backend\":\"nosuch\"}", -SBX_EBACKEND, "unknown backend" },

@@ -21,7 +21,7 @@ cc -Wall -Werror -o quickstart-installed quickstart.c \
   $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs agentsbx)
 out_installed=$(env -u SBX_HELPER_DIR LD_LIBRARY_PATH="$libdir" ./quickstart-installed)
 echo "$out_installed"
-grep -q '^stdout: hello from agentsbx-' <<<"$out_installed"
+grep -q '^stdout: hello from workspace$' <<<"$out_installed"
 grep -q '^exit code: 3$' <<<"$out_installed"
 
 # shellcheck disable=SC2046

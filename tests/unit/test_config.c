@@ -521,14 +521,14 @@ START_TEST(backend_sections)
 
 	/* Another backend's section is only type-checked. */
 	cfg = parse_ok("{\"docker\": {\"image\": \"x\"}}");
-	ck_assert_str_eq(cfg->backend, "local");
+	ck_assert_str_eq(cfg->backend, SBX_DEFAULT_BACKEND);
 	ck_assert_str_eq(cfg->backend_options, "{}");
 	sbx_config_free(cfg);
 	/* The chosen one's becomes backend_options, whichever comes first. */
 	cfg = parse_ok("{\"docker\": { \"image\" : \"x\", \"n\": [ 1 ] }, \"backend\": \"docker\"}");
 	ck_assert_str_eq(cfg->backend_options, "{\"image\":\"x\",\"n\":[1]}");
 	sbx_config_free(cfg);
-	cfg = parse_ok("{\"local\": {\"keep\": true}}");
+	cfg = parse_ok("{\"ns\": {\"keep\": true}}");   /* the default backend's own */
 	ck_assert_str_eq(cfg->backend_options, "{\"keep\":true}");
 	sbx_config_free(cfg);
 	cfg = parse_ok("{\"backend\": \"docker\", \"docker\": {}}");

@@ -1,0 +1,672 @@
+/* The sandbox's root filesystem, built in the caller's new mount namespace.
+ *
+ * Two phases. First every host object the root is made of is opened and pinned with O_PATH:
+ * /usr, /bin, ... (or the entries of a caller-given rootfs), the allow-listed /etc entries,
+ * the device nodes and the sources of extra binds. Only then is anything mounted, starting
+ * with a tmpfs over /tmp that becomes the new root. From there on no host path string is
+ * resolved again, so neither that tmpfs hiding the host's /tmp nor a symlink swapped in later
+ * can change what gets bound (CVE-2024-42472). Second, the tree is assembled on the tmpfs,
+ * sealed read-only and pivot_root'ed into, and the old root is detached: nothing of the host
+ * is reachable by path any more.
+ *
+ * The new root lives at /tmp of our own private mount namespace, as in bubblewrap: invisible
+ * to everyone else, never a predictable path in a shared directory (CVE-2019-12439).
+ *
+ * Flags: everything nosuid,nodev except the device nodes; the system directories, /etc, /dev
+ * and the root itself read-only; /workspace, /tmp and /dev/shm writable. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "init/errmsg.h"
+#include "init/mount_util.h"
+#include "init/rootfs_internal.h"
+#include "init/sandbox.h"
+#include "util/cleanup.h"
+
+#define RO_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV)
+#define RW_FLAGS (MS_NOSUID | MS_NODEV)
+
+/* Names of a caller-given rootfs that are not taken from it: the sandbox gets fresh ones. */
+static const char *const rootfs_skipped[] = { "proc", "dev", "tmp", "workspace", NULL };
+
+/* A host object pinned before anything is mounted. */
+struct pin {
+	char *rel;                /* where it goes, relative to the new root */
+	int fd;                   /* O_PATH on the object, or -1 for a link */
+	char *link;               /* the target of a link to recreate, or NULL */
+};
+
+struct pin_list {
+	struct pin *v;
+	size_t n;
+};
+
+struct pins {
+	int workspace;            /* the workspace, as a mount of our own namespace */
+	struct pin_list top;      /* /usr, /bin, ... or the entries of spec->rootfs */
+	struct pin_list etc;      /* allow-listed /etc entries (host system only) */
+	int dev[SBX_DEV_NODES];
+	int *binds;               /* spec->binds[i].source */
+	size_t n_binds;
+};
+
+/* Takes ownership of fd, also on failure. */
+static int pin_push(struct pin_list *l, const char *rel, int fd, const char *link)
+{
+	struct pin *nv = realloc(l->v, (l->n + 1) * sizeof *nv);
+	struct pin p = { strdup(rel), fd, link ? strdup(link) : NULL };
+
+	if (nv)
+		l->v = nv;
+	if (!nv || !p.rel || (link && !p.link)) {
+		free(p.rel);
+		free(p.link);
+		if (fd >= 0)
+			close(fd);
+		return -ENOMEM;
+	}
+	l->v[l->n++] = p;
+	return 0;
+}
+
+static void pin_list_release(struct pin_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].rel);
+		free(l->v[i].link);
+		if (l->v[i].fd >= 0)
+			close(l->v[i].fd);
+	}
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+/* Closes every host fd: none may still be open when the sandbox's first process starts. */
+static void pins_release(struct pins *p)
+{
+	if (p->workspace >= 0)
+		close(p->workspace);
+	pin_list_release(&p->top);
+	pin_list_release(&p->etc);
+	for (size_t i = 0; i < SBX_DEV_NODES; i++)
+		if (p->dev[i] >= 0)
+			close(p->dev[i]);
+	for (size_t i = 0; i < p->n_binds; i++)
+		if (p->binds && p->binds[i] >= 0)
+			close(p->binds[i]);
+	free(p->binds);
+	*p = (struct pins){ .workspace = -1, .dev = { -1, -1, -1, -1, -1, -1 } };
+}
+
+/* ---- validation: refuse bad input before anything is mounted ---- */
+
+static bool bind_dest_ok(const char *dest)
+{
+	char first[NAME_MAX + 1];
+	size_t n;
+
+	if (!dest || dest[0] != '/' || !sbx_rel_path_ok(dest + 1))
+		return false;
+	n = strcspn(dest + 1, "/");
+	if (n >= sizeof first)
+		return false;
+	memcpy(first, dest + 1, n);
+	first[n] = '\0';
+	/* Binds may go below /tmp and /workspace, but not hide them, nor touch /proc or /dev. */
+	if (strcmp(first, "proc") == 0 || strcmp(first, "dev") == 0)
+		return false;
+	return strcmp(dest, "/tmp") != 0 && strcmp(dest, SBX_SANDBOX_ROOT) != 0;
+}
+
+static int validate_spec(const struct sbx_rootfs_spec *spec, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (!spec)
+		return sbx_init_fail(err, errlen, -EINVAL, "rootfs: no spec");
+	if (spec->workspace_fd < 0 || fstat(spec->workspace_fd, &st) < 0)
+		return sbx_init_fail(err, errlen, -EBADF, "rootfs: the workspace fd is not open");
+	if (!S_ISDIR(st.st_mode))
+		return sbx_init_fail(err, errlen, -ENOTDIR, "rootfs: the workspace is not a directory");
+	if (spec->hostname && (!*spec->hostname || strlen(spec->hostname) > HOST_NAME_MAX))
+		return sbx_init_fail(err, errlen, -EINVAL, "rootfs: bad hostname \"%s\"",
+		                     spec->hostname);
+	for (size_t i = 0; spec->protected_paths && spec->protected_paths[i]; i++)
+		if (!sbx_rel_path_ok(spec->protected_paths[i]))
+			return sbx_init_fail(err, errlen, -EINVAL,
+			                     "rootfs: protected path \"%s\" is not a plain relative path",
+			                     spec->protected_paths[i]);
+	for (size_t i = 0; i < spec->n_binds; i++) {
+		const struct sbx_bind *b = &spec->binds[i];
+
+		if (!b->source || b->source[0] != '/')
+			return sbx_init_fail(err, errlen, -EINVAL,
+			                     "rootfs: bind source \"%s\" is not an absolute path",
+			                     b->source ? b->source : "(null)");
+		if (!bind_dest_ok(b->dest))
+			return sbx_init_fail(err, errlen, -EINVAL,
+			                     "rootfs: bind destination \"%s\" is not allowed",
+			                     b->dest ? b->dest : "(null)");
+	}
+	return 0;
+}
+
+/* ---- phase 1: pin the host objects ---- */
+
+/* The workspace fd may come from the mount namespace we left: the library opens it before the
+ * sandbox exists. The kernel binds only mounts of our own namespace (EINVAL otherwise), so
+ * such an fd is reopened through the path the kernel gives for it, walked without following
+ * any link, and accepted only if it is the very same directory (device and inode). A rename
+ * or a swapped-in link between the two opens fails the build instead of binding something
+ * else. An fd opened in our namespace is used as it is. */
+static int pin_workspace(int ws_fd, int *out, char *err, size_t errlen)
+{
+	_cleanup_close_ int rootfd = -1, fd = -1;
+	struct sbx_fd_path p;
+	char path[PATH_MAX];
+	struct stat a, b;
+	bool ours = false;
+	ssize_t n;
+	int id, r;
+
+	r = sbx_mount_id_of(ws_fd, &id);
+	if (r == 0)
+		r = sbx_mount_is_ours(id, &ours);
+	if (r < 0)
+		return sbx_init_fail(err, errlen, r, "workspace: find its mount: %s", strerror(-r));
+	if (ours)
+		return (*out = fcntl(ws_fd, F_DUPFD_CLOEXEC, 3)) < 0
+		       ? sbx_init_fail(err, errlen, -errno, "workspace: dup: %s", strerror(errno)) : 0;
+	n = readlink(sbx_fd_path(&p, ws_fd), path, sizeof path - 1);
+	if (n <= 0)
+		return sbx_init_fail(err, errlen, n < 0 ? -errno : -EIO, "workspace: readlink %s: %s",
+		                     p.s, n < 0 ? strerror(errno) : "empty");
+	path[n] = '\0';
+	if (path[0] != '/' || (n > 10 && strcmp(path + n - 10, " (deleted)") == 0))
+		return sbx_init_fail(err, errlen, -ENOENT, "workspace: %s is gone", path);
+	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	r = rootfd < 0 ? -errno : sbx_open_beneath(rootfd, path + 1, &fd);
+	if (r < 0)
+		return sbx_init_fail(err, errlen, r, "workspace: reopen %s in the new mount namespace: %s",
+		                     path, strerror(-r));
+	if (fstat(ws_fd, &a) < 0 || fstat(fd, &b) < 0)
+		return sbx_init_fail(err, errlen, -errno, "workspace: fstat: %s", strerror(errno));
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return sbx_init_fail(err, errlen, -ESTALE,
+		                     "workspace: %s is no longer the directory the workspace fd names",
+		                     path);
+	*out = SBX_TAKE_FD(fd);
+	return 0;
+}
+
+/* One entry of a root directory: a link to recreate, or a directory or file to bind. */
+static int pin_top_entry(int dirfd, const char *where, const char *name, struct pin_list *l,
+                         char *err, size_t errlen)
+{
+	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int r = -errno;
+
+		if (fd >= 0)
+			close(fd);
+		return sbx_init_fail(err, errlen, r, "open %s/%s: %s", where, name, strerror(-r));
+	}
+	if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
+		return pin_push(l, name, fd, NULL);
+	if (!S_ISLNK(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	n = readlinkat(fd, "", target, sizeof target - 1);
+	close(fd);
+	if (n < 0)
+		return sbx_init_fail(err, errlen, -errno, "readlink %s/%s: %s", where, name,
+		                     strerror(errno));
+	target[n] = '\0';
+	return pin_push(l, name, -1, target);
+}
+
+static int pin_system_dirs(struct pin_list *l, char *err, size_t errlen)
+{
+	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = 0;
+
+	if (rootfd < 0)
+		return sbx_init_fail(err, errlen, -errno, "open /: %s", strerror(errno));
+	for (size_t i = 0; sbx_system_dirs[i] && r == 0; i++)
+		r = pin_top_entry(rootfd, "", sbx_system_dirs[i], l, err, errlen);
+	return r;
+}
+
+static bool in_list(const char *const *list, const char *name)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (strcmp(list[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Calls fn for each name in the directory dirfd is open on (O_PATH is enough). */
+static int for_each_name(int dirfd, int (*fn)(const char *name, void *ctx), void *ctx)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *e;
+	DIR *d;
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	while (r == 0 && (errno = 0, e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			r = fn(e->d_name, ctx);
+	if (r == 0 && errno)
+		r = -errno;
+	closedir(d);
+	return r;
+}
+
+struct rootfs_walk {
+	int dirfd;
+	const char *where;
+	struct pin_list *l;
+	char *err;
+	size_t errlen;
+};
+
+static int pin_rootfs_name(const char *name, void *ctx)
+{
+	struct rootfs_walk *w = ctx;
+
+	if (in_list(rootfs_skipped, name))
+		return 0;
+	return pin_top_entry(w->dirfd, w->where, name, w->l, w->err, w->errlen);
+}
+
+static int pin_rootfs_top(const char *rootfs, struct pin_list *l, char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = open(rootfs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct rootfs_walk w = { fd, rootfs, l, err, errlen };
+	int r;
+
+	if (fd < 0)
+		return sbx_init_fail(err, errlen, -errno, "open the rootfs %s: %s", rootfs,
+		                     strerror(errno));
+	err[0] = '\0';
+	r = for_each_name(fd, pin_rootfs_name, &w);
+	if (r < 0 && !err[0])
+		return sbx_init_fail(err, errlen, r, "read the rootfs %s: %s", rootfs, strerror(-r));
+	return r;
+}
+
+static int pin_etc_entry(int etcfd, const char *name, struct pin_list *l)
+{
+	int fd = openat(etcfd, name, O_PATH | O_CLOEXEC);   /* following links: see sbx_etc_allowlist */
+	char rel[PATH_MAX];
+	struct stat st;
+
+	if (fd < 0)
+		return (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) ? 0 : -errno;
+	if (fstat(fd, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+		close(fd);
+		return 0;
+	}
+	snprintf(rel, sizeof rel, "etc/%s", name);
+	return pin_push(l, rel, fd, NULL);
+}
+
+struct etc_prefix {
+	int etcfd;
+	const char *prefix;
+	size_t len;
+	struct pin_list *l;
+};
+
+static int pin_etc_if_prefixed(const char *name, void *ctx)
+{
+	struct etc_prefix *p = ctx;
+
+	if (strncmp(name, p->prefix, p->len) != 0)
+		return 0;
+	return pin_etc_entry(p->etcfd, name, p->l);
+}
+
+static int pin_etc(struct pin_list *l, char *err, size_t errlen)
+{
+	_cleanup_close_ int etcfd = open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = 0;
+
+	if (etcfd < 0)
+		return sbx_init_fail(err, errlen, -errno, "open /etc: %s", strerror(errno));
+	for (size_t i = 0; sbx_etc_allowlist[i] && r == 0; i++) {
+		size_t len = strlen(sbx_etc_allowlist[i]);
+
+		if (sbx_etc_allowlist[i][len - 1] == '*') {
+			struct etc_prefix p = { etcfd, sbx_etc_allowlist[i], len - 1, l };
+
+			r = for_each_name(etcfd, pin_etc_if_prefixed, &p);
+		} else {
+			r = pin_etc_entry(etcfd, sbx_etc_allowlist[i], l);
+		}
+		if (r < 0)
+			return sbx_init_fail(err, errlen, r, "open /etc/%s: %s", sbx_etc_allowlist[i],
+			                     strerror(-r));
+	}
+	return 0;
+}
+
+/* Extra bind sources: never a link (O_NOFOLLOW plus a type check, as O_PATH|O_NOFOLLOW opens
+ * the link itself), never a device node (only our fresh /dev has those). */
+static int pin_bind_source(const char *source, int *out, char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = open(source, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return sbx_init_fail(err, errlen, -errno, "open bind source %s: %s", source,
+		                     strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return sbx_init_fail(err, errlen, -ELOOP,
+		                     "bind source %s is a symbolic link; give its target", source);
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+		return sbx_init_fail(err, errlen, -EPERM,
+		                     "bind source %s is a device node: not allowed", source);
+	*out = SBX_TAKE_FD(fd);
+	return 0;
+}
+
+static int pin_binds(const struct sbx_rootfs_spec *spec, struct pins *p, char *err,
+                     size_t errlen)
+{
+	if (spec->n_binds == 0)
+		return 0;
+	p->binds = malloc(spec->n_binds * sizeof *p->binds);
+	if (!p->binds)
+		return sbx_init_fail(err, errlen, -ENOMEM, "rootfs: out of memory");
+	for (size_t i = 0; i < spec->n_binds; i++)
+		p->binds[i] = -1;
+	p->n_binds = spec->n_binds;
+	for (size_t i = 0; i < spec->n_binds; i++) {
+		int r = pin_bind_source(spec->binds[i].source, &p->binds[i], err, errlen);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int pin_all(const struct sbx_rootfs_spec *spec, struct pins *p, char *err,
+                   size_t errlen)
+{
+	int r = pin_workspace(spec->workspace_fd, &p->workspace, err, errlen);
+
+	if (r == 0)
+		r = spec->rootfs ? pin_rootfs_top(spec->rootfs, &p->top, err, errlen)
+		                 : pin_system_dirs(&p->top, err, errlen);
+	if (r == 0 && !spec->rootfs)
+		r = pin_etc(&p->etc, err, errlen);
+	if (r == 0)
+		r = sbx_dev_pin_nodes(p->dev, err, errlen);
+	if (r == 0)
+		r = pin_binds(spec, p, err, errlen);
+	return r;
+}
+
+/* ---- phase 2: assemble the new root ---- */
+
+/* Nothing we mount may propagate back to the host, and nothing of the host's later mounts
+ * into the sandbox. */
+static int make_mounts_private(char *err, size_t errlen)
+{
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return sbx_init_fail(err, errlen, -errno, "make / private: %s", strerror(errno));
+	return 0;
+}
+
+static int mount_base(int *basefd, char *err, size_t errlen)
+{
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+		return sbx_init_fail(err, errlen, -errno, "mount tmpfs on /tmp (the new root): %s",
+		                     strerror(errno));
+	*basefd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (*basefd < 0)
+		return sbx_init_fail(err, errlen, -errno, "open the new root: %s", strerror(errno));
+	return 0;
+}
+
+static int place_pins(int basefd, const struct pin_list *l, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const struct pin *p = &l->v[i];
+		int r;
+
+		if (p->link) {
+			if (symlinkat(p->link, basefd, p->rel) < 0)
+				return sbx_init_fail(err, errlen, -errno, "symlink /%s -> %s: %s", p->rel,
+				                     p->link, strerror(errno));
+			continue;
+		}
+		r = sbx_bind_at(basefd, p->fd, p->rel, RO_FLAGS, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int write_etc_hostname(int basefd, const char *hostname, char *err, size_t errlen)
+{
+	_cleanup_close_ int etcfd = -1, fd = -1;
+	struct utsname u;
+	char line[HOST_NAME_MAX + 2];
+	int r, n;
+
+	if (!hostname) {
+		uname(&u);
+		hostname = u.nodename;
+	}
+	n = snprintf(line, sizeof line, "%s\n", hostname);
+	r = sbx_open_beneath(basefd, "etc", &etcfd);
+	if (r == 0) {
+		fd = openat(etcfd, "hostname", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		            0644);
+		if (fd < 0)
+			r = -errno;
+		else if (write(fd, line, (size_t)n) != n)
+			r = errno ? -errno : -EIO;
+	}
+	if (r == 0 && symlinkat("/proc/self/mounts", etcfd, "mtab") < 0)
+		r = -errno;
+	if (r < 0)
+		return sbx_init_fail(err, errlen, r, "write /etc/hostname and /etc/mtab: %s",
+		                     strerror(-r));
+	return 0;
+}
+
+static int populate_etc(int basefd, const struct pin_list *etc, const char *hostname,
+                        char *err, size_t errlen)
+{
+	int r = sbx_mount_new_at(basefd, "etc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	                         "mode=0755", err, errlen);
+
+	if (r == 0)
+		r = place_pins(basefd, etc, err, errlen);
+	if (r == 0)
+		r = write_etc_hostname(basefd, hostname, err, errlen);
+	return r;
+}
+
+static int mount_extra_binds(int basefd, const struct sbx_rootfs_spec *spec,
+                             const struct pins *p, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < spec->n_binds; i++) {
+		int r = sbx_bind_at(basefd, p->binds[i], spec->binds[i].dest + 1,
+		                    spec->binds[i].writable ? RW_FLAGS : RO_FLAGS, err, errlen);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int build_tree(int basefd, const struct sbx_rootfs_spec *spec, const struct pins *p,
+                      char *err, size_t errlen)
+{
+	int r = place_pins(basefd, &p->top, err, errlen);
+
+	if (r == 0 && !spec->rootfs)
+		r = populate_etc(basefd, &p->etc, spec->hostname, err, errlen);
+	if (r == 0)
+		r = sbx_bind_at(basefd, p->workspace, SBX_SANDBOX_ROOT + 1,
+		                spec->workspace_readonly ? RO_FLAGS : RW_FLAGS, err, errlen);
+	if (r == 0)
+		r = sbx_mount_new_at(basefd, "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", err,
+		                     errlen);
+	if (r == 0)
+		r = sbx_proc_mount(basefd, p->dev[0], err, errlen);
+	if (r == 0)
+		r = sbx_dev_mount(basefd, p->dev, err, errlen);
+	if (r == 0)
+		r = mount_extra_binds(basefd, spec, p, err, errlen);
+	if (r == 0)
+		r = sbx_protect_paths(basefd, spec->protected_paths, err, errlen);
+	return r;
+}
+
+/* The root, /etc and /dev are tmpfs we filled; once filled, nothing may be added to them.
+ * Done last so that extra binds could still make their mount points in / and /etc. */
+static int seal(int basefd, const char *rel, char *err, size_t errlen)
+{
+	_cleanup_close_ int fd = -1;
+	int r = sbx_open_beneath(basefd, rel, &fd);
+
+	if (r == -ENOENT && *rel)
+		return 0;
+	if (r == 0)
+		r = sbx_remount_top(fd, MS_RDONLY);
+	if (r < 0)
+		return sbx_init_fail(err, errlen, r, "remount /%s read-only: %s", rel, strerror(-r));
+	return 0;
+}
+
+static int seal_all(int basefd, char *err, size_t errlen)
+{
+	int r = seal(basefd, "etc", err, errlen);
+
+	if (r == 0)
+		r = seal(basefd, "dev", err, errlen);
+	if (r == 0)
+		r = seal(basefd, "", err, errlen);
+	return r;
+}
+
+/* pivot_root(".", ".") stacks the old root on top of the new one at "/", and the detach then
+ * drops it: no directory of the old root remains to pivot into or to reach it through. */
+static int pivot_into(int basefd, char *err, size_t errlen)
+{
+	if (fchdir(basefd) < 0)
+		return sbx_init_fail(err, errlen, -errno, "chdir to the new root: %s", strerror(errno));
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return sbx_init_fail(err, errlen, -errno, "pivot_root: %s", strerror(errno));
+	if (umount2(".", MNT_DETACH) < 0)
+		return sbx_init_fail(err, errlen, -errno, "detach the old root: %s", strerror(errno));
+	if (chdir("/") < 0)
+		return sbx_init_fail(err, errlen, -errno, "chdir /: %s", strerror(errno));
+	return 0;
+}
+
+/* The cwd must be inside the new root (runc CVE-2024-21626 left it outside). */
+static int enter_workspace(char *err, size_t errlen)
+{
+	char cwd[sizeof SBX_SANDBOX_ROOT + 1];
+
+	if (chdir(SBX_SANDBOX_ROOT) < 0)
+		return sbx_init_fail(err, errlen, -errno, "chdir %s: %s", SBX_SANDBOX_ROOT,
+		                     strerror(errno));
+	if (!getcwd(cwd, sizeof cwd) || strcmp(cwd, SBX_SANDBOX_ROOT) != 0)
+		return sbx_init_fail(err, errlen, -EIO, "chdir %s: the cwd is not %s",
+		                     SBX_SANDBOX_ROOT, SBX_SANDBOX_ROOT);
+	return 0;
+}
+
+/* Only a new UTS namespace may be renamed; in the initial user namespace (real root without
+ * unshare) sethostname would rename the host, so refuse there. */
+static bool in_initial_user_namespace(void)
+{
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	unsigned long inside, outside, count;
+	bool initial = false;
+
+	if (f && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+		initial = inside == 0 && outside == 0 && count == 4294967295UL;
+	if (f)
+		fclose(f);
+	return initial;
+}
+
+static int set_hostname(const char *hostname, char *err, size_t errlen)
+{
+	if (!hostname)
+		return 0;
+	if (in_initial_user_namespace())
+		return sbx_init_fail(err, errlen, -EPERM,
+		                     "sethostname %s: not in a new user namespace, refusing to rename "
+		                     "the host", hostname);
+	if (sethostname(hostname, strlen(hostname)) < 0)
+		return sbx_init_fail(err, errlen, -errno, "sethostname %s: %s", hostname,
+		                     strerror(errno));
+	return 0;
+}
+
+int sbx_rootfs_build(const struct sbx_rootfs_spec *spec, char *err, size_t errlen)
+{
+	struct pins pins = { .workspace = -1, .dev = { -1, -1, -1, -1, -1, -1 } };
+	_cleanup_close_ int basefd = -1;
+	char scratch[8];
+	int r;
+
+	if (!err || !errlen) {
+		err = scratch;
+		errlen = sizeof scratch;
+	}
+	r = validate_spec(spec, err, errlen);
+	if (r == 0)
+		r = pin_all(spec, &pins, err, errlen);
+	if (r == 0)
+		r = make_mounts_private(err, errlen);
+	if (r == 0)
+		r = mount_base(&basefd, err, errlen);
+	if (r == 0)
+		r = build_tree(basefd, spec, &pins, err, errlen);
+	if (r == 0)
+		r = seal_all(basefd, err, errlen);
+	pins_release(&pins);
+	if (r == 0)
+		r = pivot_into(basefd, err, errlen);
+	if (r == 0)
+		r = enter_workspace(err, errlen);
+	if (r == 0)
+		r = set_hostname(spec->hostname, err, errlen);
+	return r;
+}
