@@ -590,13 +590,7 @@ END_TEST
 
 /* DESIGN.md §4 and issue 3: protected paths "cannot be created if missing". A missing
  * .git/config (with .git present), shell rc files and .mcp.json are files a host program
- * would later read and act on.
- *
- * KNOWN BUG, reported, open — fails on bwrap: only missing directories get a placeholder
- * there (prepare_protected_dirs: "files are not made up"), so a missing protected file can
- * be created from inside. Direct mode (protect.c) passes by leaving empty placeholder files
- * in the host workdir, which sandbox.c's comment says must not happen: the two halves
- * disagree, and which is right is the lead's call. */
+ * would later read and act on. */
 START_TEST(test_missing_protected_files_cannot_be_created)
 {
 	char *dir = bt_mkdtemp();
@@ -635,12 +629,8 @@ START_TEST(test_protection_survives_reset)
 }
 END_TEST
 
-/* A temporary workspace is emptied by reset: its protection must come back with it.
- *
- * KNOWN BUG, reported, open — fails on ns and bwrap: sbx_workspace_reset restarts the
- * sandbox first (which makes the placeholders and binds them read-only) and empties the
- * temporary workdir after, removing the placeholders from under the new sandbox's mounts;
- * from then on .agentsbx (and in direct mode the rc files) can be created freely. */
+/* A temporary workspace is emptied by reset: its protection must come back with it (the
+ * emptying once came after the restart and took the placeholders from under its mounts). */
 START_TEST(test_protection_survives_reset_of_temporary_workspace)
 {
 	const char *cmd = "mkdir -p .agentsbx && touch .agentsbx/forged";
