@@ -32,7 +32,8 @@ bool bt_backend_usable(void);
 void bt_begin_run(void);
 void bt_end_run(void);
 
-/* A fresh temporary directory inside the run's. Removed by bt_end_run; do not free. */
+/* A fresh temporary directory inside the run's, in static storage (16 per test process).
+ * Removed by bt_end_run; do not free. */
 char *bt_mkdtemp(void);
 
 /* asprintf that fails the test instead of returning NULL. Caller frees. */
