@@ -127,7 +127,10 @@ static NORETURN void refuse_to_start(const struct runner *r, const char *what, i
 
 	write_cannot_run(r->argv[0], what, err);
 	send(SBX_RUN_CONTROL_FD, &rep, sizeof rep, MSG_NOSIGNAL);
-	exit(0);
+	/* _exit: fd 2 is still the command's stderr, and whatever runs at exit (a sanitizer
+	 * build's leak check, which cannot ptrace inside the sandbox and says so) would write
+	 * into it after our message. */
+	_exit(0);
 }
 
 static void note_status_code(struct runner *r, bool signalled, int value)

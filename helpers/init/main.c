@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -204,6 +205,15 @@ static int run_init(struct init_state *st, pid_t host_pid)
 		send_error("%s", err[0] ? err : "hardening failed");
 		return 1;
 	}
+	/* The commands run as our uid. Dumpable, the init would be open to every one of them
+	 * through /proc/1 (fds, environment, and mem for writing where Landlock is off), and it
+	 * holds the channel to the host and every command's stdio. Not dumpable, that takes
+	 * CAP_SYS_PTRACE, which nothing inside has. The runners it forks inherit this; exec
+	 * resets it for the commands themselves. */
+	if (prctl(PR_SET_DUMPABLE, 0L, 0L, 0L, 0L) < 0) {
+		send_error("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+		return 1;
+	}
 	send_ready(st, host_pid);
 	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
 }
@@ -291,6 +301,25 @@ static int start_direct(struct init_state *st)
 	_exit(run_init(st, outer));
 }
 
+/* Whatever else the host left open without close-on-exec (bubblewrap passes such fds on as
+ * well) must not stay open in the sandbox's init: any command could open it again through
+ * /proc/1/fd — a host file, or a host directory to walk out of the sandbox by. Only the
+ * protocol's fds stay: 3 and 4, and 5 in direct mode. */
+static void close_inherited_fds(bool direct)
+{
+	unsigned first = direct ? SBX_INIT_WORKSPACE_FD + 1 : SBX_INIT_WORKSPACE_FD;
+	struct rlimit lim;
+
+	if (close_range(first, ~0U, 0) == 0)
+		return;
+	/* Kernels before 5.9: close what the fd limit allows. */
+	if (getrlimit(RLIMIT_NOFILE, &lim) < 0 || lim.rlim_cur == RLIM_INFINITY ||
+	    lim.rlim_cur > (1u << 20))
+		lim.rlim_cur = 1u << 20;
+	for (unsigned fd = first; fd < lim.rlim_cur; fd++)
+		close((int)fd);
+}
+
 static int usage(const char *why)
 {
 	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init --proto %d --mode direct|inside\n"
@@ -310,6 +339,7 @@ int main(int argc, char **argv)
 	if (fstat(SBX_INIT_CONTROL_FD, &sb) < 0 || !S_ISSOCK(sb.st_mode))
 		return usage("fd 3 is not the control socket");
 	st.direct = !strcmp(argv[4], "direct");
+	close_inherited_fds(st.direct);
 	signal(SIGPIPE, SIG_IGN);
 	if (read_spec(&st, err, sizeof err) < 0) {
 		send_error("%s", err);

@@ -481,23 +481,123 @@ static void bwrap_etc(struct argv_builder *a, struct string_pool *pool, bool hav
 	}
 }
 
-/* Protected paths that exist (after prepare_placeholders) are bound read-only over
- * themselves. A symlink is left alone: binding over it would follow it. */
-static void bwrap_protected(struct argv_builder *a, struct string_pool *pool,
-                            const struct sbx_sandbox *sb)
+/* The fds bubblewrap binds (--bind-fd, --ro-bind-fd): the child gets v[i] as fd
+ * BWRAP_FIRST_BIND_FD + i. Closed by the caller after the start. */
+#define BWRAP_FIRST_BIND_FD 6
+
+struct fd_list {
+	int *v;
+	size_t n;
+};
+
+/* Takes fd; returns its number in bubblewrap as a string, or NULL (fd closed) when out of
+ * memory — the path is then left out, and bwrap_argv reports the shortage. */
+static const char *fd_list_take(struct fd_list *l, struct string_pool *pool, int fd)
 {
-	for (const char *const *p = protected_list(sb); *p; p++) {
-		const char *rel = pooled(pool, without_dir_mark(*p));
-		const char *host = pooled(pool, path_join(sb->workdir, rel));
+	int *v = realloc(l->v, (l->n + 1) * sizeof *v);
+	char *num = NULL;
+
+	if (!v || asprintf(&num, "%d", BWRAP_FIRST_BIND_FD + (int)l->n) < 0) {
+		if (v)
+			l->v = v;
+		close(fd);
+		return NULL;
+	}
+	l->v = v;
+	l->v[l->n++] = fd;
+	return pooled(pool, num);
+}
+
+static void fd_list_close(struct fd_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		close(l->v[i]);
+	free(l->v);
+	*l = (struct fd_list){ 0 };
+}
+
+static bool already_bound(const struct argv_builder *a, const char *dest)
+{
+	for (size_t i = 0; i + 2 < a->n; i++)
+		if (!strcmp(a->v[i], "--bind-fd") && !strcmp(a->v[i + 2], dest))
+			return true;
+	return false;
+}
+
+static void bind_fd(struct argv_builder *a, struct string_pool *pool, struct fd_list *fds,
+                    const char *option, int fd, const char *dest)
+{
+	const char *num = fd_list_take(fds, pool, fd);
+
+	if (num)
+		args3(a, option, num, dest);
+	else
+		a->oom = true;
+}
+
+/* One protected path under bubblewrap, treated as protect.c treats it in direct mode. It is
+ * walked from the workspace one component at a time without following a link, and each
+ * step is handed to bubblewrap as an open fd: nothing can be swapped in between the look and
+ * the bind.
+ *  - a directory on the way is bound onto itself, writable as before: a mount point cannot
+ *    be renamed, so ".git" cannot be moved aside and replaced by a fresh one with new hooks;
+ *  - a regular file on the way (a worktree's ".git" file, which names the real git
+ *    directory) decides where the rest resolves: it is bound read-only, and the walk ends;
+ *  - the path itself, when it exists (prepare_placeholders made what was missing), is
+ *    bound read-only;
+ *  - a symlink ends the walk: binding over it would follow it. */
+static void bwrap_protect_one(struct argv_builder *a, struct string_pool *pool,
+                              struct fd_list *fds, int root_fd, const char *entry)
+{
+	_cleanup_free_ char *rel = without_dir_mark(entry), *prefix = NULL;
+	_cleanup_close_ int cur = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+	char *save = NULL, *name, *next;
+
+	if (!rel || !(prefix = calloc(1, strlen(rel) + 1)) || cur < 0) {
+		a->oom = a->oom || !rel || !prefix;
+		return;
+	}
+	for (name = strtok_r(rel, "/", &save); name; name = next) {
+		int fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		const char *dest;
 		struct stat st;
 
-		if (lstat(host, &st) == 0 && !S_ISLNK(st.st_mode))
-			args3(a, "--ro-bind", host, pooled(pool, path_join(SBX_SANDBOX_ROOT, rel)));
+		next = strtok_r(NULL, "/", &save);
+		if (fd >= 0 && (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd < 0)
+			return;   /* missing, or a link: nothing to bind */
+		strcat(strcat(prefix, *prefix ? "/" : ""), name);
+		dest = pooled(pool, path_join(SBX_SANDBOX_ROOT, prefix));
+		if (!next || !S_ISDIR(st.st_mode)) {
+			bind_fd(a, pool, fds, "--ro-bind-fd", fd, dest);
+			return;
+		}
+		if (!already_bound(a, dest)) {
+			int pin = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+			if (pin < 0) {
+				close(fd);
+				return;
+			}
+			bind_fd(a, pool, fds, "--bind-fd", pin, dest);
+		}
+		close(cur);
+		cur = fd;
 	}
 }
 
+static void bwrap_protected(struct argv_builder *a, struct string_pool *pool,
+                            struct fd_list *fds, const struct sbx_sandbox *sb)
+{
+	for (const char *const *p = protected_list(sb); *p; p++)
+		bwrap_protect_one(a, pool, fds, sb->root_fd, *p);
+}
+
 static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
-                               struct string_pool *pool)
+                               struct string_pool *pool, struct fd_list *fds)
 {
 	struct argv_builder a = { 0 };
 	const struct sbx_sandbox_options *o = sb->opts;
@@ -516,7 +616,7 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	args3(&a, "--tmpfs", "/tmp", NULL);
 	/* The workspace by fd, not by path: the host path can't be swapped under us. */
 	args3(&a, "--bind-fd", "5", SBX_SANDBOX_ROOT);
-	bwrap_protected(&a, pool, sb);
+	bwrap_protected(&a, pool, fds, sb);
 	for (size_t i = 0; i < o->n_binds; i++)
 		args3(&a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
 		      o->binds[i].dest);
@@ -531,33 +631,40 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	return a.v;
 }
 
-/* posix_spawn with the init's fds in place (3: control, 4: spec, 5: workspace), a clean
- * signal state, its own session, and stderr to err_fd (or /dev/null). */
-static int spawn_with_fds(const char *path, const char *const *argv, const int fds[3],
-                          int err_fd, pid_t *pid)
+/* posix_spawn with the init's fds in place (fds[i] becomes 3 + i: 3 control, 4 spec,
+ * 5 workspace, then bubblewrap's bind fds), a clean signal state, its own session, and
+ * stderr to err_fd (or /dev/null). */
+static int spawn_with_fds(const char *path, const char *const *argv, const int *fds,
+                          size_t nfds, int err_fd, pid_t *pid)
 {
 	static const char *const env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, all;
-	int copies[3], err = 0;
+	int *copies = malloc((nfds + 1) * sizeof *copies), above = 10 + (int)nfds, err = 0;
 
-	/* Move the sources above the targets first: dup2 actions run in order. */
-	for (int i = 0; i < 3; i++)
-		copies[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
+	if (!copies)
+		return ENOMEM;
+	/* Move the sources (stderr's too) above every target first: dup2 actions run in order,
+	 * and a source that is also a target would be overwritten before its turn. */
+	for (size_t i = 0; i < nfds; i++)
+		copies[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, above);
+	copies[nfds] = err_fd >= 0 ? fcntl(err_fd, F_DUPFD_CLOEXEC, above) : -1;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawnattr_init(&attr);
 	sigemptyset(&none);
 	memset(&all, 0xff, sizeof all);
-	for (int i = 0; i < 3 && !err; i++)
-		err = copies[i] < 0 ? EBADF : posix_spawn_file_actions_adddup2(&fa, copies[i], 3 + i);
+	for (size_t i = 0; i < nfds && !err; i++)
+		err = copies[i] < 0 ? EBADF
+		                    : posix_spawn_file_actions_adddup2(&fa, copies[i], 3 + (int)i);
 	if (!err)
 		err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (!err)
 		err = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	if (!err)
-		err = err_fd >= 0 ? posix_spawn_file_actions_adddup2(&fa, err_fd, 2)
-		                  : posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+		err = copies[nfds] >= 0 ? posix_spawn_file_actions_adddup2(&fa, copies[nfds], 2)
+		                        : posix_spawn_file_actions_addopen(&fa, 2, "/dev/null",
+		                                                           O_WRONLY, 0);
 	if (!err)
 		err = posix_spawnattr_setsigmask(&attr, &none);
 	if (!err)
@@ -569,9 +676,10 @@ static int spawn_with_fds(const char *path, const char *const *argv, const int f
 		err = posix_spawn(pid, path, &fa, &attr, (char *const *)argv, (char *const *)env);
 	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
-	for (int i = 0; i < 3; i++)
+	for (size_t i = 0; i <= nfds; i++)
 		if (copies[i] >= 0)
 			close(copies[i]);
+	free(copies);
 	return err;
 }
 
@@ -635,13 +743,37 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 	                "ready", sb->who, (unsigned)status);
 }
 
+/* Starts the init (direct) or bubblewrap with the init's fds and bubblewrap's bind fds. */
+static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *const *bwrap,
+                      int ctl, int spec, int workspace, const struct fd_list *binds,
+                      int err_fd)
+{
+	static const char *const direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct",
+	                                           NULL };
+	int *fds = malloc((3 + binds->n) * sizeof *fds), err;
+
+	if (!fds)
+		return ENOMEM;
+	fds[0] = ctl;
+	fds[1] = spec;
+	fds[2] = workspace;
+	if (binds->n)
+		memcpy(fds + 3, binds->v, binds->n * sizeof *fds);
+	if (sb->mode == SBX_SANDBOX_BWRAP)
+		err = spawn_with_fds(SBX_BWRAP_PATH, bwrap, fds, 3 + binds->n, err_fd, &sb->pid);
+	else
+		err = spawn_with_fds(init, direct_argv, fds, 3, err_fd, &sb->pid);
+	free(fds);
+	return err;
+}
+
 static int launch(struct sbx_sandbox *sb)
 {
 	_cleanup_free_ char *init = NULL, *spec = NULL;
 	_cleanup_close_ int spec_fd = -1, ws_fd = -1, child_ctl = -1, err_read = -1, err_write = -1;
 	_cleanup_free_ const char **argv = NULL;
 	struct string_pool pool = { 0 };
-	const char *direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct", NULL };
+	struct fd_list binds = { 0 };
 	int sv[2], r, err;
 
 	if ((r = sbx_helper_path(INIT_NAME, &init)) < 0) {
@@ -670,17 +802,15 @@ static int launch(struct sbx_sandbox *sb)
 		err_write = p[1];
 	}
 	if (sb->mode == SBX_SANDBOX_BWRAP) {
-		if (!(argv = bwrap_argv(sb, init, &pool))) {
+		if (!(argv = bwrap_argv(sb, init, &pool, &binds))) {
 			pool_free(&pool);
+			fd_list_close(&binds);
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
 		}
 	}
-	const int fds[3] = { child_ctl, spec_fd, ws_fd };
-	if (sb->mode == SBX_SANDBOX_BWRAP)
-		err = spawn_with_fds(SBX_BWRAP_PATH, argv, fds, err_write, &sb->pid);
-	else
-		err = spawn_with_fds(init, direct_argv, fds, err_write, &sb->pid);
+	err = spawn_init(sb, init, argv, child_ctl, spec_fd, ws_fd, &binds, err_write);
 	pool_free(&pool);
+	fd_list_close(&binds);
 	if (err) {
 		sb->pid = -1;
 		return sbx_fail(-SBX_EBACKEND, "%s: start %s: %s", sb->who,
@@ -900,6 +1030,22 @@ enum sbx_sandbox_mode sbx_sandbox_mode_of(const struct sbx_sandbox *sb)
 	return sb->mode;
 }
 
+/* The probe's scratch workspace is not empty after the sandbox ran on it: the protected
+ * directories (and, in direct mode, placeholder files) were made in it. */
+static void remove_probe_dir(const char *dir)
+{
+	_cleanup_free_ char *parent = strdup(dir);
+	char *slash = parent ? strrchr(parent, '/') : NULL;
+	_cleanup_close_ int dirfd = -1;
+
+	if (!slash)
+		return;
+	*slash = '\0';
+	dirfd = open(*parent ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd >= 0)
+		sbx_fs_remove_tree(dirfd, slash + 1);
+}
+
 int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
 {
 	char hostname[] = "probe";
@@ -927,7 +1073,7 @@ int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
 	} else {
 		snprintf(detail, len, "%s", sbx_last_error());
 	}
-	rmdir(dir);
+	remove_probe_dir(dir);
 	return r;
 }
 

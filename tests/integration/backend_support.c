@@ -1,0 +1,385 @@
+/* Helpers for the test programs that run one suite on the backend SBX_TEST_BACKEND names. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend_support.h"
+#include "support.h"
+
+#define PROCESS_WAIT_MS 5000
+
+const char *bt_backend(void)
+{
+	const char *b = getenv("SBX_TEST_BACKEND");
+
+	return b && *b ? b : "local";
+}
+
+static char *run_dir;
+
+void bt_begin_run(void)
+{
+	run_dir = test_mkdtemp();
+}
+
+void bt_end_run(void)
+{
+	if (run_dir)
+		test_rm_rf(run_dir);
+	free(run_dir);
+	run_dir = NULL;
+}
+
+char *bt_mkdtemp(void)
+{
+	/* Static storage: a forked test that ends by a failed check never frees anything, and
+	 * the sanitizer build counts what a passing one leaves. */
+	static char dirs[16][PATH_MAX];
+	static size_t n;
+	char *dir = dirs[n];
+
+	ck_assert_msg(run_dir, "bt_begin_run was not called");
+	ck_assert_uint_lt(n, sizeof dirs / sizeof dirs[0]);
+	ck_assert_int_lt(snprintf(dir, PATH_MAX, "%s/ws-XXXXXX", run_dir), PATH_MAX);
+	ck_assert_msg(mkdtemp(dir), "mkdtemp %s: %s", dir, strerror(errno));
+	n++;
+	return dir;
+}
+
+char *bt_fmt(const char *format, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	int n;
+
+	va_start(ap, format);
+	n = vasprintf(&s, format, ap);
+	va_end(ap);
+	ck_assert_int_ge(n, 0);
+	return s;
+}
+
+int bt_open(const char *workdir, const char *extra, sbx_workspace **out)
+{
+	char *cfg = NULL;
+	int r;
+
+	*out = NULL;
+	if (asprintf(&cfg, "{\"backend\":\"%s\"%s%s%s%s%s}", bt_backend(),
+	             workdir ? ",\"workdir\":\"" : "", workdir ? workdir : "", workdir ? "\"" : "",
+	             extra ? "," : "", extra ? extra : "") < 0)
+		return -SBX_ENOMEM;
+	r = sbx_workspace_open(cfg, out);
+	free(cfg);
+	return r;
+}
+
+sbx_workspace *bt_open_ok(const char *workdir, const char *extra)
+{
+	sbx_workspace *w = NULL;
+	int r = bt_open(workdir, extra, &w);
+
+	ck_assert_msg(r == 0, "open a %s workspace (%s): %d %s", bt_backend(),
+	              extra ? extra : "no options", r, sbx_last_error());
+	return w;
+}
+
+bool bt_backend_usable(void)
+{
+	sbx_workspace *w = NULL;
+	int r = bt_open(NULL, NULL, &w);
+
+	if (r == -SBX_EBACKEND) {
+		fprintf(stderr, "SKIP: backend %s cannot work on this host: %s\n", bt_backend(),
+		        sbx_last_error());
+		return false;
+	}
+	if (r < 0) {
+		/* Not a skip: let the tests fail and show it. */
+		fprintf(stderr, "warning: backend %s: open failed: %d %s\n", bt_backend(), r,
+		        sbx_last_error());
+		return true;
+	}
+	sbx_workspace_close(w);
+	return true;
+}
+
+char *bt_inside(sbx_workspace *ws, const char *rel)
+{
+	return bt_fmt("%s/%s", sbx_workspace_root(ws), rel);
+}
+
+const char *bt_marker(void)
+{
+	static char buf[8][64];
+	static unsigned n;
+	char *m = buf[n % 8];
+
+	snprintf(m, sizeof buf[0], "1000.%07d%04u", (int)getpid(), ++n);
+	return m;
+}
+
+const char *const *bt_marker_env(const char *m1, const char *m2, const char *m3, const char *m4)
+{
+	static char text[4][64];
+	static const char *env[5];
+	const char *marks[4] = { m1, m2, m3, m4 };
+	size_t n = 0;
+
+	for (; n < 4 && marks[n]; n++) {
+		snprintf(text[n], sizeof text[n], "M%zu=%s", n + 1, marks[n]);
+		env[n] = text[n];
+	}
+	env[n] = NULL;
+	return env;
+}
+
+int64_t bt_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool bt_wait_for_process(const char *mark, bool present)
+{
+	int64_t deadline = bt_now_ms() + PROCESS_WAIT_MS;
+
+	for (;;) {
+		if (test_process_exists(mark) == present)
+			return true;
+		if (bt_now_ms() > deadline)
+			return false;
+		usleep(10000);
+	}
+}
+
+/* The parent pid in /proc/<pid>/stat: "pid (comm) state ppid ...", comm may hold anything,
+ * so the fields are counted from the last ')'. */
+static int parent_of(const char *pid)
+{
+	char path[300], buf[1024], *close_paren;
+	int fd, ppid = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof path, "/proc/%s/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	close_paren = strrchr(buf, ')');
+	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return ppid;
+}
+
+int bt_count_children(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (e->d_name[0] >= '1' && e->d_name[0] <= '9' && parent_of(e->d_name) == getpid())
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Calls fn(pid, arg) for every process on the host but this one; returns how many it
+ * counted true. */
+static int count_host_processes(bool (*fn)(const char *pid, const void *arg), const void *arg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	char self[32];
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	snprintf(self, sizeof self, "%d", (int)getpid());
+	while ((e = readdir(d)))
+		if (e->d_name[0] >= '1' && e->d_name[0] <= '9' && strcmp(e->d_name, self) != 0 &&
+		    fn(e->d_name, arg))
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Reads a /proc/<pid>/<name> file whole (NULs kept, NUL-terminated); NULL if unreadable or
+ * empty. Caller frees. */
+static char *read_proc_file(const char *pid, const char *name, size_t *len)
+{
+	char path[300];
+	size_t cap = 8192, got = 0;
+	char *buf = NULL;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%s/%s", pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(cap + 1);
+	while (buf && (n = read(fd, buf + got, cap - got)) > 0) {
+		got += (size_t)n;
+		if (got == cap) {
+			char *bigger = realloc(buf, 2 * cap + 1);
+
+			if (!bigger) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = bigger;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	if (buf && got == 0) {
+		free(buf);
+		buf = NULL;
+	}
+	if (buf) {
+		buf[got] = '\0';
+		*len = got;
+	}
+	return buf;
+}
+
+static bool cmdline_has(const char *pid, const void *fragment)
+{
+	size_t len = 0;
+	char *cmd = read_proc_file(pid, "cmdline", &len);
+	bool found;
+
+	if (!cmd)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (cmd[i] == '\0')
+			cmd[i] = ' ';
+	found = strstr(cmd, fragment) != NULL;
+	free(cmd);
+	return found;
+}
+
+int bt_count_processes(const char *cmdline_fragment)
+{
+	return count_host_processes(cmdline_has, cmdline_fragment);
+}
+
+int bt_wait_for_process_count(const char *cmdline_fragment, int n)
+{
+	int64_t deadline = bt_now_ms() + PROCESS_WAIT_MS;
+	int have;
+
+	while ((have = bt_count_processes(cmdline_fragment)) != n && bt_now_ms() < deadline)
+		usleep(10000);
+	return have;
+}
+
+static bool mounts_mention(const char *pid, const void *dir)
+{
+	size_t len = 0;
+	char *mounts = read_proc_file(pid, "mountinfo", &len);
+	bool found = mounts && strstr(mounts, dir) != NULL;
+
+	free(mounts);
+	return found;
+}
+
+int bt_count_sandbox_processes(const char *host_dir)
+{
+	const char *name = strrchr(host_dir, '/');
+
+	/* By its last component: mountinfo shows the path within its file system, which lacks
+	 * the mount point's prefix when /tmp is a file system of its own. */
+	return count_host_processes(mounts_mention, name ? name + 1 : host_dir);
+}
+
+int bt_wait_for_sandbox_gone(const char *host_dir)
+{
+	int64_t deadline = bt_now_ms() + PROCESS_WAIT_MS;
+	int left;
+
+	while ((left = bt_count_sandbox_processes(host_dir)) > 0 && bt_now_ms() < deadline)
+		usleep(10000);
+	return left;
+}
+
+sbx_result *bt_shell(sbx_workspace *ws, const char *cmd, const sbx_exec_opts *opts)
+{
+	sbx_result *res = NULL;
+	int r = sbx_exec_shell(ws, cmd, opts, &res);
+
+	ck_assert_msg(r == 0, "exec %s: %d %s", cmd, r, sbx_last_error());
+	return res;
+}
+
+sbx_result *bt_argv(sbx_workspace *ws, const char *const *argv, const sbx_exec_opts *opts)
+{
+	sbx_result *res = NULL;
+	int r = sbx_exec(ws, argv, opts, &res);
+
+	ck_assert_msg(r == 0, "exec %s: %d %s", argv[0], r, sbx_last_error());
+	return res;
+}
+
+char *bt_shell_out(sbx_workspace *ws, const char *cmd)
+{
+	sbx_result *res = bt_shell(ws, cmd, NULL);
+	char *out;
+
+	ck_assert_msg(sbx_result_exit_code(res) == 0, "`%s` exited %d (signal %d): %s", cmd,
+	              sbx_result_exit_code(res), sbx_result_signal(res),
+	              sbx_result_stderr(res, NULL));
+	out = strdup(sbx_result_stdout(res, NULL));
+	ck_assert_ptr_nonnull(out);
+	sbx_result_free(res);
+	return out;
+}
+
+void bt_put(sbx_workspace *ws, const char *rel, const char *text, unsigned mode)
+{
+	int r = sbx_file_write(ws, rel, text, strlen(text), mode, SBX_WRITE_MKDIRS);
+
+	ck_assert_msg(r == 0, "write %s: %d %s", rel, r, sbx_last_error());
+}
+
+long bt_memory_kb(bool reset_peak)
+{
+	static bool peak_resettable;
+	char line[256];
+	long kb = -1;
+	FILE *f;
+
+	if (reset_peak) {
+		f = fopen("/proc/self/clear_refs", "w");
+		peak_resettable = false;
+		if (f) {
+			bool wrote = fputs("5", f) >= 0;
+
+			peak_resettable = fclose(f) == 0 && wrote;
+		}
+	}
+	f = fopen("/proc/self/status", "r");
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, peak_resettable ? "VmHWM:" : "VmRSS:", 6) == 0)
+			kb = strtol(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	return kb;
+}

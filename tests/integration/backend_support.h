@@ -1,0 +1,94 @@
+/* Helpers for the test programs that run one suite on whichever backend SBX_TEST_BACKEND
+ * names (tests/meson.build registers each program once per backend). Everything goes through
+ * the public API; the host is only looked at, through /proc, to see what is left running. */
+#ifndef SBX_TEST_BACKEND_SUPPORT_H
+#define SBX_TEST_BACKEND_SUPPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <agentsbx/agentsbx.h>
+
+/* The backend under test: $SBX_TEST_BACKEND, "local" when unset. */
+const char *bt_backend(void);
+
+/* Opens a workspace of the backend under test. workdir may be NULL (a temporary one); extra
+ * is more JSON members ("\"env\":{...}") or NULL. Returns sbx_workspace_open's result. */
+int bt_open(const char *workdir, const char *extra, sbx_workspace **out);
+/* The same, failing the current test when the workspace does not open. */
+sbx_workspace *bt_open_ok(const char *workdir, const char *extra);
+
+/* Whether the backend can open a workspace on this host at all. When it cannot
+ * (-SBX_EBACKEND), prints why on stderr and returns false: main then exits with 77, which
+ * meson reports as a skipped test. Any other failure is an error of the test, not a skip. */
+bool bt_backend_usable(void);
+#define BT_EXIT_SKIP 77
+
+/* The directory every bt_mkdtemp directory of this run goes into: main makes it before the
+ * suite runs (bt_begin_run) and removes it with all it holds afterwards (bt_end_run). A
+ * failed check ends its forked test with _exit, past any teardown or atexit handler: only
+ * the parent can clean up after it. */
+void bt_begin_run(void);
+void bt_end_run(void);
+
+/* A fresh temporary directory inside the run's, in static storage (16 per test process).
+ * Removed by bt_end_run; do not free. */
+char *bt_mkdtemp(void);
+
+/* asprintf that fails the test instead of returning NULL. Caller frees. */
+char *bt_fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* `path` inside the workspace as its commands see it: sbx_workspace_root(ws) + "/" + rel.
+ * Caller frees. */
+char *bt_inside(sbx_workspace *ws, const char *rel);
+
+/* A `sleep` argument no other process on the host has: GNU sleep takes fractions, so
+ * "1000.<pid><n>" sleeps 1000 s and doubles as a marker for test_process_exists. Fixed
+ * widths, so that no marker is a prefix of another. Valid until eight more are made. */
+const char *bt_marker(void);
+
+/* "M1=<m1>" ... "M4=<m4>" (a NULL marker ends the list), NULL-terminated, for a command that
+ * names its markers $M1..$M4: then only the processes that use them (sleep $M1) carry them on
+ * their command line, not the shell that starts them, and a marker seen on the host means
+ * that very process runs. Valid until the next call. */
+const char *const *bt_marker_env(const char *m1, const char *m2, const char *m3, const char *m4);
+
+/* CLOCK_MONOTONIC in milliseconds, for deadlines of polling loops. */
+int64_t bt_now_ms(void);
+
+/* Polls the host's /proc until a process with the marker in its command line exists
+ * (present) or none does, for at most 5 s. Returns whether that state was reached. */
+bool bt_wait_for_process(const char *mark, bool present);
+
+/* Number of processes whose parent is this process, zombies included. */
+int bt_count_children(void);
+
+/* Number of host processes with the fragment in their command line (this one excluded). */
+int bt_count_processes(const char *cmdline_fragment);
+/* Polls until exactly n such processes exist, for at most 5 s; returns how many there are. */
+int bt_wait_for_process_count(const char *cmdline_fragment, int n);
+
+/* Number of host processes whose mount table mentions host_dir: the processes of a sandbox
+ * that has host_dir bound as its workspace, whatever their command line. Use a directory
+ * with a unique name (test_mkdtemp). */
+int bt_count_sandbox_processes(const char *host_dir);
+/* Polls until no such process is left, for at most 5 s; returns how many are left. */
+int bt_wait_for_sandbox_gone(const char *host_dir);
+
+/* sbx_exec_shell / sbx_exec that fail the test when the call itself fails. */
+sbx_result *bt_shell(sbx_workspace *ws, const char *cmd, const sbx_exec_opts *opts);
+sbx_result *bt_argv(sbx_workspace *ws, const char *const *argv, const sbx_exec_opts *opts);
+
+/* Runs cmd, requires exit code 0 and returns its stdout (caller frees). */
+char *bt_shell_out(sbx_workspace *ws, const char *cmd);
+
+/* Writes a file into the workspace through the API (mode 0 = default), failing the test on
+ * error. */
+void bt_put(sbx_workspace *ws, const char *rel, const char *text, unsigned mode);
+
+/* Peak resident memory of this process since the last reset (VmHWM), or VmRSS where peaks
+ * cannot be reset, in KiB. */
+long bt_memory_kb(bool reset_peak);
+
+#endif

@@ -1,0 +1,1021 @@
+/* The conformance suite: what every backend promises through the public API, run on the
+ * backend SBX_TEST_BACKEND names (tests/meson.build registers it for local, ns and bwrap).
+ *
+ *  - exec semantics: exit codes, signals, 127/126, cwd (relative, absolute under
+ *    sbx_workspace_root, and the ways out refused), the environment exactly as composed,
+ *    stdin, merged stderr, streaming, the output cap, timeouts, and nothing a command started
+ *    outliving it (a double-forked setsid daemon included);
+ *  - many threads on one workspace;
+ *  - the process API: spawn, write, read, close_stdin, wait, signal, kill, free;
+ *  - the file primitives, and that what they do is what commands inside see, both ways;
+ *  - reset and close: every process of the workspace ends, nothing is left behind.
+ *
+ * Paths a command sees are built from sbx_workspace_root() ("/workspace" in a sandbox, the
+ * host directory for local); paths given to the file API are relative to the root. The
+ * workspace of each test has a host workdir of its own, so nothing depends on what another
+ * test left. A backend that cannot work on this host makes the program exit 77 (meson: SKIP)
+ * with the reason. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <agentsbx/agentsbx.h>
+#include "backend_support.h"
+#include "support.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* A bound for commands that would otherwise hang the test when what they wait for never
+ * comes; never reached when the backend behaves. */
+#define SAFETY_TIMEOUT_MS 30000
+
+static char *workdir;
+static sbx_workspace *ws;
+
+static void setup(void)
+{
+	workdir = bt_mkdtemp();
+	ws = bt_open_ok(workdir, NULL);
+}
+
+static void teardown(void)
+{
+	sbx_workspace_close(ws);
+	ws = NULL;
+}
+
+/* ---- exit codes and signals ------------------------------------------------------------- */
+
+START_TEST(test_exit_codes)
+{
+	const char *t[] = { "true", NULL }, *f[] = { "false", NULL };
+	sbx_result *res;
+
+	res = bt_argv(ws, t, NULL);
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	ck_assert_int_eq(sbx_result_signal(res), 0);
+	ck_assert_int_eq(sbx_result_timed_out(res), 0);
+	ck_assert_int_eq(sbx_result_truncated(res), 0);
+	sbx_result_free(res);
+	res = bt_argv(ws, f, NULL);
+	ck_assert_int_eq(sbx_result_exit_code(res), 1);
+	sbx_result_free(res);
+	res = bt_shell(ws, "exit 42", NULL);
+	ck_assert_int_eq(sbx_result_exit_code(res), 42);
+	sbx_result_free(res);
+	res = bt_shell(ws, "exit 255", NULL);
+	ck_assert_int_eq(sbx_result_exit_code(res), 255);
+	sbx_result_free(res);
+}
+END_TEST
+
+START_TEST(test_signal_death)
+{
+	sbx_result *res = bt_shell(ws, "kill -TERM $$", NULL);
+
+	ck_assert_int_eq(sbx_result_exit_code(res), -1);
+	ck_assert_int_eq(sbx_result_signal(res), SIGTERM);
+	ck_assert_int_eq(sbx_result_timed_out(res), 0);
+	sbx_result_free(res);
+	res = bt_shell(ws, "kill -SEGV $$", NULL);
+	ck_assert_int_eq(sbx_result_exit_code(res), -1);
+	ck_assert_int_eq(sbx_result_signal(res), SIGSEGV);
+	sbx_result_free(res);
+}
+END_TEST
+
+START_TEST(test_missing_command_is_127)
+{
+	const char *argv[] = { "no-such-command-for-agentsbx", "x", NULL };
+	char *abs = bt_inside(ws, "no-such-file");
+	const char *abs_argv[] = { abs, NULL };
+	char *want = bt_fmt("agentsbx: cannot run '%s': No such file or directory\n", abs);
+	sbx_result *res = bt_argv(ws, argv, NULL);
+
+	ck_assert_int_eq(sbx_result_exit_code(res), 127);
+	ck_assert_str_eq(sbx_result_stderr(res, NULL),
+	                 "agentsbx: cannot run 'no-such-command-for-agentsbx': "
+	                 "No such file or directory\n");
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "");
+	sbx_result_free(res);
+	res = bt_argv(ws, abs_argv, NULL);
+	ck_assert_int_eq(sbx_result_exit_code(res), 127);
+	ck_assert_str_eq(sbx_result_stderr(res, NULL), want);
+	sbx_result_free(res);
+	free(want);
+	free(abs);
+}
+END_TEST
+
+START_TEST(test_not_executable_is_126)
+{
+	const char *file[] = { "./plain.txt", NULL }, *dir[] = { "./sub", NULL };
+	sbx_result *res;
+
+	bt_put(ws, "plain.txt", "echo never\n", 0644);
+	ck_assert_int_eq(sbx_file_mkdir(ws, "sub", 0), 0);
+	res = bt_argv(ws, file, NULL);
+	ck_assert_int_eq(sbx_result_exit_code(res), 126);
+	ck_assert_str_eq(sbx_result_stderr(res, NULL),
+	                 "agentsbx: cannot run './plain.txt': Permission denied\n");
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "");
+	sbx_result_free(res);
+	res = bt_argv(ws, dir, NULL);
+	ck_assert_int_eq(sbx_result_exit_code(res), 126);
+	sbx_result_free(res);
+}
+END_TEST
+
+/* A script written through the file API with mode 0755 runs inside, arguments intact. */
+START_TEST(test_script_written_by_api_runs)
+{
+	const char *argv[] = { "./hello.sh", "arg with spaces", "", "*", NULL };
+	sbx_result *res;
+
+	bt_put(ws, "hello.sh", "#!/bin/sh\nprintf '[%s]' \"$@\"; echo\n", 0755);
+	res = bt_argv(ws, argv, NULL);
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "[arg with spaces][][*]\n");
+	sbx_result_free(res);
+}
+END_TEST
+
+/* ---- working directory ------------------------------------------------------------------- */
+
+static void assert_pwd(const char *cwd, const char *want)
+{
+	sbx_exec_opts o = { .size = sizeof o, .cwd = cwd };
+	sbx_result *res = bt_shell(ws, "pwd", &o);
+	char *line = bt_fmt("%s\n", want);
+
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), line);
+	sbx_result_free(res);
+	free(line);
+}
+
+START_TEST(test_cwd_default_relative_absolute)
+{
+	char *sub = bt_inside(ws, "a/b");
+
+	ck_assert_int_eq(sbx_file_mkdir(ws, "a/b", 0), 0);
+	assert_pwd(NULL, sbx_workspace_root(ws));
+	assert_pwd("a/b", sub);
+	assert_pwd(sub, sub);
+	assert_pwd(sbx_workspace_root(ws), sbx_workspace_root(ws));
+	free(sub);
+	sub = bt_inside(ws, "a");
+	assert_pwd("a/b/..", sub);
+	free(sub);
+}
+END_TEST
+
+static void assert_cwd_refused(const char *cwd, int want)
+{
+	sbx_exec_opts o = { .size = sizeof o, .cwd = cwd };
+	sbx_result *res = NULL;
+	int r = sbx_exec_shell(ws, "pwd", &o, &res);
+
+	ck_assert_msg(r == want, "cwd %s: got %d (%s), want %d", cwd, r, sbx_last_error(), want);
+	ck_assert_ptr_null(res);
+}
+
+/* The cwd is resolved like any path of the API: it stays under the root, also through a
+ * symlink a command made inside. */
+START_TEST(test_cwd_outside_is_refused)
+{
+	sbx_result *res = bt_shell(ws, "ln -s / up && ln -s .. parent && : > file", NULL);
+
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	sbx_result_free(res);
+	assert_cwd_refused("../..", -SBX_EESCAPE);
+	assert_cwd_refused("/etc", -SBX_EESCAPE);
+	assert_cwd_refused("up", -SBX_EESCAPE);
+	assert_cwd_refused("parent", -SBX_EESCAPE);
+	assert_cwd_refused("missing", -SBX_ENOENT);
+	assert_cwd_refused("file", -SBX_ENOTDIR);
+}
+END_TEST
+
+/* ---- environment ------------------------------------------------------------------------- */
+
+static int compare_lines(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Runs `env` itself (no shell, which adds variables of its own) and returns its output with
+ * the lines sorted. */
+static char *env_of(sbx_workspace *w, const char *const *env, uint32_t flags)
+{
+	const char *argv[] = { "env", NULL };
+	sbx_exec_opts o = { .size = sizeof o, .env = env, .flags = flags };
+	sbx_result *res = bt_argv(w, argv, &o);
+	char *lines[64], *text, *save, *sorted;
+	size_t n = 0;
+
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	text = strdup(sbx_result_stdout(res, NULL));
+	sorted = calloc(1, strlen(text) + 1);
+	for (char *l = strtok_r(text, "\n", &save); l && n < 64; l = strtok_r(NULL, "\n", &save))
+		lines[n++] = l;
+	qsort(lines, n, sizeof lines[0], compare_lines);
+	for (size_t i = 0; i < n; i++)
+		strcat(strcat(sorted, lines[i]), "\n");
+	free(text);
+	sbx_result_free(res);
+	return sorted;
+}
+
+START_TEST(test_env_exactly_as_composed)
+{
+	const char *over[] = { "B=override", "C=new value", "A", "NOT_THERE", NULL };
+	char *other = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(other, "\"env\":{\"A\":\"1\",\"B\":\"2\",\"Z\":\"z=z\"}");
+	char *got = env_of(w, over, 0);
+	char *want = bt_fmt("B=override\nC=new value\nHOME=%s\nPATH=%s\nZ=z=z\n",
+	                    sbx_workspace_root(w), DEFAULT_PATH);
+
+	ck_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	/* The host's own environment never reaches the command. */
+	setenv("SBX_HOST_SECRET", "leak", 1);
+	got = env_of(w, NULL, 0);
+	want = bt_fmt("A=1\nB=2\nHOME=%s\nPATH=%s\nZ=z=z\n", sbx_workspace_root(w), DEFAULT_PATH);
+	ck_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	sbx_workspace_close(w);
+}
+END_TEST
+
+START_TEST(test_env_cleared)
+{
+	const char *only[] = { "X=1", "Y=two words", "PATH=/usr/bin:/bin", NULL };
+	const char *none[] = { NULL };
+	char *got = env_of(ws, only, SBX_EXEC_CLEAR_ENV);
+
+	ck_assert_str_eq(got, "PATH=/usr/bin:/bin\nX=1\nY=two words\n");
+	free(got);
+	got = env_of(ws, none, SBX_EXEC_CLEAR_ENV);
+	ck_assert_str_eq(got, "");
+	free(got);
+}
+END_TEST
+
+START_TEST(test_no_host_fds_leak_into_command)
+{
+	int leaked = open("/dev/null", O_RDONLY); /* no O_CLOEXEC: a careless host */
+	sbx_result *res = bt_shell(ws, "ls /proc/$$/fd", NULL);
+
+	ck_assert_int_ge(leaked, 0);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "0\n1\n2\n");
+	sbx_result_free(res);
+	close(leaked);
+}
+END_TEST
+
+/* ---- stdin and output ------------------------------------------------------------------- */
+
+START_TEST(test_large_stdin_round_trip)
+{
+	const size_t len = 10u << 20;
+	const char *argv[] = { "cat", NULL };
+	char *data = malloc(len);
+	sbx_exec_opts o = { .size = sizeof o, .stdin_len = len, .max_output = 32u << 20 };
+	sbx_result *res;
+	size_t out_len;
+
+	ck_assert_ptr_nonnull(data);
+	for (size_t i = 0; i < len; i++)
+		data[i] = (char)(i * 7 % 251); /* NUL bytes included */
+	o.stdin_data = data;
+	res = bt_argv(ws, argv, &o);
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	ck_assert_int_eq(sbx_result_truncated(res), 0);
+	sbx_result_stdout(res, &out_len);
+	ck_assert_uint_eq(out_len, len);
+	ck_assert(memcmp(sbx_result_stdout(res, NULL), data, len) == 0);
+	sbx_result_free(res);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_stdin_ignored_or_absent)
+{
+	const size_t len = 10u << 20;
+	const char *cat[] = { "cat", NULL };
+	char *data = calloc(1, len);
+	sbx_exec_opts o = { .size = sizeof o, .stdin_data = data, .stdin_len = len };
+	sbx_result *res = bt_shell(ws, "echo done", &o);
+
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "done\n");
+	sbx_result_free(res);
+	free(data);
+	res = bt_argv(ws, cat, NULL); /* no stdin: end-of-file at once */
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "");
+	sbx_result_free(res);
+}
+END_TEST
+
+START_TEST(test_stderr_separate_and_merged)
+{
+	const char *cmd = "echo out; echo err >&2; echo out2";
+	sbx_exec_opts o = { .size = sizeof o, .flags = SBX_EXEC_MERGE_STDERR };
+	sbx_result *res = bt_shell(ws, cmd, NULL);
+
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "out\nout2\n");
+	ck_assert_str_eq(sbx_result_stderr(res, NULL), "err\n");
+	sbx_result_free(res);
+	res = bt_shell(ws, cmd, &o);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "out\nerr\nout2\n");
+	ck_assert_str_eq(sbx_result_stderr(res, NULL), "");
+	sbx_result_free(res);
+}
+END_TEST
+
+/* The callback answers each line by creating the file the command waits for next, through
+ * the file API. A backend that delivered output only at the end would leave the command
+ * waiting: so the order seen is the order written, without any timing in the test. */
+struct stream_log {
+	char text[256];
+	int creates;
+};
+
+static void answer_output(int stream, const char *data, size_t len, void *userdata)
+{
+	struct stream_log *log = userdata;
+	size_t at = strlen(log->text);
+	char name[16];
+
+	snprintf(log->text + at, sizeof log->text - at, "%d:%.*s", stream, (int)len, data);
+	for (size_t i = 0; i < len; i++) {
+		if (data[i] != '\n')
+			continue;
+		snprintf(name, sizeof name, "go%d", ++log->creates);
+		if (sbx_file_write(ws, name, "", 0, 0, 0) != 0)
+			log->creates = -1000; /* seen by the assertions */
+	}
+}
+
+START_TEST(test_streaming_callback_delivers_as_it_arrives)
+{
+	struct stream_log log = { "", 0 };
+	sbx_exec_opts o = { .size = sizeof o, .on_output = answer_output, .userdata = &log,
+	                    .timeout_ms = SAFETY_TIMEOUT_MS };
+	const char *cmd = "w() { while [ ! -e $1 ]; do sleep 0.01; done; }; "
+	                  "echo a; w go1; echo b >&2; w go2; echo c";
+	sbx_result *res = bt_shell(ws, cmd, &o);
+
+	ck_assert_int_eq(sbx_result_timed_out(res), 0);
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	ck_assert_str_eq(log.text, "1:a\n2:b\n1:c\n");
+	ck_assert_int_eq(log.creates, 3);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "a\nc\n");
+	ck_assert_str_eq(sbx_result_stderr(res, NULL), "b\n");
+	sbx_result_free(res);
+}
+END_TEST
+
+static void count_bytes(int stream, const char *data, size_t len, void *userdata)
+{
+	size_t *seen = userdata;
+
+	(void)data;
+	seen[stream] += len;
+}
+
+START_TEST(test_output_cap_truncates_and_bounds_memory)
+{
+	const size_t cap = 1u << 20;
+	sbx_exec_opts o = { .size = sizeof o, .max_output = cap };
+	long before = bt_memory_kb(true), after;
+	size_t len;
+	sbx_result *res = bt_shell(ws, "head -c 200000000 /dev/zero; echo tail >&2", &o);
+
+	after = bt_memory_kb(false);
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	ck_assert_int_eq(sbx_result_truncated(res), 1);
+	sbx_result_stdout(res, &len);
+	ck_assert_uint_eq(len, cap);
+	ck_assert_str_eq(sbx_result_stderr(res, NULL), "tail\n");
+	ck_assert_msg(after - before < 64 * 1024, "memory grew by %ld KiB", after - before);
+	sbx_result_free(res);
+}
+END_TEST
+
+START_TEST(test_output_cap_also_limits_the_callback)
+{
+	size_t seen[3] = { 0, 0, 0 };
+	sbx_exec_opts o = { .size = sizeof o, .max_output = 4096, .on_output = count_bytes,
+	                    .userdata = seen };
+	sbx_result *res = bt_shell(ws, "head -c 100000 /dev/zero", &o);
+
+	ck_assert_int_eq(sbx_result_truncated(res), 1);
+	ck_assert_uint_eq(seen[SBX_STDOUT], 4096);
+	sbx_result_free(res);
+
+	/* NO_CAPTURE: everything goes to the callback, nothing is kept. */
+	memset(seen, 0, sizeof seen);
+	o.flags = SBX_EXEC_NO_CAPTURE;
+	res = bt_shell(ws, "head -c 100000 /dev/zero", &o);
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	ck_assert_uint_eq(seen[SBX_STDOUT], 100000);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "");
+	sbx_result_free(res);
+}
+END_TEST
+
+/* ---- nothing outlives a command ---------------------------------------------------------- */
+
+START_TEST(test_timeout_kills_double_forked_daemon)
+{
+	const char *daemon = bt_marker(), *main_sleep = bt_marker();
+	const char *cmd = "setsid sh -c 'sleep $M1 & :' & sleep $M2";
+	sbx_exec_opts o = { .size = sizeof o, .timeout_ms = 500,
+	                    .env = bt_marker_env(daemon, main_sleep, NULL, NULL) };
+	sbx_result *res = bt_shell(ws, cmd, &o);
+
+	ck_assert_int_eq(sbx_result_timed_out(res), 1);
+	ck_assert_int_eq(sbx_result_exit_code(res), -1);
+	ck_assert_int_eq(sbx_result_signal(res), SIGKILL);
+	/* No polling: when sbx_exec returns, the tree is gone. */
+	ck_assert_msg(!test_process_exists(daemon), "the setsid daemon outlived the timeout");
+	ck_assert_msg(!test_process_exists(main_sleep), "the command outlived its timeout");
+	sbx_result_free(res);
+}
+END_TEST
+
+START_TEST(test_workspace_default_timeout)
+{
+	char *other = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(other, "\"timeout_ms\":300");
+	const char *mark = bt_marker();
+	char *cmd = bt_fmt("sleep %s", mark);
+	sbx_exec_opts no_timeout = { .size = sizeof no_timeout, .timeout_ms = -1 };
+	sbx_result *res = NULL;
+
+	ck_assert_int_eq(sbx_exec_shell(w, cmd, NULL, &res), 0);
+	ck_assert_int_eq(sbx_result_timed_out(res), 1);
+	ck_assert_int_eq(sbx_result_signal(res), SIGKILL);
+	ck_assert(!test_process_exists(mark));
+	sbx_result_free(res);
+	ck_assert_int_eq(sbx_exec_shell(w, "sleep 0.5; echo slept", &no_timeout, &res), 0);
+	ck_assert_int_eq(sbx_result_timed_out(res), 0);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "slept\n");
+	sbx_result_free(res);
+	sbx_workspace_close(w);
+	free(cmd);
+}
+END_TEST
+
+START_TEST(test_background_children_die_with_command)
+{
+	const char *bg = bt_marker(), *detached = bt_marker();
+	sbx_exec_opts o = { .size = sizeof o, .env = bt_marker_env(bg, detached, NULL, NULL) };
+	sbx_result *res = bt_shell(ws, "sleep $M1 & setsid sleep $M2 & echo started", &o);
+
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	ck_assert_int_eq(sbx_result_timed_out(res), 0);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "started\n");
+	ck_assert(!test_process_exists(bg));
+	ck_assert(!test_process_exists(detached));
+	sbx_result_free(res);
+}
+END_TEST
+
+#define THREADS 8
+#define RUNS_PER_THREAD 20
+
+static void *exec_many(void *arg)
+{
+	long id = (long)arg;
+	bool ok = true;
+
+	for (int i = 0; i < RUNS_PER_THREAD && ok; i++) {
+		char tag[32], want[40];
+		const char *argv[] = { "sh", "-c", "echo $1; echo $1 >&2; exit 3", "sh", tag,
+		                       NULL };
+		sbx_result *res = NULL;
+
+		snprintf(tag, sizeof tag, "t%ld-%d", id, i);
+		snprintf(want, sizeof want, "%s\n", tag);
+		ok = sbx_exec(ws, argv, NULL, &res) == 0 && sbx_result_exit_code(res) == 3 &&
+		     strcmp(sbx_result_stdout(res, NULL), want) == 0 &&
+		     strcmp(sbx_result_stderr(res, NULL), want) == 0;
+		if (!ok)
+			fprintf(stderr, "thread %ld run %d: %s\n", id, i,
+			        res ? sbx_result_stderr(res, NULL) : sbx_last_error());
+		sbx_result_free(res);
+	}
+	return (void *)(long)ok;
+}
+
+START_TEST(test_concurrent_exec_from_threads)
+{
+	pthread_t t[THREADS];
+	void *ok;
+
+	for (long i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, exec_many, (void *)i), 0);
+	for (int i = 0; i < THREADS; i++) {
+		ck_assert_int_eq(pthread_join(t[i], &ok), 0);
+		ck_assert_msg(ok, "thread %d saw a wrong result", i);
+	}
+}
+END_TEST
+
+/* ---- the process API --------------------------------------------------------------------- */
+
+static sbx_process *spawn(const char *const *argv, const sbx_spawn_opts *opts)
+{
+	sbx_process *p = NULL;
+	int r = sbx_process_spawn(ws, argv, opts, &p);
+
+	ck_assert_msg(r == 0, "spawn %s: %d %s", argv[0], r, sbx_last_error());
+	return p;
+}
+
+/* `sh -c cmd`, with env added to its environment (NULL: none). */
+static sbx_process *spawn_shell(const char *cmd, const char *const *env)
+{
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	sbx_spawn_opts o = { .size = sizeof o, .env = env };
+
+	return spawn(argv, &o);
+}
+
+/* Reads a stream until `want` has been seen, or end-of-file, or 10 s without data. */
+static bool read_until(sbx_process *p, int stream, const char *want)
+{
+	char buf[4096] = "";
+	size_t got = 0, n;
+
+	while (!strstr(buf, want) && got < sizeof buf - 1) {
+		int r = sbx_process_read(p, stream, buf + got, sizeof buf - 1 - got, 10000, &n);
+
+		if (r < 0 || n == 0)
+			return false;
+		got += n;
+		buf[got] = '\0';
+	}
+	return strstr(buf, want) != NULL;
+}
+
+START_TEST(test_process_cat_round_trip)
+{
+	const char *argv[] = { "cat", NULL };
+	sbx_process *p = spawn(argv, NULL);
+	char buf[64];
+	size_t n;
+	int code = -2, sig = -2;
+
+	ck_assert_int_ge(sbx_process_fd(p, SBX_STDIN), 0);
+	ck_assert_int_ge(sbx_process_fd(p, SBX_STDOUT), 0);
+	ck_assert_int_ge(sbx_process_fd(p, SBX_STDERR), 0);
+	ck_assert_int_eq(sbx_process_write(p, "hello\n", 6), 0);
+	ck_assert_int_eq(sbx_process_read(p, SBX_STDOUT, buf, sizeof buf, 10000, &n), 0);
+	ck_assert_uint_eq(n, 6);
+	ck_assert(memcmp(buf, "hello\n", 6) == 0);
+	ck_assert_int_eq(sbx_process_read(p, SBX_STDOUT, buf, sizeof buf, 0, &n), -SBX_ETIMEDOUT);
+	ck_assert_int_eq(sbx_process_wait(p, 0, &code, &sig), -SBX_ETIMEDOUT);
+	ck_assert_int_eq(sbx_process_close_stdin(p), 0);
+	ck_assert_int_eq(sbx_process_fd(p, SBX_STDIN), -SBX_EBADF);
+	ck_assert_int_eq(sbx_process_write(p, "x", 1), -SBX_EBADF);
+	ck_assert_int_eq(sbx_process_read(p, SBX_STDOUT, buf, sizeof buf, 10000, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(sbx_process_wait(p, 10000, &code, &sig), 0);
+	ck_assert_int_eq(code, 0);
+	ck_assert_int_eq(sig, 0);
+	ck_assert_int_eq(sbx_process_wait(p, 0, &code, &sig), 0); /* repeatable */
+	ck_assert_int_eq(code, 0);
+	sbx_process_free(p);
+}
+END_TEST
+
+START_TEST(test_process_stderr_exit_code_and_options)
+{
+	const char *argv[] = { "sh", "-c", "echo \"$V in $(pwd)\" >&2; exit 9", NULL };
+	const char *env[] = { "V=value", NULL };
+	sbx_spawn_opts o = { .size = sizeof o, .cwd = "d", .env = env };
+	char *want = bt_fmt("value in %s/d", sbx_workspace_root(ws));
+	sbx_process *p;
+	int code, sig;
+
+	ck_assert_int_eq(sbx_file_mkdir(ws, "d", 0), 0);
+	p = spawn(argv, &o);
+	ck_assert(read_until(p, SBX_STDERR, want));
+	ck_assert_int_eq(sbx_process_wait(p, 10000, &code, &sig), 0);
+	ck_assert_int_eq(code, 9);
+	ck_assert_int_eq(sig, 0);
+	sbx_process_free(p);
+
+	o.flags = SBX_SPAWN_MERGE_STDERR;
+	p = spawn(argv, &o);
+	ck_assert_int_eq(sbx_process_fd(p, SBX_STDERR), -SBX_EBADF);
+	ck_assert(read_until(p, SBX_STDOUT, want));
+	ck_assert_int_eq(sbx_process_wait(p, 10000, &code, &sig), 0);
+	ck_assert_int_eq(code, 9);
+	sbx_process_free(p);
+	free(want);
+}
+END_TEST
+
+START_TEST(test_process_missing_command_is_127)
+{
+	const char *argv[] = { "no-such-command-for-agentsbx", NULL };
+	sbx_process *p = spawn(argv, NULL);
+	int code, sig;
+
+	ck_assert(read_until(p, SBX_STDERR, "cannot run 'no-such-command-for-agentsbx'"));
+	ck_assert_int_eq(sbx_process_wait(p, 10000, &code, &sig), 0);
+	ck_assert_int_eq(code, 127);
+	sbx_process_free(p);
+}
+END_TEST
+
+START_TEST(test_process_signal_reaches_group)
+{
+	sbx_process *p = spawn_shell("trap 'echo got; exit 3' USR1; echo ready; "
+	                             "while :; do sleep 0.02; done", NULL);
+	int code, sig;
+
+	ck_assert(read_until(p, SBX_STDOUT, "ready"));
+	ck_assert_int_eq(sbx_process_signal(p, SIGUSR1), 0);
+	ck_assert(read_until(p, SBX_STDOUT, "got"));
+	ck_assert_int_eq(sbx_process_wait(p, 10000, &code, &sig), 0);
+	ck_assert_int_eq(code, 3);
+	ck_assert_int_eq(sig, 0);
+	sbx_process_free(p);
+}
+END_TEST
+
+START_TEST(test_process_kill_tree)
+{
+	const char *daemon = bt_marker(), *child = bt_marker();
+	sbx_process *p = spawn_shell("setsid sh -c 'sleep $M1 &'; sleep $M2 & echo ready; wait",
+	                             bt_marker_env(daemon, child, NULL, NULL));
+	int code, sig;
+
+	ck_assert(read_until(p, SBX_STDOUT, "ready"));
+	ck_assert(bt_wait_for_process(daemon, true));
+	ck_assert(bt_wait_for_process(child, true));
+	ck_assert_int_eq(sbx_process_kill(p), 0);
+	ck_assert_int_eq(sbx_process_wait(p, 10000, &code, &sig), 0);
+	ck_assert_int_eq(code, -1);
+	ck_assert_int_eq(sig, SIGKILL);
+	ck_assert_msg(!test_process_exists(daemon), "the setsid daemon survived the kill");
+	ck_assert(!test_process_exists(child));
+	ck_assert_int_eq(sbx_process_kill(p), 0); /* again: harmless */
+	sbx_process_free(p);
+}
+END_TEST
+
+START_TEST(test_process_free_kills_running_tree)
+{
+	const char *daemon = bt_marker(), *main_sleep = bt_marker();
+	sbx_process *p = spawn_shell("setsid sh -c 'sleep $M1 &'; exec sleep $M2",
+	                             bt_marker_env(daemon, main_sleep, NULL, NULL));
+
+	ck_assert(bt_wait_for_process(daemon, true));
+	ck_assert(bt_wait_for_process(main_sleep, true));
+	sbx_process_free(p);
+	ck_assert(!test_process_exists(daemon));
+	ck_assert(!test_process_exists(main_sleep));
+}
+END_TEST
+
+START_TEST(test_process_write_after_stdin_closed_is_eio)
+{
+	const char *mark = bt_marker();
+	sbx_process *p = spawn_shell("exec 0<&- 1>&-; exec sleep $M1",
+	                             bt_marker_env(mark, NULL, NULL, NULL));
+	char chunk[4096] = { 0 }, buf[16];
+	size_t n;
+	int r = 0;
+
+	/* EOF and EPIPE come as soon as the command closes its ends: nobody else holds them. */
+	ck_assert_int_eq(sbx_process_read(p, SBX_STDOUT, buf, sizeof buf, 10000, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	for (int i = 0; i < 1000 && r == 0; i++)
+		r = sbx_process_write(p, chunk, sizeof chunk);
+	ck_assert_int_eq(r, -SBX_EIO);
+	ck_assert(bt_wait_for_process(mark, true)); /* closed its stdio, yet runs on */
+	sbx_process_free(p);
+	ck_assert(!test_process_exists(mark));
+}
+END_TEST
+
+/* ---- files: the API and the commands inside see the same tree ----------------------------- */
+
+START_TEST(test_file_written_by_api_is_read_inside)
+{
+	static const char data[] = "line one\nline two\0after a NUL";
+	char *out;
+
+	ck_assert_int_eq(sbx_file_write(ws, "dir/sub/f.bin", data, sizeof data - 1, 0,
+	                                SBX_WRITE_MKDIRS), 0);
+	out = bt_shell_out(ws, "printf 'line one\\nline two\\0after a NUL' | cmp - dir/sub/f.bin "
+	                       "&& echo same");
+	ck_assert_str_eq(out, "same\n");
+	free(out);
+	out = bt_shell_out(ws, "stat -c '%s %a' dir/sub/f.bin; test -d dir/sub && echo dir");
+	ck_assert_str_eq(out, "29 644\ndir\n");
+	free(out);
+	ck_assert_int_eq(sbx_file_write(ws, "dir/sub/f.bin", "new", 3, 0600, 0), 0);
+	out = bt_shell_out(ws, "cat dir/sub/f.bin; echo; stat -c %a dir/sub/f.bin");
+	ck_assert_str_eq(out, "new\n600\n");
+	free(out);
+	ck_assert_int_eq(sbx_file_write(ws, "dir/sub/f.bin", "x", 1, 0, SBX_WRITE_EXCL),
+	                 -SBX_EEXIST);
+}
+END_TEST
+
+START_TEST(test_file_written_inside_is_read_by_api)
+{
+	char *data = NULL;
+	size_t len = 0;
+
+	free(bt_shell_out(ws, "mkdir -p made/in && printf 'from\\0inside' > made/in/f && "
+	                      "chmod 640 made/in/f"));
+	ck_assert_int_eq(sbx_file_read(ws, "made/in/f", &data, &len), 0);
+	ck_assert_uint_eq(len, 11);
+	ck_assert(memcmp(data, "from\0inside", 11) == 0);
+	ck_assert_int_eq(data[len], '\0');
+	sbx_free(data);
+	data = NULL;
+	/* An absolute path under the root means the same file. */
+	char *abs = bt_inside(ws, "made/in/f");
+	ck_assert_int_eq(sbx_file_read(ws, abs, &data, &len), 0);
+	ck_assert_uint_eq(len, 11);
+	sbx_free(data);
+	free(abs);
+	ck_assert_int_eq(sbx_file_read(ws, "made/in", &data, &len), -SBX_EISDIR);
+	ck_assert_int_eq(sbx_file_read(ws, "made/none", &data, &len), -SBX_ENOENT);
+}
+END_TEST
+
+START_TEST(test_file_stat_of_what_commands_made)
+{
+	sbx_stat st = { .size = sizeof st };
+
+	free(bt_shell_out(ws, "printf abc > f && chmod 640 f && mkdir d && chmod 711 d && "
+	                      "ln -s f link && touch -d @1700000000 f"));
+	ck_assert_int_eq(sbx_file_stat(ws, "f", &st), 0);
+	ck_assert_int_eq(st.type, SBX_FILE_REGULAR);
+	ck_assert_uint_eq(st.file_size, 3);
+	ck_assert_uint_eq(st.mode, 0640);
+	ck_assert_int_eq(st.mtime_sec, 1700000000);
+	ck_assert_int_eq(sbx_file_stat(ws, "d", &st), 0);
+	ck_assert_int_eq(st.type, SBX_FILE_DIRECTORY);
+	ck_assert_uint_eq(st.mode, 0711);
+	ck_assert_int_eq(sbx_file_stat(ws, "link", &st), 0);
+	ck_assert_int_eq(st.type, SBX_FILE_SYMLINK);
+	ck_assert_int_eq(sbx_file_stat(ws, "none", &st), -SBX_ENOENT);
+}
+END_TEST
+
+START_TEST(test_file_list_of_what_commands_made)
+{
+	char *json = NULL;
+	const char *a, *b, *l, *s;
+
+	free(bt_shell_out(ws, "mkdir -p top/sub && printf 12345 > top/b.txt && "
+	                      "printf 123 > top/a.txt && ln -s a.txt top/link"));
+	ck_assert_int_eq(sbx_file_list(ws, "top", &json), 0);
+	a = strstr(json, "{\"name\":\"a.txt\",\"type\":\"file\",\"size\":3,");
+	b = strstr(json, "{\"name\":\"b.txt\",\"type\":\"file\",\"size\":5,");
+	l = strstr(json, "{\"name\":\"link\",\"type\":\"symlink\",");
+	s = strstr(json, "{\"name\":\"sub\",\"type\":\"dir\",");
+	ck_assert_msg(a && b && l && s && a < b && b < l && l < s, "list: %s", json);
+	ck_assert_int_eq(json[0], '[');
+	sbx_free(json);
+	ck_assert_int_eq(sbx_file_list(ws, "top/sub", &json), 0);
+	ck_assert_str_eq(json, "[]");
+	sbx_free(json);
+	ck_assert_int_eq(sbx_file_list(ws, "top/a.txt", &json), -SBX_ENOTDIR);
+}
+END_TEST
+
+START_TEST(test_file_mkdir_and_remove_seen_inside)
+{
+	char *out;
+
+	ck_assert_int_eq(sbx_file_mkdir(ws, "m/n/o", 0700), 0);
+	ck_assert_int_eq(sbx_file_mkdir(ws, "m/n/o", 0), 0); /* mkdir -p: exists is fine */
+	out = bt_shell_out(ws, "stat -c %a m/n/o; touch m/n/o/file m/top");
+	ck_assert_str_eq(out, "700\n");
+	free(out);
+	ck_assert_int_eq(sbx_file_remove(ws, "m/top", 0), 0);
+	ck_assert_int_eq(sbx_file_remove(ws, "m/n", 0), -SBX_ENOTEMPTY);
+	ck_assert_int_eq(sbx_file_remove(ws, "m/n", SBX_REMOVE_RECURSIVE), 0);
+	out = bt_shell_out(ws, "ls -A m; test -e m/top || echo gone");
+	ck_assert_str_eq(out, "gone\n");
+	free(out);
+	ck_assert_int_eq(sbx_file_remove(ws, "m/none", 0), -SBX_ENOENT);
+	ck_assert_int_ne(sbx_file_remove(ws, ".", SBX_REMOVE_RECURSIVE), 0);
+	out = bt_shell_out(ws, "test -d m && echo still");
+	ck_assert_str_eq(out, "still\n");
+	free(out);
+}
+END_TEST
+
+/* A command can plant symlinks; the file API must not follow them out of the root, and
+ * removing one removes the link, never its target. */
+START_TEST(test_file_api_does_not_follow_links_planted_inside)
+{
+	char *data = NULL, *out;
+	size_t len;
+
+	free(bt_shell_out(ws, "echo keep > kept && ln -s / root-link && ln -s ../../../../.. up && "
+	                      "ln -s kept inner"));
+	ck_assert_int_eq(sbx_file_read(ws, "root-link/etc/passwd", &data, &len), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_read(ws, "up/etc/passwd", &data, &len), -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_write(ws, "up/tmp/agentsbx-escape", "x", 1, 0, 0),
+	                 -SBX_EESCAPE);
+	ck_assert_int_eq(sbx_file_read(ws, "inner", &data, &len), 0); /* inside: followed */
+	ck_assert_str_eq(data, "keep\n");
+	sbx_free(data);
+	ck_assert_int_eq(sbx_file_remove(ws, "inner", 0), 0);
+	ck_assert_int_eq(sbx_file_write(ws, "root-link", "replaced", 8, 0, 0), 0);
+	out = bt_shell_out(ws, "cat kept; test -L root-link || cat root-link");
+	ck_assert_str_eq(out, "keep\nreplaced");
+	free(out);
+}
+END_TEST
+
+/* ---- reset and close ---------------------------------------------------------------------- */
+
+START_TEST(test_reset_kills_processes_and_keeps_host_files)
+{
+	const char *first = bt_marker(), *daemon = bt_marker();
+	sbx_process *p = spawn_shell("setsid sleep $M2 & exec sleep $M1",
+	                             bt_marker_env(first, daemon, NULL, NULL));
+	char *out, *data = NULL;
+	size_t len;
+	int code, sig;
+
+	bt_put(ws, "kept.txt", "kept", 0);
+	ck_assert(bt_wait_for_process(first, true));
+	ck_assert(bt_wait_for_process(daemon, true));
+	ck_assert_int_eq(sbx_workspace_reset(ws), 0);
+	ck_assert_msg(!test_process_exists(first), "a process survived reset");
+	ck_assert_msg(!test_process_exists(daemon), "a setsid daemon survived reset");
+	ck_assert_int_eq(sbx_process_wait(p, 0, &code, &sig), 0);
+	ck_assert_int_eq(code, -1);
+	ck_assert_int_eq(sig, SIGKILL);
+	sbx_process_free(p);
+	/* The workspace works again, and a host workdir keeps its files. */
+	out = bt_shell_out(ws, "cat kept.txt");
+	ck_assert_str_eq(out, "kept");
+	free(out);
+	ck_assert_int_eq(sbx_file_read(ws, "kept.txt", &data, &len), 0);
+	sbx_free(data);
+}
+END_TEST
+
+START_TEST(test_reset_empties_a_temporary_workspace)
+{
+	sbx_workspace *w = bt_open_ok(NULL, NULL);
+	sbx_result *res = NULL;
+	sbx_stat st = { .size = sizeof st };
+
+	ck_assert_int_eq(sbx_exec_shell(w, "mkdir -p d && echo x > d/f && echo y > top", NULL,
+	                                &res), 0);
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	sbx_result_free(res);
+	ck_assert_int_eq(sbx_workspace_reset(w), 0);
+	ck_assert_int_eq(sbx_file_stat(w, "d", &st), -SBX_ENOENT);
+	ck_assert_int_eq(sbx_file_stat(w, "top", &st), -SBX_ENOENT);
+	ck_assert_int_eq(sbx_exec_shell(w, "test -e d || test -e top || echo empty", NULL, &res),
+	                 0);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "empty\n");
+	sbx_result_free(res);
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+}
+END_TEST
+
+/* Closing without freeing the processes first (no reattach): everything ends, the handles
+ * stay safe to use and free, and the library leaves no child process of ours behind. */
+START_TEST(test_close_leaves_nothing_running)
+{
+	const char *daemon = bt_marker(), *main_sleep = bt_marker(), *plain = bt_marker();
+	const char *argv[] = { "sleep", plain, NULL };
+	sbx_process *p, *q;
+	int code, sig;
+	char buf[16];
+	size_t n;
+
+	/* Counted from no workspace at all: the fixture's is closed and opened again. */
+	sbx_workspace_close(ws);
+	ws = NULL;
+	ck_assert_int_eq(bt_count_children(), 0);
+	ws = bt_open_ok(workdir, NULL);
+	p = spawn_shell("setsid sh -c 'sleep $M1 &'; exec sleep $M2",
+	                bt_marker_env(daemon, main_sleep, NULL, NULL));
+	q = spawn(argv, NULL);
+	ck_assert(bt_wait_for_process(daemon, true));
+	ck_assert(bt_wait_for_process(main_sleep, true));
+	ck_assert(bt_wait_for_process(plain, true));
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	ws = NULL;
+	ck_assert_msg(!test_process_exists(daemon), "a setsid daemon survived close");
+	ck_assert(!test_process_exists(main_sleep));
+	ck_assert(!test_process_exists(plain));
+	ck_assert_msg(bt_count_children() == 0, "%d child process(es) of the host left after close",
+	              bt_count_children());
+	/* Handles outlive their workspace harmlessly. */
+	ck_assert_int_eq(sbx_process_wait(p, 0, &code, &sig), 0);
+	ck_assert_int_eq(sig, SIGKILL);
+	(void)sbx_process_read(q, SBX_STDOUT, buf, sizeof buf, 0, &n);
+	sbx_process_free(p);
+	sbx_process_free(q);
+}
+END_TEST
+
+static Suite *conformance_suite(void)
+{
+	static char name[64];
+	Suite *s;
+
+	/* Not bt_fmt: its check fails only inside a test. */
+	snprintf(name, sizeof name, "conformance-%s", bt_backend());
+	s = suite_create(name);
+	TCase *exec = tcase_create("exec"), *io = tcase_create("io");
+	TCase *tree = tcase_create("tree"), *proc = tcase_create("process");
+	TCase *files = tcase_create("files"), *life = tcase_create("lifecycle");
+
+	tcase_add_checked_fixture(exec, setup, teardown);
+	tcase_add_test(exec, test_exit_codes);
+	tcase_add_test(exec, test_signal_death);
+	tcase_add_test(exec, test_missing_command_is_127);
+	tcase_add_test(exec, test_not_executable_is_126);
+	tcase_add_test(exec, test_script_written_by_api_runs);
+	tcase_add_test(exec, test_cwd_default_relative_absolute);
+	tcase_add_test(exec, test_cwd_outside_is_refused);
+	tcase_add_test(exec, test_env_exactly_as_composed);
+	tcase_add_test(exec, test_env_cleared);
+	tcase_add_test(exec, test_no_host_fds_leak_into_command);
+	suite_add_tcase(s, exec);
+
+	tcase_add_checked_fixture(io, setup, teardown);
+	tcase_add_test(io, test_large_stdin_round_trip);
+	tcase_add_test(io, test_stdin_ignored_or_absent);
+	tcase_add_test(io, test_stderr_separate_and_merged);
+	tcase_add_test(io, test_streaming_callback_delivers_as_it_arrives);
+	tcase_add_test(io, test_output_cap_truncates_and_bounds_memory);
+	tcase_add_test(io, test_output_cap_also_limits_the_callback);
+	suite_add_tcase(s, io);
+
+	tcase_add_checked_fixture(tree, setup, teardown);
+	tcase_add_test(tree, test_timeout_kills_double_forked_daemon);
+	tcase_add_test(tree, test_workspace_default_timeout);
+	tcase_add_test(tree, test_background_children_die_with_command);
+	tcase_add_test(tree, test_concurrent_exec_from_threads);
+	suite_add_tcase(s, tree);
+
+	tcase_add_checked_fixture(proc, setup, teardown);
+	tcase_add_test(proc, test_process_cat_round_trip);
+	tcase_add_test(proc, test_process_stderr_exit_code_and_options);
+	tcase_add_test(proc, test_process_missing_command_is_127);
+	tcase_add_test(proc, test_process_signal_reaches_group);
+	tcase_add_test(proc, test_process_kill_tree);
+	tcase_add_test(proc, test_process_free_kills_running_tree);
+	tcase_add_test(proc, test_process_write_after_stdin_closed_is_eio);
+	suite_add_tcase(s, proc);
+
+	tcase_add_checked_fixture(files, setup, teardown);
+	tcase_add_test(files, test_file_written_by_api_is_read_inside);
+	tcase_add_test(files, test_file_written_inside_is_read_by_api);
+	tcase_add_test(files, test_file_stat_of_what_commands_made);
+	tcase_add_test(files, test_file_list_of_what_commands_made);
+	tcase_add_test(files, test_file_mkdir_and_remove_seen_inside);
+	tcase_add_test(files, test_file_api_does_not_follow_links_planted_inside);
+	suite_add_tcase(s, files);
+
+	tcase_add_checked_fixture(life, setup, teardown);
+	tcase_add_test(life, test_reset_kills_processes_and_keeps_host_files);
+	tcase_add_test(life, test_reset_empties_a_temporary_workspace);
+	tcase_add_test(life, test_close_leaves_nothing_running);
+	suite_add_tcase(s, life);
+	return s;
+}
+
+int main(void)
+{
+	int r;
+
+	if (!bt_backend_usable())
+		return BT_EXIT_SKIP;
+	bt_begin_run();
+	r = test_run_suite(conformance_suite());
+	bt_end_run();
+	return r;
+}
