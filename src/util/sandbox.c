@@ -819,7 +819,14 @@ static int launch(struct sbx_sandbox *sb)
 	/* Only the init may hold the other end: its closing is how we see the sandbox die. */
 	close(SBX_TAKE_FD(child_ctl));
 	close(SBX_TAKE_FD(err_write));
-	return wait_ready(sb, err_read);
+	if ((r = wait_ready(sb, err_read)) < 0)
+		return r;
+	/* A pids limit only a cgroup enforces: refuse rather than run without it. */
+	if (sb->cfg.limits.pids && !(sb->flags & SBX_INIT_HAS_CGROUP))
+		return sbx_fail(-SBX_ECONFIG, "config: key 'limits.pids': this sandbox has no cgroup "
+		                "to enforce it (%s)", sb->cgroup_note[0] ? sb->cgroup_note :
+		                "none could be made");
+	return 0;
 }
 
 /* Ends the init by closing its channel (it exits, and the kernel empties its PID namespace
@@ -851,10 +858,14 @@ static void stop_init(struct sbx_sandbox *sb)
 	sb->pid = -1;
 }
 
+/* After the init is gone: the placeholders, and the cgroup the outer process made (under this
+ * process's own cgroup, which the outer process shared; it cannot remove it while in it). */
 static void stop_and_tidy(struct sbx_sandbox *sb)
 {
 	stop_init(sb);
 	remove_placeholders(sb);
+	if (sb->flags & SBX_INIT_HAS_CGROUP)
+		sbx_cgroup_cleanup(sb->id);
 }
 
 static void free_sandbox(struct sbx_sandbox *sb)
