@@ -18,7 +18,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <spawn.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -29,8 +30,6 @@
 
 #include "run_proto.h"
 #include "runner.h"
-
-extern char **environ;
 
 #define NORETURN __attribute__((noreturn))
 
@@ -142,9 +141,9 @@ static void note_status_code(struct runner *r, bool signalled, int value)
 
 /* ---- the command ----------------------------------------------------------------------- */
 
-/* Limits go on the runner itself, just before it starts the command that inherits them: the
- * runner exists only for this command and needs little of any resource. */
-static int apply_rlimits(const char **failed)
+/* In the child, before exec: limits, which must bind the command and not the runner (a
+ * sanitizer build of the runner needs far more address space than any command limit). */
+static int apply_rlimits(void)
 {
 	for (size_t i = 0; i < sizeof rlimit_opts / sizeof rlimit_opts[0]; i++) {
 		const struct rlimit_opt *o = &rlimit_opts[i];
@@ -159,10 +158,8 @@ static int apply_rlimits(const char **failed)
 		 * lets the command see SIGXCPU, which says why it died. */
 		if (o->resource == RLIMIT_CPU && lim.rlim_max < cur.rlim_max)
 			lim.rlim_max++;
-		if (setrlimit(o->resource, &lim) < 0) {
-			*failed = o->name;
+		if (setrlimit(o->resource, &lim) < 0)
 			return -1;
-		}
 	}
 	return 0;
 }
@@ -181,31 +178,64 @@ static void close_fds_from(unsigned first)
 		close(fd);
 }
 
-/* posix_spawn (a vfork-style clone: no copy of the runner's memory) in a new session and
- * process group, with the signal mask cleared and every signal at its default. (Not
- * sigfillset for the defaults: it leaves out the C library's internal signals, which
- * posix_spawn then hands to the child ignored.) Every fd the runner opened is close-on-exec,
- * so the command gets exactly fds 0-2. Returns 0 or an errno value. */
-static int spawn_command(struct runner *r)
-{
-	posix_spawnattr_t attr;
-	sigset_t none, all;
-	int err;
+#define CHILD_STACK_SIZE (256 * 1024)
 
+struct launch {
+	char **argv;
+	const char *failed;       /* the step that failed in the child, or NULL */
+	int err;
+};
+
+/* Runs in the child, which shares the runner's memory until it execs (CLONE_VFORK: the runner
+ * waits meanwhile), so it only makes system calls and writes its outcome into l. */
+static int command_child(void *arg)
+{
+	struct launch *l = arg;
+	sigset_t none;
+
+	/* Handlers fall back to the default at exec by themselves; the mask and ignored
+	 * signals do not. The runner ignores only SIGPIPE (its parents start it with every
+	 * disposition at its default). */
+	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
-	memset(&all, 0xff, sizeof all);
-	if ((err = posix_spawnattr_init(&attr)) != 0)
-		return err;
-	err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-	                                      POSIX_SPAWN_SETSIGDEF);
-	if (!err)
-		err = posix_spawnattr_setsigmask(&attr, &none);
-	if (!err)
-		err = posix_spawnattr_setsigdefault(&attr, &all);
-	if (!err)
-		err = posix_spawnp(&r->cmd, r->argv[0], NULL, &attr, r->argv, environ);
-	posix_spawnattr_destroy(&attr);
-	return err;
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid(); /* new session and process group: no controlling terminal of the host */
+	if (apply_rlimits() < 0) {
+		l->failed = "setrlimit";
+		l->err = errno;
+		_exit(126);
+	}
+	execvp(l->argv[0], l->argv);
+	l->failed = "";
+	l->err = errno;
+	_exit(127);
+}
+
+/* Starts the command the way posix_spawn would (a clone that shares the runner's memory
+ * instead of copying it), with its own limits. Every fd the runner opened is close-on-exec,
+ * so the command gets exactly fds 0-2. Returns 0, or an errno value with *failed naming the
+ * step ("" for exec itself); a child that got as far as failing has been reaped. */
+static int spawn_command(struct runner *r, const char **failed)
+{
+	struct launch l = { .argv = r->argv };
+	char *stack = mmap(NULL, CHILD_STACK_SIZE, PROT_READ | PROT_WRITE,
+	                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	pid_t pid;
+
+	*failed = "clone";
+	if (stack == MAP_FAILED)
+		return errno;
+	pid = clone(command_child, stack + CHILD_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &l);
+	munmap(stack, CHILD_STACK_SIZE);
+	if (pid < 0)
+		return errno;
+	if (l.failed) {
+		waitpid(pid, NULL, 0);
+		*failed = l.failed;
+		return l.err;
+	}
+	r->cmd = pid;
+	return 0;
 }
 
 /* ---- the runner ------------------------------------------------------------------------ */
@@ -267,19 +297,12 @@ static void detach_stdio(void)
 
 static void start_command(struct runner *r)
 {
-	const char *failed_limit = NULL;
-	int err;
+	const char *failed = NULL;
+	int err = spawn_command(r, &failed);
 
-	if (apply_rlimits(&failed_limit) < 0) {
-		char what[32];
-
-		err = errno;
-		snprintf(what, sizeof what, "setrlimit %s", failed_limit);
-		refuse_to_start(r, what, err, 126);
-	}
-	err = spawn_command(r);
 	if (err)
-		refuse_to_start(r, NULL, err, err == ENOENT || err == ENOTDIR ? 127 : 126);
+		refuse_to_start(r, *failed ? failed : NULL, err,
+		                !*failed && (err == ENOENT || err == ENOTDIR) ? 127 : 126);
 	detach_stdio();
 }
 
