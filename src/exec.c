@@ -122,11 +122,14 @@ static void feed_stdin(struct exec_run *run)
 		close_fd(&run->sp.in_fd);
 }
 
+/* Any answer but "still running" ends the run. An error — the runner, or the whole sandbox,
+ * died without a report — is an end too, and finish() returns it: taken for "not yet", it
+ * left the wait fd hung up and ready for ever, and the loop spun without end. */
 static void note_end(struct exec_run *run)
 {
 	int code, sig;
 
-	if (run->ws->ops->proc_wait(run->sp.proc, 0, &code, &sig) == 0) {
+	if (run->ws->ops->proc_wait(run->sp.proc, 0, &code, &sig) != -SBX_ETIMEDOUT) {
 		run->ended = true;
 		run->grace_until = sbx_now_ms() + SBX_DRAIN_GRACE_MS;
 	}

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,6 +309,18 @@ int bt_count_sandbox_processes(const char *host_dir)
 	/* By its last component: mountinfo shows the path within its file system, which lacks
 	 * the mount point's prefix when /tmp is a file system of its own. */
 	return count_host_processes(mounts_mention, name ? name + 1 : host_dir);
+}
+
+static bool kill_if_mounts_mention(const char *pid, const void *dir)
+{
+	return mounts_mention(pid, dir) && kill(atoi(pid), SIGKILL) == 0;
+}
+
+int bt_kill_sandbox_processes(const char *host_dir)
+{
+	const char *name = strrchr(host_dir, '/');
+
+	return count_host_processes(kill_if_mounts_mention, name ? name + 1 : host_dir);
 }
 
 int bt_wait_for_sandbox_gone(const char *host_dir)

@@ -75,6 +75,9 @@ int bt_wait_for_process_count(const char *cmdline_fragment, int n);
 int bt_count_sandbox_processes(const char *host_dir);
 /* Polls until no such process is left, for at most 5 s; returns how many are left. */
 int bt_wait_for_sandbox_gone(const char *host_dir);
+/* SIGKILLs every such process: the sandbox dies as if the kernel or an operator killed it.
+ * Returns how many were signalled. */
+int bt_kill_sandbox_processes(const char *host_dir);
 
 /* sbx_exec_shell / sbx_exec that fail the test when the call itself fails. */
 sbx_result *bt_shell(sbx_workspace *ws, const char *cmd, const sbx_exec_opts *opts);

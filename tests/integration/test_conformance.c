@@ -532,6 +532,38 @@ START_TEST(test_concurrent_exec_from_threads)
 }
 END_TEST
 
+/* Harnesses open workspaces from worker threads (Python's to_thread, Node's workers), and
+ * those threads end. The workspace belongs to the process, not to the thread.
+ *
+ * KNOWN BUG, reported, open — fails on bwrap: bubblewrap's --die-with-parent is a
+ * PR_SET_PDEATHSIG, which fires when the spawning *thread* exits, so the sandbox dies with
+ * the thread ("the sandbox init does not answer: Broken pipe"). */
+static void *open_in_thread(void *dir)
+{
+	sbx_workspace *w = NULL;
+
+	return bt_open(dir, NULL, &w) == 0 ? w : NULL;
+}
+
+START_TEST(test_workspace_outlives_the_thread_that_opened_it)
+{
+	char *other = bt_mkdtemp();
+	sbx_workspace *w = NULL;
+	pthread_t t;
+	sbx_result *res = NULL;
+	int r;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, open_in_thread, other), 0);
+	ck_assert_int_eq(pthread_join(t, (void **)&w), 0);
+	ck_assert_msg(w, "open in a thread: %s", sbx_last_error());
+	r = sbx_exec_shell(w, "echo alive", NULL, &res);
+	ck_assert_msg(r == 0, "exec after the opening thread ended: %d %s", r, sbx_last_error());
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "alive\n");
+	sbx_result_free(res);
+	sbx_workspace_close(w);
+}
+END_TEST
+
 /* ---- the process API --------------------------------------------------------------------- */
 
 static sbx_process *spawn(const char *const *argv, const sbx_spawn_opts *opts)
@@ -979,6 +1011,7 @@ static Suite *conformance_suite(void)
 	tcase_add_test(tree, test_workspace_default_timeout);
 	tcase_add_test(tree, test_background_children_die_with_command);
 	tcase_add_test(tree, test_concurrent_exec_from_threads);
+	tcase_add_test(tree, test_workspace_outlives_the_thread_that_opened_it);
 	suite_add_tcase(s, tree);
 
 	tcase_add_checked_fixture(proc, setup, teardown);

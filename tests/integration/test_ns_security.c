@@ -1344,6 +1344,52 @@ START_TEST(test_host_sigkill_with_heir_leaves_no_process)
 }
 END_TEST
 
+/* The sandbox dies under a running command (the OOM killer, an operator, a crash): the
+ * call returns with an error or the command's death, it does not hang. */
+struct killer {
+	const char *dir, *mark;
+	int killed;
+};
+
+static void *kill_sandbox_when_running(void *arg)
+{
+	struct killer *k = arg;
+
+	if (bt_wait_for_process(k->mark, true))
+		k->killed = bt_kill_sandbox_processes(k->dir);
+	return NULL;
+}
+
+START_TEST(test_exec_returns_when_the_sandbox_dies)
+{
+	struct killer k = { .dir = bt_mkdtemp(), .mark = bt_marker() };
+	sbx_workspace *w = bt_open_ok(k.dir, NULL);
+	sbx_exec_opts o = { .size = sizeof o, .timeout_ms = SAFETY_TIMEOUT_MS,
+	                    .env = bt_marker_env(k.mark, NULL, NULL, NULL) };
+	sbx_result *res = NULL;
+	pthread_t t;
+	int r;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, kill_sandbox_when_running, &k), 0);
+	r = sbx_exec_shell(w, "exec sleep $M1", &o, &res);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_gt(k.killed, 0);
+	if (r == 0) {
+		/* A result is fine if it says the command was killed — not by its timeout. */
+		ck_assert_msg(!sbx_result_timed_out(res), "sbx_exec only returned at its timeout");
+		ck_assert_int_eq(sbx_result_signal(res), SIGKILL);
+	} else {
+		ck_assert_msg(r == -SBX_EIO, "sbx_exec: %d %s", r, sbx_last_error());
+	}
+	sbx_result_free(res);
+	/* The workspace says so from now on, rather than hang. */
+	r = sbx_exec_shell(w, "true", &o, &res);
+	ck_assert_msg(r < 0 || !sbx_result_timed_out(res), "a later exec hung");
+	sbx_result_free(res);
+	sbx_workspace_close(w);
+}
+END_TEST
+
 /* ---- concurrency -------------------------------------------------------------------------- */
 
 #define THREADS 8
@@ -1453,6 +1499,7 @@ static Suite *security_suite(void)
 	tcase_add_test(life, test_close_leaves_no_process);
 	tcase_add_test(life, test_close_leaves_no_cgroup);
 	tcase_add_test(life, test_probe_leaves_nothing_behind);
+	tcase_add_test(life, test_exec_returns_when_the_sandbox_dies);
 	tcase_add_test(life, test_host_sigkill_leaves_no_process);
 	tcase_add_test(life, test_host_sigkill_with_heir_leaves_no_process);
 	tcase_add_test(life, test_concurrent_execs_stay_apart);
