@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,8 @@
 #include "sandbox.h"
 #include "server.h"
 #include "spec.h"
+
+extern char **environ;
 
 #define SPEC_MAX (1u << 20)
 
@@ -320,10 +323,29 @@ static void close_inherited_fds(bool direct)
 		close((int)fd);
 }
 
+/* "bwrap" mode: the outer process of a sandbox bubblewrap builds. It starts bwrap (the
+ * arguments after "--") with our fds and then only waits, as direct mode's outer process does:
+ * bwrap's --die-with-parent is sound with this single-threaded parent (it would fire when the
+ * host's *thread* ended), and the host is watched through a pidfd. */
+static int start_bwrap(char **bwrap_argv)
+{
+	int host = watch_host();
+	pid_t pid;
+	int err = posix_spawn(&pid, bwrap_argv[0], NULL, NULL, bwrap_argv, environ);
+
+	if (err) {
+		send_error("start %s: %s", bwrap_argv[0], strerror(err));
+		return 1;
+	}
+	return wait_for_init(pid, host);
+}
+
 static int usage(const char *why)
 {
 	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init --proto %d --mode direct|inside\n"
-	        "(started by libagentsbx; see helpers/init_proto.h)\n", why, SBX_INIT_PROTO_VERSION);
+	        "       agentsbx-init --proto %d --mode bwrap -- BWRAP_ARGV...\n"
+	        "(started by libagentsbx; see helpers/init_proto.h)\n", why, SBX_INIT_PROTO_VERSION,
+	        SBX_INIT_PROTO_VERSION);
 	return 2;
 }
 
@@ -333,11 +355,16 @@ int main(int argc, char **argv)
 	char err[400] = "";
 	struct stat sb;
 
-	if (argc != 5 || strcmp(argv[1], "--proto") || strcmp(argv[2], "1") ||
-	    strcmp(argv[3], "--mode") || (strcmp(argv[4], "direct") && strcmp(argv[4], "inside")))
+	bool bwrap = argc > 6 && !strcmp(argv[4], "bwrap") && !strcmp(argv[5], "--");
+
+	if ((argc != 5 && !bwrap) || strcmp(argv[1], "--proto") || strcmp(argv[2], "1") ||
+	    strcmp(argv[3], "--mode") ||
+	    (strcmp(argv[4], "direct") && strcmp(argv[4], "inside") && !bwrap))
 		return usage("bad arguments");
 	if (fstat(SBX_INIT_CONTROL_FD, &sb) < 0 || !S_ISSOCK(sb.st_mode))
 		return usage("fd 3 is not the control socket");
+	if (bwrap)
+		return start_bwrap(argv + 6);   /* every fd we have is one bubblewrap needs */
 	st.direct = !strcmp(argv[4], "direct");
 	close_inherited_fds(st.direct);
 	signal(SIGPIPE, SIG_IGN);

@@ -603,9 +603,14 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	const struct sbx_sandbox_options *o = sb->opts;
 
 	/* --unshare-all only tries the user namespace; --disable-userns needs one for sure. */
+	/* The outer process that starts bwrap and watches the host (helpers/init/main.c). */
+	args3(&a, init, "--proto", "1");
+	args3(&a, "--mode", "bwrap", "--");
 	args3(&a, SBX_BWRAP_PATH, "--unshare-all", "--unshare-user");
 	if (!strcmp(sb->network_mode, "host"))
 		arg(&a, "--share-net");
+	/* bwrap's parent is agentsbx-init's single-threaded outer process ("--mode bwrap"), so
+	 * --die-with-parent (PR_SET_PDEATHSIG, which fires when the parent *thread* ends) holds. */
 	args3(&a, "--die-with-parent", "--new-session", NULL);
 	args3(&a, "--as-pid-1", "--disable-userns", NULL);
 	args3(&a, "--hostname", o->hostname, NULL);
@@ -760,7 +765,7 @@ static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *cons
 	if (binds->n)
 		memcpy(fds + 3, binds->v, binds->n * sizeof *fds);
 	if (sb->mode == SBX_SANDBOX_BWRAP)
-		err = spawn_with_fds(SBX_BWRAP_PATH, bwrap, fds, 3 + binds->n, err_fd, &sb->pid);
+		err = spawn_with_fds(init, bwrap, fds, 3 + binds->n, err_fd, &sb->pid);
 	else
 		err = spawn_with_fds(init, direct_argv, fds, 3, err_fd, &sb->pid);
 	free(fds);
@@ -814,7 +819,7 @@ static int launch(struct sbx_sandbox *sb)
 	if (err) {
 		sb->pid = -1;
 		return sbx_fail(-SBX_EBACKEND, "%s: start %s: %s", sb->who,
-		                sb->mode == SBX_SANDBOX_BWRAP ? SBX_BWRAP_PATH : init, strerror(err));
+		                init, strerror(err));
 	}
 	/* Only the init may hold the other end: its closing is how we see the sandbox die. */
 	close(SBX_TAKE_FD(child_ctl));
