@@ -1038,19 +1038,6 @@ END_TEST
 
 #define MEMORY_LIMIT (64u << 20)
 
-/* A sanitizer build's runner (agentsbx-init) reserves terabytes of shadow address space and
- * takes the command's address-space limit on itself before it spawns the command: under
- * limits.memory_bytes it cannot start anything. A limit of that build, not of the product. */
-static bool memory_limit_testable(void)
-{
-#if defined(__SANITIZE_ADDRESS__)
-	fprintf(stderr, "note: sanitizer build: limits.memory_bytes not testable here\n");
-	return false;
-#else
-	return true;
-#endif
-}
-
 static int count_lines(const char *text, const char *prefix)
 {
 	int n = 0;
@@ -1061,7 +1048,7 @@ static int count_lines(const char *text, const char *prefix)
 	return n;
 }
 
-static void balloon_in_one_process(void)
+START_TEST(test_memory_balloon_in_one_process)
 {
 	char *other = bt_mkdtemp();
 	char *extra = bt_fmt("\"limits\":{\"memory_bytes\":%u}", MEMORY_LIMIT);
@@ -1076,18 +1063,12 @@ static void balloon_in_one_process(void)
 	sbx_workspace_close(w);
 	free(extra);
 }
-
-START_TEST(test_memory_balloon_in_one_process)
-{
-	if (memory_limit_testable())
-		balloon_in_one_process();
-}
 END_TEST
 
 /* Six processes of 16 MB each under a 64 MiB limit: each is within its own address-space
  * limit, together they are not. Only a per-workspace cgroup can stop them; each holds its
  * memory until all six have theirs (a bounded wait), so that they are alive together. */
-static void balloon_across_processes(void)
+START_TEST(test_memory_balloon_across_processes)
 {
 	char *other = bt_mkdtemp();
 	char *extra = bt_fmt("\"limits\":{\"memory_bytes\":%u}", MEMORY_LIMIT);
@@ -1116,12 +1097,6 @@ static void balloon_across_processes(void)
 	sbx_result_free(res);
 	sbx_workspace_close(w);
 	free(extra);
-}
-
-START_TEST(test_memory_balloon_across_processes)
-{
-	if (memory_limit_testable())
-		balloon_across_processes();
 }
 END_TEST
 
