@@ -533,11 +533,9 @@ START_TEST(test_concurrent_exec_from_threads)
 END_TEST
 
 /* Harnesses open workspaces from worker threads (Python's to_thread, Node's workers), and
- * those threads end. The workspace belongs to the process, not to the thread.
- *
- * KNOWN BUG, reported, open — fails on bwrap: bubblewrap's --die-with-parent is a
- * PR_SET_PDEATHSIG, which fires when the spawning *thread* exits, so the sandbox dies with
- * the thread ("the sandbox init does not answer: Broken pipe"). */
+ * those threads end. The workspace belongs to the process, not to the thread. (bubblewrap's
+ * --die-with-parent is a PR_SET_PDEATHSIG, which fires when the spawning *thread* exits: the
+ * sandbox backends start bwrap from a single-threaded outer process for that reason.) */
 static void *open_in_thread(void *dir)
 {
 	sbx_workspace *w = NULL;
