@@ -4,7 +4,9 @@
  * The backend starts `agentsbx-init --proto 1 --mode direct|inside` with
  *   fd 3: one end of a SOCK_SEQPACKET socketpair, the control channel;
  *   fd 4: a memfd holding the sandbox spec as JSON (see init/spec.c for the keys);
- *   fd 5: (direct mode) an O_PATH fd of the host workspace directory.
+ *   fd 5: (direct mode) an O_PATH fd of the host workspace directory;
+ *   fd 6: (direct mode, optional) the seccomp program, built once by the library
+ *         (sbx_seccomp_export); without it the init builds the filter itself.
  * In "direct" mode the init creates the namespaces and the root itself. In "inside" mode
  * something else (bubblewrap) already did, and the init only hardens itself and serves.
  *
@@ -25,6 +27,7 @@
 #define SBX_INIT_CONTROL_FD 3
 #define SBX_INIT_SPEC_FD 4
 #define SBX_INIT_WORKSPACE_FD 5
+#define SBX_INIT_SECCOMP_FD 6
 
 #define SBX_INIT_SPAWN_FDS 5
 #define SBX_INIT_PAYLOAD_MAX (8u << 20)

@@ -45,5 +45,7 @@ int sbx_harden_apply(const struct sbx_harden_spec *spec, char *err, size_t errle
 		return rc;
 	if ((rc = sbx_landlock_apply(spec, &landlocked, err, errlen)) < 0)
 		return rc;
+	if (spec->seccomp_program_fd > 2)
+		return sbx_seccomp_load_program(spec->seccomp_program_fd, err, errlen);
 	return sbx_seccomp_apply(err, errlen);
 }

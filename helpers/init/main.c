@@ -176,6 +176,7 @@ static int harden(struct init_state *st, char *err, size_t errlen)
 	struct sbx_harden_spec hs = {
 		.writable_paths = st->spec.workspace_readonly ? writable_ro_ws : writable,
 		.landlock = st->spec.landlock,
+		.seccomp_program_fd = st->direct && st->spec.seccomp_program ? SBX_INIT_SECCOMP_FD : -1,
 	};
 	bool landlocked = false;
 	int r;
@@ -193,7 +194,10 @@ static int harden(struct init_state *st, char *err, size_t errlen)
 			st->flags |= SBX_INIT_HAS_LANDLOCK;
 		hs.landlock = false;
 	}
-	return sbx_harden_apply(&hs, err, errlen);
+	r = sbx_harden_apply(&hs, err, errlen);
+	if (hs.seccomp_program_fd > 2)
+		close(hs.seccomp_program_fd);
+	return r;
 }
 
 static int run_init(struct init_state *st, pid_t host_pid)
@@ -310,7 +314,7 @@ static int start_direct(struct init_state *st)
  * protocol's fds stay: 3 and 4, and 5 in direct mode. */
 static void close_inherited_fds(bool direct)
 {
-	unsigned first = direct ? SBX_INIT_WORKSPACE_FD + 1 : SBX_INIT_WORKSPACE_FD;
+	unsigned first = direct ? SBX_INIT_SECCOMP_FD + 1 : SBX_INIT_WORKSPACE_FD;
 	struct rlimit lim;
 
 	if (close_range(first, ~0U, 0) == 0)

@@ -96,6 +96,8 @@ struct sbx_harden_spec {
 	const char *const *writable_paths;  /* Landlock: where writes are allowed (absolute paths
 	                                       inside the sandbox), NULL-terminated */
 	bool landlock;                      /* apply Landlock when the kernel has it */
+	int seccomp_program_fd;             /* > 2: load this program (sbx_seccomp_export) instead
+	                                       of building the filter here */
 };
 
 /* Drops every capability: bounding set, then effective, permitted, inheritable and ambient
@@ -111,6 +113,11 @@ int sbx_landlock_apply(const struct sbx_harden_spec *spec, bool *applied, char *
  * clone3 with ENOSYS, ioctl TIOCSTI/TIOCLINUX compared on the low 32 bits, clone/unshare with
  * namespace flags refused, socket(AF_VSOCK) refused. Requires no_new_privs (or CAP_SYS_ADMIN). */
 int sbx_seccomp_apply(char *err, size_t errlen);
+
+/* Writes the same filter as a BPF program to fd, so that a process that starts many sandboxes
+ * builds it once; sbx_seccomp_load_program loads such a program (no_new_privs first). */
+int sbx_seccomp_export(int fd, char *err, size_t errlen);
+int sbx_seccomp_load_program(int fd, char *err, size_t errlen);
 
 /* sbx_seccomp_apply with deny_errno in place of EPERM (clone3 keeps ENOSYS). For tests: an
  * errno no kernel check returns proves that the filter answered, not a permission check. */

@@ -23,6 +23,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/seccomp.h>
+#include <linux/filter.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
@@ -185,25 +189,64 @@ static void release_filter(scmp_filter_ctx *ctx)
 		seccomp_release(*ctx);
 }
 
-int sbx_seccomp_apply_errno(int deny_errno, char *err, size_t errlen)
+/* The whole deny-list in a libseccomp context, denied calls answering deny_errno. */
+static int build_filter(int deny_errno, scmp_filter_ctx *out, char *err, size_t errlen)
 {
-	__attribute__((cleanup(release_filter))) scmp_filter_ctx ctx = NULL;
 	int rc;
 
 	if (deny_errno <= 0 || deny_errno > 4095)
 		return sbx_init_fail(err, errlen, -EINVAL, "seccomp: bad deny errno %d", deny_errno);
-	ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (!ctx)
+	*out = seccomp_init(SCMP_ACT_ALLOW);
+	if (!*out)
 		return sbx_init_fail(err, errlen, -ENOMEM, "seccomp_init failed");
-	if ((rc = set_attributes(ctx, err, errlen)) < 0)
+	if ((rc = set_attributes(*out, err, errlen)) < 0)
 		return rc;
-	add_compat_arches(ctx);
+	add_compat_arches(*out);
 	for (size_t i = 0; i < N_RULES; i++)
-		if ((rc = add_rule(ctx, &deny_rules[i], deny_errno, err, errlen)) < 0)
+		if ((rc = add_rule(*out, &deny_rules[i], deny_errno, err, errlen)) < 0)
 			return rc;
+	return 0;
+}
+
+int sbx_seccomp_apply_errno(int deny_errno, char *err, size_t errlen)
+{
+	__attribute__((cleanup(release_filter))) scmp_filter_ctx ctx = NULL;
+	int rc = build_filter(deny_errno, &ctx, err, errlen);
+
+	if (rc < 0)
+		return rc;
 	rc = seccomp_load(ctx);
 	if (rc < 0)
 		return sbx_init_fail(err, errlen, rc, "seccomp_load: %s", strerror(-rc));
+	return 0;
+}
+
+int sbx_seccomp_export(int fd, char *err, size_t errlen)
+{
+	__attribute__((cleanup(release_filter))) scmp_filter_ctx ctx = NULL;
+	int rc = build_filter(EPERM, &ctx, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	rc = seccomp_export_bpf(ctx, fd);
+	if (rc < 0)
+		return sbx_init_fail(err, errlen, rc, "seccomp_export_bpf: %s", strerror(-rc));
+	return 0;
+}
+
+int sbx_seccomp_load_program(int fd, char *err, size_t errlen)
+{
+	struct sock_filter insns[BPF_MAXINSNS];
+	struct sock_fprog prog = { .filter = insns };
+	ssize_t n = pread(fd, insns, sizeof insns, 0);
+
+	if (n <= 0 || n % (ssize_t)sizeof insns[0] != 0)
+		return sbx_init_fail(err, errlen, n < 0 ? -errno : -EINVAL,
+		                     "seccomp: unreadable program on fd %d", fd);
+	prog.len = (unsigned short)(n / (ssize_t)sizeof insns[0]);
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return sbx_init_fail(err, errlen, -errno, "seccomp: load the program: %s",
+		                     strerror(errno));
 	return 0;
 }
 

@@ -107,6 +107,8 @@ static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *sp
 		return take_u64(v, key, &spec->memory_bytes, err, errlen);
 	if (!strcmp(key, "pids"))
 		return take_u64(v, key, &spec->pids, err, errlen);
+	if (!strcmp(key, "seccomp_program"))
+		return take_bool(v, key, &spec->seccomp_program, err, errlen);
 	return bad(err, errlen, key, "unknown key");
 }
 

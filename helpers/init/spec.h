@@ -8,6 +8,7 @@
  *   landlock            bool     restrict writes with Landlock where the kernel has it
  *   workspace_readonly  bool
  *   memory_bytes, pids  integer  cgroup limits (0 / absent = none)
+ *   seccomp_program     bool     fd 6 holds the seccomp program to load
  * Unknown keys are refused: the backend and the init are built together. */
 #ifndef SBX_INIT_SPEC_H
 #define SBX_INIT_SPEC_H
@@ -30,6 +31,7 @@ struct sbx_init_spec {
 	bool workspace_readonly;
 	uint64_t memory_bytes;
 	uint64_t pids;
+	bool seccomp_program;
 };
 
 /* Parses text; on failure returns -1 with the reason in err. */

@@ -217,6 +217,35 @@ void sbx_sandbox_free_options(struct sbx_sandbox_options *o)
 	memset(o, 0, sizeof *o);
 }
 
+/* ---- the seccomp program ------------------------------------------------------------- */
+
+/* Building the deny-list with libseccomp costs about a millisecond, every sandbox the same:
+ * it is built once per process, kept in a sealed memfd, and handed to each direct-mode init
+ * (which falls back to building it when there is none). */
+static pthread_once_t program_once = PTHREAD_ONCE_INIT;
+static int program_fd = -1;
+
+static void build_seccomp_program(void)
+{
+	char err[256];
+	int fd = memfd_create("agentsbx-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return;
+	if (sbx_seccomp_export(fd, err, sizeof err) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		close(fd);
+		return;
+	}
+	program_fd = fd;
+}
+
+static int seccomp_program(void)
+{
+	pthread_once(&program_once, build_seccomp_program);
+	return program_fd;
+}
+
 /* ---- the spec the init reads --------------------------------------------------------- */
 
 static void json_key_string(sbx_buf *b, const char *key, const char *value)
@@ -253,9 +282,11 @@ static char *build_spec(const struct sbx_sandbox *sb)
 		}
 		sbx_buf_puts(&b, "],");
 	}
-	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s}",
+	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s,"
+	               "\"seccomp_program\":%s}",
 	               (unsigned long long)sb->cfg.limits.memory_bytes,
-	               (unsigned long long)sb->cfg.limits.pids, o->landlock ? "true" : "false");
+	               (unsigned long long)sb->cfg.limits.pids, o->landlock ? "true" : "false",
+	               sb->mode == SBX_SANDBOX_DIRECT && seccomp_program() >= 0 ? "true" : "false");
 	if (b.oom) {
 		sbx_buf_free(&b);
 		return NULL;
@@ -755,7 +786,7 @@ static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *cons
 {
 	static const char *const direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct",
 	                                           NULL };
-	int *fds = malloc((3 + binds->n) * sizeof *fds), err;
+	int *fds = malloc((4 + binds->n) * sizeof *fds), err;
 
 	if (!fds)
 		return ENOMEM;
@@ -764,10 +795,13 @@ static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *cons
 	fds[2] = workspace;
 	if (binds->n)
 		memcpy(fds + 3, binds->v, binds->n * sizeof *fds);
-	if (sb->mode == SBX_SANDBOX_BWRAP)
+	if (sb->mode == SBX_SANDBOX_BWRAP) {
 		err = spawn_with_fds(init, bwrap, fds, 3 + binds->n, err_fd, &sb->pid);
-	else
-		err = spawn_with_fds(init, direct_argv, fds, 3, err_fd, &sb->pid);
+	} else {
+		/* fd 6: the seccomp program the spec announced (built before the spec was). */
+		fds[3] = seccomp_program();
+		err = spawn_with_fds(init, direct_argv, fds, fds[3] >= 0 ? 4 : 3, err_fd, &sb->pid);
+	}
 	free(fds);
 	return err;
 }
