@@ -1,5 +1,9 @@
 /* Helpers shared by the Check test programs. */
 #include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,4 +81,91 @@ int test_run_suite(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed == 0 ? 0 : 1;
+}
+
+const char *test_path_at(const char *base, const char *rel)
+{
+	static char buf[8][PATH_MAX];
+	static unsigned n;
+	char *out = buf[n++ % 8];
+
+	snprintf(out, PATH_MAX, "%s/%s", base, rel);
+	return out;
+}
+
+void test_put_file(const char *base, const char *rel, const char *text, mode_t mode)
+{
+	int fd = open(test_path_at(base, rel), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+
+	ck_assert_msg(fd >= 0, "create %s: %s", rel, strerror(errno));
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	ck_assert_int_eq(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+char *test_slurp(const char *path)
+{
+	static char buf[65536];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return buf;
+}
+
+bool test_exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+mode_t test_mode_of(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(lstat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+int test_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+bool test_has_temp_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, ".sbx-"))
+			found = true;
+	closedir(d);
+	return found;
+}
+
+void test_limit_fds(unsigned long n)
+{
+	struct rlimit rl;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = n;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		fprintf(stderr, "note: cannot lower RLIMIT_NOFILE: %s\n", strerror(errno));
 }

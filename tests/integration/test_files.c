@@ -31,83 +31,6 @@ static sbx_workspace *ws;
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static const char *at(const char *base, const char *rel)
-{
-	static char buf[8][PATH_MAX];
-	static unsigned n;
-	char *out = buf[n++ % 8];
-
-	snprintf(out, PATH_MAX, "%s/%s", base, rel);
-	return out;
-}
-
-static void put(const char *base, const char *rel, const char *text, mode_t mode)
-{
-	int fd = open(at(base, rel), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-
-	ck_assert_msg(fd >= 0, "create %s: %s", rel, strerror(errno));
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	ck_assert_int_eq(fchmod(fd, mode), 0);
-	close(fd);
-}
-
-static char *slurp(const char *path)
-{
-	static char buf[65536];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return NULL;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n < 0)
-		return NULL;
-	buf[n] = '\0';
-	return buf;
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0;
-}
-
-static mode_t mode_of(const char *path)
-{
-	struct stat st;
-
-	ck_assert_int_eq(lstat(path, &st), 0);
-	return st.st_mode & 07777;
-}
-
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
-static bool has_temp_files(const char *d)
-{
-	DIR *dd = opendir(d);
-	struct dirent *e;
-	bool found = false;
-
-	ck_assert_ptr_nonnull(dd);
-	while ((e = readdir(dd)))
-		if (strstr(e->d_name, ".sbx-"))
-			found = true;
-	closedir(dd);
-	return found;
-}
-
 /* Reads path and expects exactly want. */
 static void read_is(const char *path, const char *want)
 {
@@ -137,10 +60,10 @@ static void read_fails(const char *path, int code)
 
 static void expect_outside_intact(void)
 {
-	ck_assert_str_eq(slurp(at(outside, "secret")), "secret");
-	ck_assert_uint_eq(mode_of(at(outside, "secret")), 0600);
-	ck_assert(!exists(at(outside, "new")));
-	ck_assert(!exists(at(outside, "created")));
+	ck_assert_str_eq(test_slurp(test_path_at(outside, "secret")), "secret");
+	ck_assert_uint_eq(test_mode_of(test_path_at(outside, "secret")), 0600);
+	ck_assert(!test_exists(test_path_at(outside, "new")));
+	ck_assert(!test_exists(test_path_at(outside, "created")));
 }
 
 static void setup(void)
@@ -154,8 +77,8 @@ static void setup(void)
 	ck_assert_int_eq(mkdir(wsdir, 0755), 0);
 	ck_assert_int_eq(mkdir(sibling, 0755), 0);
 	ck_assert_int_eq(mkdir(outside, 0755), 0);
-	put(outside, "secret", "secret", 0600);
-	put(sibling, "file", "sibling", 0644);
+	test_put_file(outside, "secret", "secret", 0600);
+	test_put_file(sibling, "file", "sibling", 0644);
 	ck_assert_int_ge(asprintf(&cfg, "{\"backend\":\"local\",\"workdir\":\"%s\"}", wsdir), 0);
 	ck_assert_msg(sbx_workspace_open(cfg, &ws) == 0, "open: %s", sbx_last_error());
 	free(cfg);
@@ -187,12 +110,12 @@ START_TEST(write_then_read)
 
 	ck_assert_int_eq(sbx_file_write(ws, "a.txt", "hello", 5, 0, 0), 0);
 	read_is("a.txt", "hello");
-	read_is(at(root, "a.txt"), "hello");
+	read_is(test_path_at(root, "a.txt"), "hello");
 	read_is("./a.txt", "hello");
-	ck_assert_str_eq(slurp(at(wsdir, "a.txt")), "hello");
+	ck_assert_str_eq(test_slurp(test_path_at(wsdir, "a.txt")), "hello");
 
 	/* Binary content with NULs; *data is NUL-terminated beyond len. */
-	ck_assert_int_eq(sbx_file_write(ws, at(root, "bin"), "a\0b\0", 4, 0, 0), 0);
+	ck_assert_int_eq(sbx_file_write(ws, test_path_at(root, "bin"), "a\0b\0", 4, 0, 0), 0);
 	ck_assert_int_eq(sbx_file_read(ws, "bin", &data, &len), 0);
 	ck_assert_uint_eq(len, 4);
 	ck_assert(memcmp(data, "a\0b\0", 5) == 0);
@@ -200,7 +123,7 @@ START_TEST(write_then_read)
 
 	ck_assert_int_eq(sbx_file_write(ws, "empty", NULL, 0, 0, 0), 0);
 	read_is("empty", "");
-	ck_assert(!has_temp_files(wsdir));
+	ck_assert(!test_has_temp_files(wsdir));
 }
 END_TEST
 
@@ -208,23 +131,23 @@ START_TEST(write_modes_and_flags)
 {
 	umask(022);
 	ck_assert_int_eq(sbx_file_write(ws, "f", "1", 1, 0, 0), 0);
-	ck_assert_uint_eq(mode_of(at(wsdir, "f")), 0644);
-	ck_assert_int_eq(chmod(at(wsdir, "f"), 0600), 0);
+	ck_assert_uint_eq(test_mode_of(test_path_at(wsdir, "f")), 0644);
+	ck_assert_int_eq(chmod(test_path_at(wsdir, "f"), 0600), 0);
 	ck_assert_int_eq(sbx_file_write(ws, "f", "2", 1, 0, 0), 0);
-	ck_assert_uint_eq(mode_of(at(wsdir, "f")), 0600); /* mode 0 keeps it */
+	ck_assert_uint_eq(test_mode_of(test_path_at(wsdir, "f")), 0600); /* mode 0 keeps it */
 	umask(077);
 	ck_assert_int_eq(sbx_file_write(ws, "run.sh", "#!/bin/sh\n", 10, 0755, 0), 0);
-	ck_assert_uint_eq(mode_of(at(wsdir, "run.sh")), 0755); /* exact, whatever the umask */
+	ck_assert_uint_eq(test_mode_of(test_path_at(wsdir, "run.sh")), 0755); /* exact, whatever the umask */
 
 	ck_assert_int_eq(sbx_file_write(ws, "f", "3", 1, 0, SBX_WRITE_EXCL), -SBX_EEXIST);
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "'f'"));
-	ck_assert_str_eq(slurp(at(wsdir, "f")), "2");
+	ck_assert_str_eq(test_slurp(test_path_at(wsdir, "f")), "2");
 	ck_assert_int_eq(sbx_file_write(ws, "g", "3", 1, 0, SBX_WRITE_EXCL), 0);
 
 	ck_assert_int_eq(sbx_file_write(ws, "d1/d2/f", "x", 1, 0, 0), -SBX_ENOENT);
-	ck_assert(!exists(at(wsdir, "d1")));
+	ck_assert(!test_exists(test_path_at(wsdir, "d1")));
 	ck_assert_int_eq(sbx_file_write(ws, "d1/d2/f", "x", 1, 0, SBX_WRITE_MKDIRS), 0);
-	ck_assert_str_eq(slurp(at(wsdir, "d1/d2/f")), "x");
+	ck_assert_str_eq(test_slurp(test_path_at(wsdir, "d1/d2/f")), "x");
 
 	ck_assert_int_eq(sbx_file_write(ws, "s", "x", 1, 04755, 0), -SBX_EINVAL);
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "mode"));
@@ -232,14 +155,14 @@ START_TEST(write_modes_and_flags)
 	ck_assert_int_eq(sbx_file_write(ws, "s", "x", 1, 0100644, 0), -SBX_EINVAL);
 	ck_assert_int_eq(sbx_file_write(ws, "s", "x", 1, 0, 1u << 7), -SBX_EINVAL);
 	ck_assert_int_eq(sbx_file_write(ws, "s", NULL, 1, 0, 0), -SBX_EINVAL);
-	ck_assert(!exists(at(wsdir, "s")));
-	ck_assert(!has_temp_files(wsdir));
+	ck_assert(!test_exists(test_path_at(wsdir, "s")));
+	ck_assert(!test_has_temp_files(wsdir));
 }
 END_TEST
 
 START_TEST(write_refuses_directories)
 {
-	ck_assert_int_eq(mkdir(at(wsdir, "d"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(wsdir, "d"), 0755), 0);
 	ck_assert_int_eq(sbx_file_write(ws, "d", "x", 1, 0, 0), -SBX_EISDIR);
 	ck_assert_int_eq(sbx_file_write(ws, "d/", "x", 1, 0, 0), -SBX_EISDIR);
 	ck_assert_int_eq(sbx_file_write(ws, "new/", "x", 1, 0, SBX_WRITE_MKDIRS), -SBX_EISDIR);
@@ -247,24 +170,24 @@ START_TEST(write_refuses_directories)
 	ck_assert_int_eq(sbx_file_write(ws, ".", "x", 1, 0, 0), -SBX_EISDIR);
 	ck_assert_int_eq(sbx_file_write(ws, "d/..", "x", 1, 0, 0), -SBX_EISDIR);
 	ck_assert_int_eq(sbx_file_write(ws, root, "x", 1, 0, 0), -SBX_EISDIR);
-	ck_assert(!has_temp_files(wsdir));
+	ck_assert(!test_has_temp_files(wsdir));
 }
 END_TEST
 
 /* A symlink at the target is replaced by the new file; what it pointed to is untouched. */
 START_TEST(write_replaces_symlinks)
 {
-	ck_assert_int_eq(symlink(at(outside, "secret"), at(wsdir, "abs")), 0);
-	ck_assert_int_eq(symlink("../outside/secret", at(wsdir, "rel")), 0);
-	ck_assert_int_eq(symlink("inside.txt", at(wsdir, "in")), 0);
-	put(wsdir, "inside.txt", "inside", 0644);
+	ck_assert_int_eq(symlink(test_path_at(outside, "secret"), test_path_at(wsdir, "abs")), 0);
+	ck_assert_int_eq(symlink("../outside/secret", test_path_at(wsdir, "rel")), 0);
+	ck_assert_int_eq(symlink("inside.txt", test_path_at(wsdir, "in")), 0);
+	test_put_file(wsdir, "inside.txt", "inside", 0644);
 	ck_assert_int_eq(sbx_file_write(ws, "abs", "A", 1, 0, 0), 0);
 	ck_assert_int_eq(sbx_file_write(ws, "rel", "R", 1, 0, 0), 0);
 	ck_assert_int_eq(sbx_file_write(ws, "in", "I", 1, 0, 0), 0);
-	ck_assert_str_eq(slurp(at(wsdir, "abs")), "A");
-	ck_assert_str_eq(slurp(at(wsdir, "rel")), "R");
-	ck_assert_str_eq(slurp(at(wsdir, "inside.txt")), "inside");
-	ck_assert_uint_eq(mode_of(at(wsdir, "abs")), 0644);
+	ck_assert_str_eq(test_slurp(test_path_at(wsdir, "abs")), "A");
+	ck_assert_str_eq(test_slurp(test_path_at(wsdir, "rel")), "R");
+	ck_assert_str_eq(test_slurp(test_path_at(wsdir, "inside.txt")), "inside");
+	ck_assert_uint_eq(test_mode_of(test_path_at(wsdir, "abs")), 0644);
 	expect_outside_intact();
 }
 END_TEST
@@ -317,7 +240,7 @@ START_TEST(writes_are_atomic)
 	pthread_join(t, NULL);
 	ck_assert_int_eq(f.torn, 0);
 	ck_assert_int_eq(f.reads, 300);
-	ck_assert(!has_temp_files(wsdir));
+	ck_assert(!test_has_temp_files(wsdir));
 }
 END_TEST
 
@@ -325,7 +248,7 @@ START_TEST(read_special_files)
 {
 	int fd;
 
-	ck_assert_int_eq(mkdir(at(wsdir, "d"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(wsdir, "d"), 0755), 0);
 	read_fails("d", -SBX_EISDIR);
 	read_fails("", -SBX_EISDIR);
 	read_fails(root, -SBX_EISDIR);
@@ -333,14 +256,14 @@ START_TEST(read_special_files)
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "missing"));
 
 	/* A FIFO must neither block the host nor be opened. */
-	ck_assert_int_eq(mkfifo(at(wsdir, "fifo"), 0644), 0);
+	ck_assert_int_eq(mkfifo(test_path_at(wsdir, "fifo"), 0644), 0);
 	alarm(10);
 	read_fails("fifo", -SBX_EINVAL);
 	alarm(0);
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "not a regular file"));
 
 	/* Past SBX_FILE_READ_MAX: refused before anything is read (a sparse file). */
-	fd = open(at(wsdir, "huge"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(test_path_at(wsdir, "huge"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, (off_t)SBX_FILE_READ_MAX + 1), 0);
 	close(fd);
@@ -352,25 +275,25 @@ END_TEST
 
 static void make_links(void)
 {
-	ck_assert_int_eq(mkdir(at(wsdir, "a"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(wsdir, "a/b"), 0755), 0);
-	put(wsdir, "a/b/c.txt", "c", 0644);
-	put(wsdir, "file.txt", "hello", 0644);
-	ck_assert_int_eq(symlink("a/b/c.txt", at(wsdir, "link_in")), 0);
-	ck_assert_int_eq(symlink("a/b", at(wsdir, "link_dir")), 0);
-	ck_assert_int_eq(symlink("../../file.txt", at(wsdir, "a/b/up")), 0);
-	ck_assert_int_eq(symlink(outside, at(wsdir, "abs")), 0);
-	ck_assert_int_eq(symlink("/etc", at(wsdir, "etc")), 0);
-	ck_assert_int_eq(symlink("../../etc", at(wsdir, "a/up2")), 0);
-	ck_assert_int_eq(symlink("../outside", at(wsdir, "rel_out")), 0);
-	ck_assert_int_eq(symlink("c2", at(wsdir, "c1")), 0);
-	ck_assert_int_eq(symlink("a/c3", at(wsdir, "c2")), 0);
-	ck_assert_int_eq(symlink("../../outside", at(wsdir, "a/c3")), 0);
-	ck_assert_int_eq(symlink("/proc/self/root", at(wsdir, "proc_root")), 0);
-	ck_assert_int_eq(symlink("/proc/self/cwd", at(wsdir, "proc_cwd")), 0);
-	ck_assert_int_eq(symlink("loop2", at(wsdir, "loop1")), 0);
-	ck_assert_int_eq(symlink("loop1", at(wsdir, "loop2")), 0);
-	ck_assert_int_eq(symlink("../outside/created", at(wsdir, "dangling_out")), 0);
+	ck_assert_int_eq(mkdir(test_path_at(wsdir, "a"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(wsdir, "a/b"), 0755), 0);
+	test_put_file(wsdir, "a/b/c.txt", "c", 0644);
+	test_put_file(wsdir, "file.txt", "hello", 0644);
+	ck_assert_int_eq(symlink("a/b/c.txt", test_path_at(wsdir, "link_in")), 0);
+	ck_assert_int_eq(symlink("a/b", test_path_at(wsdir, "link_dir")), 0);
+	ck_assert_int_eq(symlink("../../file.txt", test_path_at(wsdir, "a/b/up")), 0);
+	ck_assert_int_eq(symlink(outside, test_path_at(wsdir, "abs")), 0);
+	ck_assert_int_eq(symlink("/etc", test_path_at(wsdir, "etc")), 0);
+	ck_assert_int_eq(symlink("../../etc", test_path_at(wsdir, "a/up2")), 0);
+	ck_assert_int_eq(symlink("../outside", test_path_at(wsdir, "rel_out")), 0);
+	ck_assert_int_eq(symlink("c2", test_path_at(wsdir, "c1")), 0);
+	ck_assert_int_eq(symlink("a/c3", test_path_at(wsdir, "c2")), 0);
+	ck_assert_int_eq(symlink("../../outside", test_path_at(wsdir, "a/c3")), 0);
+	ck_assert_int_eq(symlink("/proc/self/root", test_path_at(wsdir, "proc_root")), 0);
+	ck_assert_int_eq(symlink("/proc/self/cwd", test_path_at(wsdir, "proc_cwd")), 0);
+	ck_assert_int_eq(symlink("loop2", test_path_at(wsdir, "loop1")), 0);
+	ck_assert_int_eq(symlink("loop1", test_path_at(wsdir, "loop2")), 0);
+	ck_assert_int_eq(symlink("../outside/created", test_path_at(wsdir, "dangling_out")), 0);
 }
 
 START_TEST(inside_paths_work)
@@ -381,8 +304,8 @@ START_TEST(inside_paths_work)
 	read_is("link_in", "c");
 	read_is("link_dir/c.txt", "c");
 	read_is("a/b/up", "hello");
-	read_is(at(root, "link_dir/../b/c.txt"), "c"); /* ".." after a link is physical */
-	read_is(at(root, "a/b/../../file.txt"), "hello");
+	read_is(test_path_at(root, "link_dir/../b/c.txt"), "c"); /* ".." after a link is physical */
+	read_is(test_path_at(root, "a/b/../../file.txt"), "hello");
 }
 END_TEST
 
@@ -395,11 +318,11 @@ START_TEST(escapes_are_refused)
 	read_fails("../outside/secret", -SBX_EESCAPE);
 	read_fails("a/../../outside/secret", -SBX_EESCAPE);
 	read_fails("a/b/../../../outside/secret", -SBX_EESCAPE);
-	read_fails(at(root, "../outside/secret"), -SBX_EESCAPE);
+	read_fails(test_path_at(root, "../outside/secret"), -SBX_EESCAPE);
 	read_fails("/etc/passwd", -SBX_EESCAPE);
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "'/etc/passwd' is outside the workspace"));
 	/* A sibling whose name starts with the root's is not inside it. */
-	read_fails(at(sibling, "file"), -SBX_EESCAPE);
+	read_fails(test_path_at(sibling, "file"), -SBX_EESCAPE);
 	ck_assert_int_ge(asprintf(&p, "%s2/file", root), 0);
 	read_fails(p, -SBX_EESCAPE);
 	free(p);
@@ -487,8 +410,8 @@ START_TEST(stat_entries)
 	struct stat hst;
 	struct { size_t size; int type; } tiny = { sizeof tiny, -1 };
 
-	put(wsdir, "f", "12345", 0640);
-	ck_assert_int_eq(stat(at(wsdir, "f"), &hst), 0);
+	test_put_file(wsdir, "f", "12345", 0640);
+	ck_assert_int_eq(stat(test_path_at(wsdir, "f"), &hst), 0);
 	ck_assert_int_eq(sbx_file_stat(ws, "f", &st), 0);
 	ck_assert_int_eq(st.type, SBX_FILE_REGULAR);
 	ck_assert_uint_eq(st.mode, 0640);
@@ -496,12 +419,12 @@ START_TEST(stat_entries)
 	ck_assert_int_eq(st.mtime_sec, hst.st_mtim.tv_sec);
 	ck_assert_int_eq(st.mtime_nsec, hst.st_mtim.tv_nsec);
 
-	ck_assert_int_eq(symlink("f", at(wsdir, "l")), 0);
+	ck_assert_int_eq(symlink("f", test_path_at(wsdir, "l")), 0);
 	ck_assert_int_eq(sbx_file_stat(ws, "l", &st), 0);
 	ck_assert_int_eq(st.type, SBX_FILE_SYMLINK);
 	ck_assert_int_eq(sbx_file_stat(ws, root, &st), 0);
 	ck_assert_int_eq(st.type, SBX_FILE_DIRECTORY);
-	ck_assert_int_eq(mkfifo(at(wsdir, "p"), 0600), 0);
+	ck_assert_int_eq(mkfifo(test_path_at(wsdir, "p"), 0600), 0);
 	ck_assert_int_eq(sbx_file_stat(ws, "p", &st), 0);
 	ck_assert_int_eq(st.type, SBX_FILE_OTHER);
 
@@ -520,13 +443,13 @@ START_TEST(list_directories)
 	char *json = NULL, want[1024];
 	struct stat sa, sb, sc;
 
-	ck_assert_int_eq(mkdir(at(wsdir, "sub"), 0755), 0);
-	put(wsdir, "b.txt", "12345", 0644);
-	ck_assert_int_eq(symlink("b.txt", at(wsdir, "c")), 0);
-	put(wsdir, "sub/x\"y", "", 0644);
-	ck_assert_int_eq(lstat(at(wsdir, "b.txt"), &sa), 0);
-	ck_assert_int_eq(lstat(at(wsdir, "c"), &sb), 0);
-	ck_assert_int_eq(lstat(at(wsdir, "sub"), &sc), 0);
+	ck_assert_int_eq(mkdir(test_path_at(wsdir, "sub"), 0755), 0);
+	test_put_file(wsdir, "b.txt", "12345", 0644);
+	ck_assert_int_eq(symlink("b.txt", test_path_at(wsdir, "c")), 0);
+	test_put_file(wsdir, "sub/x\"y", "", 0644);
+	ck_assert_int_eq(lstat(test_path_at(wsdir, "b.txt"), &sa), 0);
+	ck_assert_int_eq(lstat(test_path_at(wsdir, "c"), &sb), 0);
+	ck_assert_int_eq(lstat(test_path_at(wsdir, "sub"), &sc), 0);
 	snprintf(want, sizeof want,
 	         "[{\"name\":\"b.txt\",\"type\":\"file\",\"size\":5,\"mtime\":%lld},"
 	         "{\"name\":\"c\",\"type\":\"symlink\",\"size\":5,\"mtime\":%lld},"
@@ -553,9 +476,9 @@ START_TEST(list_odd_names)
 {
 	char *json = NULL;
 
-	put(wsdir, "caf\xc3\xa9", "", 0644);
-	put(wsdir, "raw\xff", "", 0644);
-	put(wsdir, "tab\tnl\n", "", 0644);
+	test_put_file(wsdir, "caf\xc3\xa9", "", 0644);
+	test_put_file(wsdir, "raw\xff", "", 0644);
+	test_put_file(wsdir, "tab\tnl\n", "", 0644);
 	ck_assert_int_eq(sbx_file_list(ws, "", &json), 0);
 	ck_assert_ptr_nonnull(strstr(json, "\"caf\xc3\xa9\""));
 	ck_assert_ptr_null(strstr(json, "\xff"));
@@ -570,21 +493,21 @@ START_TEST(mkdir_p)
 {
 	umask(022);
 	ck_assert_int_eq(sbx_file_mkdir(ws, "a/b/c", 0), 0);
-	ck_assert_uint_eq(mode_of(at(wsdir, "a/b/c")), 0755);
+	ck_assert_uint_eq(test_mode_of(test_path_at(wsdir, "a/b/c")), 0755);
 	ck_assert_int_eq(sbx_file_mkdir(ws, "a/b/c", 0), 0);
-	ck_assert_int_eq(sbx_file_mkdir(ws, at(root, "a/b/d/"), 0700), 0);
-	ck_assert_uint_eq(mode_of(at(wsdir, "a/b/d")), 0700);
+	ck_assert_int_eq(sbx_file_mkdir(ws, test_path_at(root, "a/b/d/"), 0700), 0);
+	ck_assert_uint_eq(test_mode_of(test_path_at(wsdir, "a/b/d")), 0700);
 	ck_assert_int_eq(sbx_file_mkdir(ws, "", 0), 0);
 	ck_assert_int_eq(sbx_file_mkdir(ws, root, 0), 0);
-	ck_assert_int_eq(symlink("a/b", at(wsdir, "lb")), 0);
+	ck_assert_int_eq(symlink("a/b", test_path_at(wsdir, "lb")), 0);
 	ck_assert_int_eq(sbx_file_mkdir(ws, "lb", 0), 0);
 	ck_assert_int_eq(sbx_file_mkdir(ws, "lb/e", 0), 0);
-	ck_assert(exists(at(wsdir, "a/b/e")));
-	put(wsdir, "f", "", 0644);
+	ck_assert(test_exists(test_path_at(wsdir, "a/b/e")));
+	test_put_file(wsdir, "f", "", 0644);
 	ck_assert_int_eq(sbx_file_mkdir(ws, "f", 0), -SBX_EEXIST);
 	ck_assert_int_eq(sbx_file_mkdir(ws, "f/g", 0), -SBX_ENOTDIR);
 	ck_assert_int_eq(sbx_file_mkdir(ws, "x", 04755), -SBX_EINVAL);
-	ck_assert(!exists(at(wsdir, "x")));
+	ck_assert(!test_exists(test_path_at(wsdir, "x")));
 }
 END_TEST
 
@@ -593,37 +516,37 @@ START_TEST(remove_entries)
 	ck_assert_int_eq(sbx_file_remove(ws, "", 0), -SBX_EPERM);
 	ck_assert_int_eq(sbx_file_remove(ws, ".", SBX_REMOVE_RECURSIVE), -SBX_EPERM);
 	ck_assert_int_eq(sbx_file_remove(ws, root, SBX_REMOVE_RECURSIVE), -SBX_EPERM);
-	ck_assert_int_eq(sbx_file_remove(ws, at(root, ""), SBX_REMOVE_RECURSIVE), -SBX_EPERM);
+	ck_assert_int_eq(sbx_file_remove(ws, test_path_at(root, ""), SBX_REMOVE_RECURSIVE), -SBX_EPERM);
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "root"));
-	ck_assert(exists(wsdir));
+	ck_assert(test_exists(wsdir));
 
-	put(wsdir, "f", "", 0644);
+	test_put_file(wsdir, "f", "", 0644);
 	ck_assert_int_eq(sbx_file_remove(ws, "f", 0), 0);
-	ck_assert(!exists(at(wsdir, "f")));
+	ck_assert(!test_exists(test_path_at(wsdir, "f")));
 	ck_assert_int_eq(sbx_file_remove(ws, "f", 0), -SBX_ENOENT);
 
-	ck_assert_int_eq(symlink(outside, at(wsdir, "lo")), 0);
+	ck_assert_int_eq(symlink(outside, test_path_at(wsdir, "lo")), 0);
 	ck_assert_int_eq(sbx_file_remove(ws, "lo", SBX_REMOVE_RECURSIVE), 0);
-	ck_assert(!exists(at(wsdir, "lo")));
+	ck_assert(!test_exists(test_path_at(wsdir, "lo")));
 
-	ck_assert_int_eq(mkdir(at(wsdir, "d"), 0755), 0);
-	put(wsdir, "d/x", "", 0644);
+	ck_assert_int_eq(mkdir(test_path_at(wsdir, "d"), 0755), 0);
+	test_put_file(wsdir, "d/x", "", 0644);
 	ck_assert_int_eq(sbx_file_remove(ws, "d", 0), -SBX_ENOTEMPTY);
 	ck_assert_int_eq(sbx_file_remove(ws, "d/x/", 0), -SBX_ENOTDIR);
 	ck_assert_int_eq(sbx_file_remove(ws, "d/x", 0), 0);
 	ck_assert_int_eq(sbx_file_remove(ws, "d", 0), 0);
 
 	/* A tree with locked directories and links out. */
-	ck_assert_int_eq(mkdir(at(wsdir, "t"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(wsdir, "t/u"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(wsdir, "t/u/v"), 0755), 0);
-	put(wsdir, "t/u/v/f", "x", 0000);
-	ck_assert_int_eq(symlink(outside, at(wsdir, "t/u/out")), 0);
-	ck_assert_int_eq(symlink(at(outside, "secret"), at(wsdir, "t/secret")), 0);
-	ck_assert_int_eq(chmod(at(wsdir, "t/u/v"), 0500), 0);
-	ck_assert_int_eq(chmod(at(wsdir, "t/u"), 0000), 0);
+	ck_assert_int_eq(mkdir(test_path_at(wsdir, "t"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(wsdir, "t/u"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(wsdir, "t/u/v"), 0755), 0);
+	test_put_file(wsdir, "t/u/v/f", "x", 0000);
+	ck_assert_int_eq(symlink(outside, test_path_at(wsdir, "t/u/out")), 0);
+	ck_assert_int_eq(symlink(test_path_at(outside, "secret"), test_path_at(wsdir, "t/secret")), 0);
+	ck_assert_int_eq(chmod(test_path_at(wsdir, "t/u/v"), 0500), 0);
+	ck_assert_int_eq(chmod(test_path_at(wsdir, "t/u"), 0000), 0);
 	ck_assert_int_eq(sbx_file_remove(ws, "t", SBX_REMOVE_RECURSIVE), 0);
-	ck_assert(!exists(at(wsdir, "t")));
+	ck_assert(!test_exists(test_path_at(wsdir, "t")));
 	ck_assert_int_eq(sbx_file_remove(ws, "t", 1u << 5), -SBX_EINVAL);
 	expect_outside_intact();
 }
@@ -666,8 +589,8 @@ START_TEST(no_fd_leaks)
 	sbx_stat st = { .size = sizeof st };
 
 	make_links();
-	ck_assert_int_eq(mkfifo(at(wsdir, "fifo"), 0644), 0);
-	before = count_fds();
+	ck_assert_int_eq(mkfifo(test_path_at(wsdir, "fifo"), 0644), 0);
+	before = test_count_fds();
 	for (int k = 0; k < 20; k++) {
 		ck_assert_int_eq(sbx_file_write(ws, "w/f", "x", 1, 0, SBX_WRITE_MKDIRS), 0);
 		ck_assert_int_eq(sbx_file_read(ws, "w/f", &data, &len), 0);
@@ -686,7 +609,7 @@ START_TEST(no_fd_leaks)
 		ck_assert_int_ne(sbx_file_remove(ws, "w", 0), 0);
 		ck_assert_int_ne(sbx_file_mkdir(ws, "file.txt", 0), 0);
 	}
-	ck_assert_int_eq(count_fds(), before);
+	ck_assert_int_eq(test_count_fds(), before);
 }
 END_TEST
 

@@ -80,27 +80,12 @@ static void assert_attack_fails(sbx_workspace *w, const char *cmd, const char *w
 	sbx_result_free(res);
 }
 
-static bool host_path_exists(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0;
-}
-
+/* A copy (the caller frees it) of what the host sees at path, or NULL. */
 static char *host_read(const char *path)
 {
-	char buf[4096];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	const char *text = test_slurp(path);
 
-	if (fd < 0)
-		return NULL;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n < 0)
-		return NULL;
-	buf[n] = '\0';
-	return strdup(buf);
+	return text ? strdup(text) : NULL;
 }
 
 static void host_write(const char *path, const char *text)
@@ -382,7 +367,7 @@ START_TEST(test_system_dirs_read_only)
 		char *cmd = bt_fmt("echo x > %s", path);
 		char *mk = bt_fmt("mkdir %s", path);
 
-		if (dirs[i][0] && !host_path_exists(dirs[i])) {
+		if (dirs[i][0] && !test_exists(dirs[i])) {
 			free(path);
 			free(cmd);
 			free(mk);
@@ -390,7 +375,7 @@ START_TEST(test_system_dirs_read_only)
 		}
 		assert_attack_fails(ws, cmd, NULL);
 		assert_attack_fails(ws, mk, NULL);
-		ck_assert_msg(!host_path_exists(path), "%s appeared on the host", path);
+		ck_assert_msg(!test_exists(path), "%s appeared on the host", path);
 		free(path);
 		free(cmd);
 		free(mk);
@@ -414,8 +399,8 @@ START_TEST(test_writes_land_only_in_the_workspace)
 
 	out = bt_shell_out(ws, cmd);
 	ck_assert_str_eq(out, "in-tmp\n"); /* the sandbox has a /tmp: it is its own */
-	ck_assert_msg(!host_path_exists(host_tmp), "a write to /tmp inside reached the host's");
-	ck_assert_msg(!host_path_exists(host_shm), "a write to /dev/shm reached the host's");
+	ck_assert_msg(!test_exists(host_tmp), "a write to /tmp inside reached the host's");
+	ck_assert_msg(!test_exists(host_shm), "a write to /dev/shm reached the host's");
 	got = host_read(in_ws);
 	ck_assert_ptr_nonnull(got);
 	ck_assert_str_eq(got, "in-ws\n");
@@ -483,8 +468,8 @@ static void assert_git_untouched(const char *dir, bool had_config)
 		ck_assert_ptr_nonnull(got);
 		ck_assert_str_eq(got, "[core]\n\tbare = false\n");
 	}
-	ck_assert_msg(!host_path_exists(hook), "a hook was planted in the host's .git");
-	ck_assert_msg(!host_path_exists(aside), ".git was moved aside on the host");
+	ck_assert_msg(!test_exists(hook), "a hook was planted in the host's .git");
+	ck_assert_msg(!test_exists(aside), ".git was moved aside on the host");
 	free(got);
 	free(config);
 	free(aside);
@@ -583,7 +568,7 @@ START_TEST(test_state_dir_read_only)
 	assert_attack_fails(ws, "rm -rf .agentsbx", NULL);
 	assert_attack_fails(ws, "mv .agentsbx .agentsbx-old && mkdir .agentsbx && "
 	                        "touch .agentsbx/forged", NULL);
-	ck_assert(!host_path_exists(forged));
+	ck_assert(!test_exists(forged));
 	free(forged);
 }
 END_TEST

@@ -28,75 +28,7 @@ static char outside[PATH_MAX / 2]; /* tmp/outside: must never change */
 static int dirfd_ = -1;
 static int fds_at_start;
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
-static const char *at(const char *base, const char *rel)
-{
-	static char p[4][PATH_MAX];
-	static int next;
-	char *out = p[next++ % 4];
-
-	snprintf(out, PATH_MAX, "%s/%s", base, rel);
-	return out;
-}
-
-static void put(const char *base, const char *rel, const char *text, mode_t mode)
-{
-	int fd = open(at(base, rel), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-
-	ck_assert_msg(fd >= 0, "create %s: %s", rel, strerror(errno));
-	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	ck_assert_int_eq(fchmod(fd, mode), 0);
-	close(fd);
-}
-
-static char *slurp(const char *path)
-{
-	static char buf[65536];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return NULL;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n < 0)
-		return NULL;
-	buf[n] = '\0';
-	return buf;
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0;
-}
-
 /* Are there leftovers of atomic writes (".name.sbx-XXXXXX") in d? */
-static bool has_temp_files(const char *d)
-{
-	DIR *dd = opendir(d);
-	struct dirent *e;
-	bool found = false;
-
-	ck_assert_ptr_nonnull(dd);
-	while ((e = readdir(dd)))
-		if (strstr(e->d_name, ".sbx-"))
-			found = true;
-	closedir(dd);
-	return found;
-}
 
 static void setup(void)
 {
@@ -105,10 +37,10 @@ static void setup(void)
 	snprintf(outside, sizeof outside, "%s/outside", tmp);
 	ck_assert_int_eq(mkdir(dir, 0755), 0);
 	ck_assert_int_eq(mkdir(outside, 0755), 0);
-	put(outside, "secret", "secret", 0600);
+	test_put_file(outside, "secret", "secret", 0600);
 	dirfd_ = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(dirfd_, 0);
-	fds_at_start = count_fds();
+	fds_at_start = test_count_fds();
 }
 
 static void teardown(void)
@@ -129,19 +61,10 @@ static void teardown(void)
 
 /* Lowers the soft fd limit so a walk that kept one fd per level would fail. Valgrind keeps
  * the hard limit for itself, so only the soft one is touched. */
-static void limit_fds(rlim_t n)
-{
-	struct rlimit rl;
-
-	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	rl.rlim_cur = n;
-	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-		fprintf(stderr, "note: cannot lower RLIMIT_NOFILE: %s\n", strerror(errno));
-}
 
 static void expect_no_fd_leak(void)
 {
-	ck_assert_int_eq(count_fds(), fds_at_start);
+	ck_assert_int_eq(test_count_fds(), fds_at_start);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -150,7 +73,7 @@ static void expect_no_fd_leak(void)
 
 static int read_path(const char *rel, size_t max, char **data, size_t *len)
 {
-	int fd = open(at(dir, rel), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	int fd = open(test_path_at(dir, rel), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	int r;
 
 	ck_assert_msg(fd >= 0, "open %s: %s", rel, strerror(errno));
@@ -164,13 +87,13 @@ START_TEST(read_regular_files)
 	char *data = NULL;
 	size_t len = 0;
 
-	put(dir, "f", "hello", 0644);
+	test_put_file(dir, "f", "hello", 0644);
 	ck_assert_int_eq(read_path("f", 100, &data, &len), 0);
 	ck_assert_uint_eq(len, 5);
 	ck_assert_str_eq(data, "hello");
 	free(data);
 
-	put(dir, "empty", "", 0644);
+	test_put_file(dir, "empty", "", 0644);
 	ck_assert_int_eq(read_path("empty", 100, &data, &len), 0);
 	ck_assert_uint_eq(len, 0);
 	ck_assert_str_eq(data, "");
@@ -195,7 +118,7 @@ START_TEST(read_large_and_binary)
 
 	for (size_t k = 0; k < n; k++)
 		big[k] = (char)(k * 7);
-	fd = open(at(dir, "big"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(test_path_at(dir, "big"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	ck_assert_int_eq(sbx_write_all(fd, big, n), 0);
 	close(fd);
 	ck_assert_int_eq(read_path("big", SBX_FILE_READ_MAX, &data, &len), 0);
@@ -233,12 +156,12 @@ START_TEST(read_refuses_non_regular)
 	size_t len = 0;
 	int fd;
 
-	ck_assert_int_eq(mkdir(at(dir, "d"), 0755), 0);
-	fd = open(at(dir, "d"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "d"), 0755), 0);
+	fd = open(test_path_at(dir, "d"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_eq(sbx_fs_read_fd(fd, 100, &data, &len), -SBX_EISDIR);
 	close(fd);
 
-	ck_assert_int_eq(mkfifo(at(dir, "fifo"), 0644), 0);
+	ck_assert_int_eq(mkfifo(test_path_at(dir, "fifo"), 0644), 0);
 	ck_assert_int_eq(read_path("fifo", 100, &data, &len), -SBX_EINVAL);
 	ck_assert_str_eq(sbx_last_error(), "not a regular file");
 
@@ -254,36 +177,28 @@ END_TEST
  * sbx_fs_write_atomic
  * ------------------------------------------------------------------------------------- */
 
-static mode_t mode_of(const char *path)
-{
-	struct stat st;
-
-	ck_assert_int_eq(lstat(path, &st), 0);
-	return st.st_mode & 07777;
-}
-
 START_TEST(write_creates_and_replaces)
 {
 	umask(077); /* modes are exact, not filtered by the umask */
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "f", "one", 3, 0, 0), 0);
-	ck_assert_str_eq(slurp(at(dir, "f")), "one");
-	ck_assert_uint_eq(mode_of(at(dir, "f")), 0644);
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "f")), "one");
+	ck_assert_uint_eq(test_mode_of(test_path_at(dir, "f")), 0644);
 
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "f", "two!", 4, 0, 0), 0);
-	ck_assert_str_eq(slurp(at(dir, "f")), "two!");
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "f")), "two!");
 
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "x", "#!/bin/sh\n", 10, 0755, 0), 0);
-	ck_assert_uint_eq(mode_of(at(dir, "x")), 0755);
+	ck_assert_uint_eq(test_mode_of(test_path_at(dir, "x")), 0755);
 	/* mode 0 keeps what the file had. */
-	ck_assert_int_eq(chmod(at(dir, "f"), 0600), 0);
+	ck_assert_int_eq(chmod(test_path_at(dir, "f"), 0600), 0);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "f", "three", 5, 0, 0), 0);
-	ck_assert_uint_eq(mode_of(at(dir, "f")), 0600);
+	ck_assert_uint_eq(test_mode_of(test_path_at(dir, "f")), 0600);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "f", "four", 4, 0640, 0), 0);
-	ck_assert_uint_eq(mode_of(at(dir, "f")), 0640);
+	ck_assert_uint_eq(test_mode_of(test_path_at(dir, "f")), 0640);
 
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "empty", NULL, 0, 0, 0), 0);
-	ck_assert_str_eq(slurp(at(dir, "empty")), "");
-	ck_assert(!has_temp_files(dir));
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "empty")), "");
+	ck_assert(!test_has_temp_files(dir));
 	expect_no_fd_leak();
 }
 END_TEST
@@ -296,11 +211,11 @@ START_TEST(write_long_names)
 	name[NAME_MAX] = '\0';
 	/* The temporary file's name is shortened to fit. */
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, name, "x", 1, 0, 0), 0);
-	ck_assert_str_eq(slurp(at(dir, name)), "x");
+	ck_assert_str_eq(test_slurp(test_path_at(dir, name)), "x");
 	name[NAME_MAX] = 'n';
 	name[NAME_MAX + 1] = '\0';
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, name, "x", 1, 0, 0), -SBX_ENAMETOOLONG);
-	ck_assert(!has_temp_files(dir));
+	ck_assert(!test_has_temp_files(dir));
 }
 END_TEST
 
@@ -309,11 +224,11 @@ START_TEST(write_excl)
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "f", "one", 3, 0, SBX_WRITE_EXCL), 0);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "f", "two", 3, 0, SBX_WRITE_EXCL),
 	                 -SBX_EEXIST);
-	ck_assert_str_eq(slurp(at(dir, "f")), "one");
-	ck_assert_int_eq(symlink("nowhere", at(dir, "l")), 0);
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "f")), "one");
+	ck_assert_int_eq(symlink("nowhere", test_path_at(dir, "l")), 0);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "l", "two", 3, 0, SBX_WRITE_EXCL),
 	                 -SBX_EEXIST);
-	ck_assert(!has_temp_files(dir));
+	ck_assert(!test_has_temp_files(dir));
 }
 END_TEST
 
@@ -321,20 +236,20 @@ START_TEST(write_replaces_symlinks_never_follows)
 {
 	struct stat st;
 
-	ck_assert_int_eq(symlink(at(outside, "secret"), at(dir, "l")), 0);
+	ck_assert_int_eq(symlink(test_path_at(outside, "secret"), test_path_at(dir, "l")), 0);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "l", "mine", 4, 0, 0), 0);
-	ck_assert_int_eq(lstat(at(dir, "l"), &st), 0);
+	ck_assert_int_eq(lstat(test_path_at(dir, "l"), &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
 	ck_assert_uint_eq(st.st_mode & 07777, 0644);
-	ck_assert_str_eq(slurp(at(dir, "l")), "mine");
-	ck_assert_str_eq(slurp(at(outside, "secret")), "secret");
-	ck_assert_uint_eq(mode_of(at(outside, "secret")), 0600);
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "l")), "mine");
+	ck_assert_str_eq(test_slurp(test_path_at(outside, "secret")), "secret");
+	ck_assert_uint_eq(test_mode_of(test_path_at(outside, "secret")), 0600);
 }
 END_TEST
 
 START_TEST(write_refuses)
 {
-	ck_assert_int_eq(mkdir(at(dir, "d"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "d"), 0755), 0);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "d", "x", 1, 0, 0), -SBX_EISDIR);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "f", "x", 1, 04755, 0), -SBX_EINVAL);
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "mode"));
@@ -344,8 +259,8 @@ START_TEST(write_refuses)
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "..", "x", 1, 0, 0), -SBX_EINVAL);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "", "x", 1, 0, 0), -SBX_EINVAL);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "f", NULL, 1, 0, 0), -SBX_EINVAL);
-	ck_assert(!exists(at(dir, "f")));
-	ck_assert(!has_temp_files(dir));
+	ck_assert(!test_exists(test_path_at(dir, "f")));
+	ck_assert(!test_has_temp_files(dir));
 	expect_no_fd_leak();
 }
 END_TEST
@@ -362,7 +277,7 @@ START_TEST(write_failure_leaves_nothing)
 		size_t n = 1 << 20;
 		char *big = calloc(1, n);
 		int r1 = sbx_fs_write_atomic(fd, "big", big, n, 0, 0);
-		bool temp_left = has_temp_files(dir), target = exists(at(dir, "big"));
+		bool temp_left = test_has_temp_files(dir), target = test_exists(test_path_at(dir, "big"));
 		close(fd);
 		free(big);
 		umount2(dir, MNT_DETACH);
@@ -371,11 +286,11 @@ START_TEST(write_failure_leaves_nothing)
 		ck_assert(!target);
 	} else {
 		/* A directory we may not write to. */
-		ck_assert_int_eq(mkdir(at(dir, "ro"), 0555), 0);
-		int fd = open(at(dir, "ro"), O_PATH | O_DIRECTORY | O_CLOEXEC);
+		ck_assert_int_eq(mkdir(test_path_at(dir, "ro"), 0555), 0);
+		int fd = open(test_path_at(dir, "ro"), O_PATH | O_DIRECTORY | O_CLOEXEC);
 		ck_assert_int_eq(sbx_fs_write_atomic(fd, "f", "x", 1, 0, 0), -SBX_EACCES);
 		close(fd);
-		ck_assert(!has_temp_files(at(dir, "ro")));
+		ck_assert(!test_has_temp_files(test_path_at(dir, "ro")));
 	}
 }
 END_TEST
@@ -386,10 +301,10 @@ START_TEST(write_keeps_owner_as_root)
 
 	if (geteuid() != 0)
 		return;
-	put(dir, "f", "old", 0640);
-	ck_assert_int_eq(chown(at(dir, "f"), 4321, 4322), 0);
+	test_put_file(dir, "f", "old", 0640);
+	ck_assert_int_eq(chown(test_path_at(dir, "f"), 4321, 4322), 0);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "f", "new", 3, 0, 0), 0);
-	ck_assert_int_eq(stat(at(dir, "f"), &st), 0);
+	ck_assert_int_eq(stat(test_path_at(dir, "f"), &st), 0);
 	ck_assert_uint_eq(st.st_uid, 4321);
 	ck_assert_uint_eq(st.st_gid, 4322);
 	ck_assert_uint_eq(st.st_mode & 07777, 0640);
@@ -418,31 +333,31 @@ END_TEST
 
 static void build_tree(void)
 {
-	ck_assert_int_eq(mkdir(at(dir, "t"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(dir, "t/a"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(dir, "t/a/b"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(dir, "t/empty"), 0755), 0);
-	put(dir, "t/f1", "1", 0644);
-	put(dir, "t/a/f2", "2", 0000);
-	put(dir, "t/a/b/f3", "3", 0444);
-	ck_assert_int_eq(mkfifo(at(dir, "t/a/fifo"), 0644), 0);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "t"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "t/a"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "t/a/b"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "t/empty"), 0755), 0);
+	test_put_file(dir, "t/f1", "1", 0644);
+	test_put_file(dir, "t/a/f2", "2", 0000);
+	test_put_file(dir, "t/a/b/f3", "3", 0444);
+	ck_assert_int_eq(mkfifo(test_path_at(dir, "t/a/fifo"), 0644), 0);
 	/* Links out must be removed, their targets kept. */
-	ck_assert_int_eq(symlink(outside, at(dir, "t/link_dir_out")), 0);
-	ck_assert_int_eq(symlink(at(outside, "secret"), at(dir, "t/a/link_file_out")), 0);
-	ck_assert_int_eq(symlink("../../..", at(dir, "t/a/b/link_up")), 0);
+	ck_assert_int_eq(symlink(outside, test_path_at(dir, "t/link_dir_out")), 0);
+	ck_assert_int_eq(symlink(test_path_at(outside, "secret"), test_path_at(dir, "t/a/link_file_out")), 0);
+	ck_assert_int_eq(symlink("../../..", test_path_at(dir, "t/a/b/link_up")), 0);
 }
 
 static void expect_outside_intact(void)
 {
-	ck_assert_str_eq(slurp(at(outside, "secret")), "secret");
-	ck_assert(exists(outside));
+	ck_assert_str_eq(test_slurp(test_path_at(outside, "secret")), "secret");
+	ck_assert(test_exists(outside));
 }
 
 START_TEST(remove_tree_removes_everything_inside_only)
 {
 	build_tree();
 	ck_assert_int_eq(sbx_fs_remove_tree(dirfd_, "t"), 0);
-	ck_assert(!exists(at(dir, "t")));
+	ck_assert(!test_exists(test_path_at(dir, "t")));
 	expect_outside_intact();
 	expect_no_fd_leak();
 }
@@ -452,12 +367,12 @@ START_TEST(remove_tree_handles_locked_dirs)
 {
 	build_tree();
 	/* Unlistable, unwritable and unsearchable directories: made u+rwx as needed. */
-	ck_assert_int_eq(chmod(at(dir, "t/a/b"), 0500), 0);
-	ck_assert_int_eq(chmod(at(dir, "t/a"), 0000), 0);
-	ck_assert_int_eq(chmod(at(dir, "t/empty"), 0000), 0);
-	ck_assert_int_eq(chmod(at(dir, "t"), 0300), 0);
+	ck_assert_int_eq(chmod(test_path_at(dir, "t/a/b"), 0500), 0);
+	ck_assert_int_eq(chmod(test_path_at(dir, "t/a"), 0000), 0);
+	ck_assert_int_eq(chmod(test_path_at(dir, "t/empty"), 0000), 0);
+	ck_assert_int_eq(chmod(test_path_at(dir, "t"), 0300), 0);
 	ck_assert_int_eq(sbx_fs_remove_tree(dirfd_, "t"), 0);
-	ck_assert(!exists(at(dir, "t")));
+	ck_assert(!test_exists(test_path_at(dir, "t")));
 	expect_outside_intact();
 	expect_no_fd_leak();
 }
@@ -465,12 +380,12 @@ END_TEST
 
 START_TEST(remove_tree_of_files_and_links)
 {
-	put(dir, "f", "x", 0644);
+	test_put_file(dir, "f", "x", 0644);
 	ck_assert_int_eq(sbx_fs_remove_tree(dirfd_, "f"), 0);
-	ck_assert(!exists(at(dir, "f")));
-	ck_assert_int_eq(symlink(outside, at(dir, "l")), 0);
+	ck_assert(!test_exists(test_path_at(dir, "f")));
+	ck_assert_int_eq(symlink(outside, test_path_at(dir, "l")), 0);
 	ck_assert_int_eq(sbx_fs_remove_tree(dirfd_, "l"), 0);
-	ck_assert(!exists(at(dir, "l")));
+	ck_assert(!test_exists(test_path_at(dir, "l")));
 	expect_outside_intact();
 	ck_assert_int_eq(sbx_fs_remove_tree(dirfd_, "missing"), -SBX_ENOENT);
 	ck_assert_int_eq(sbx_fs_remove_tree(dirfd_, "."), -SBX_EINVAL);
@@ -486,8 +401,8 @@ START_TEST(remove_tree_deep)
 	enum { DEPTH = 1000 };
 	int fd;
 
-	ck_assert_int_eq(mkdir(at(dir, "deep"), 0755), 0);
-	fd = open(at(dir, "deep"), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "deep"), 0755), 0);
+	fd = open(test_path_at(dir, "deep"), O_PATH | O_DIRECTORY | O_CLOEXEC);
 	for (int k = 0; k < DEPTH; k++) {
 		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
 		int next = openat(fd, "d", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -500,9 +415,9 @@ START_TEST(remove_tree_deep)
 		fd = next;
 	}
 	close(fd);
-	limit_fds(32);
+	test_limit_fds(32);
 	ck_assert_int_eq(sbx_fs_remove_tree(dirfd_, "deep"), 0);
-	ck_assert(!exists(at(dir, "deep")));
+	ck_assert(!test_exists(test_path_at(dir, "deep")));
 }
 END_TEST
 
@@ -513,29 +428,29 @@ START_TEST(remove_tree_stops_at_mounts)
 
 	if (geteuid() != 0)
 		return;
-	ck_assert_int_eq(mkdir(at(dir, "t"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(dir, "t/mnt"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(dir, "t/bind"), 0755), 0);
-	if (mount("tmpfs", at(dir, "t/mnt"), "tmpfs", 0, "size=64k") < 0) {
+	ck_assert_int_eq(mkdir(test_path_at(dir, "t"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "t/mnt"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "t/bind"), 0755), 0);
+	if (mount("tmpfs", test_path_at(dir, "t/mnt"), "tmpfs", 0, "size=64k") < 0) {
 		fprintf(stderr, "skipping mount checks: %s\n", strerror(errno));
 		return;
 	}
-	put(dir, "t/mnt/precious", "p", 0644);
+	test_put_file(dir, "t/mnt/precious", "p", 0644);
 	/* A bind mount of the same file system: same st_dev, still a mount. */
-	if (mount(outside, at(dir, "t/bind"), "none", MS_BIND, NULL) < 0) {
-		umount2(at(dir, "t/mnt"), MNT_DETACH);
+	if (mount(outside, test_path_at(dir, "t/bind"), "none", MS_BIND, NULL) < 0) {
+		umount2(test_path_at(dir, "t/mnt"), MNT_DETACH);
 		fprintf(stderr, "skipping mount checks: bind: %s\n", strerror(errno));
 		return;
 	}
 	r1 = sbx_fs_remove_tree(dirfd_, "t");
-	kept1 = exists(at(dir, "t/mnt/precious"));
-	kept2 = exists(at(dir, "t/bind/secret"));
-	int tfd = open(at(dir, "t"), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	kept1 = test_exists(test_path_at(dir, "t/mnt/precious"));
+	kept2 = test_exists(test_path_at(dir, "t/bind/secret"));
+	int tfd = open(test_path_at(dir, "t"), O_PATH | O_DIRECTORY | O_CLOEXEC);
 	r2 = sbx_fs_remove_tree(tfd, "mnt");
 	r3 = sbx_fs_empty_dir(tfd);
 	close(tfd);
-	umount2(at(dir, "t/bind"), MNT_DETACH);
-	umount2(at(dir, "t/mnt"), MNT_DETACH);
+	umount2(test_path_at(dir, "t/bind"), MNT_DETACH);
+	umount2(test_path_at(dir, "t/mnt"), MNT_DETACH);
 	ck_assert_int_eq(r1, -SBX_EBUSY);
 	ck_assert(kept1);
 	ck_assert(kept2);
@@ -548,11 +463,11 @@ END_TEST
 START_TEST(empty_dir_keeps_the_dir)
 {
 	build_tree();
-	ck_assert_int_eq(chmod(at(dir, "t/a"), 0000), 0);
+	ck_assert_int_eq(chmod(test_path_at(dir, "t/a"), 0000), 0);
 	ck_assert_int_eq(sbx_fs_empty_dir(dirfd_), 0);
-	ck_assert(exists(dir));
-	ck_assert(!exists(at(dir, "t")));
-	ck_assert_uint_eq(mode_of(dir), 0755);
+	ck_assert(test_exists(dir));
+	ck_assert(!test_exists(test_path_at(dir, "t")));
+	ck_assert_uint_eq(test_mode_of(dir), 0755);
 	expect_outside_intact();
 	/* Empty already: fine. */
 	ck_assert_int_eq(sbx_fs_empty_dir(dirfd_), 0);
@@ -564,11 +479,11 @@ START_TEST(empty_dir_does_not_unlock_the_top)
 {
 	if (geteuid() == 0)
 		return; /* root ignores the mode */
-	put(dir, "f", "x", 0644);
+	test_put_file(dir, "f", "x", 0644);
 	ck_assert_int_eq(chmod(dir, 0555), 0);
 	ck_assert_int_eq(sbx_fs_empty_dir(dirfd_), -SBX_EACCES);
-	ck_assert_uint_eq(mode_of(dir), 0555);
-	ck_assert(exists(at(dir, "f")));
+	ck_assert_uint_eq(test_mode_of(dir), 0555);
+	ck_assert(test_exists(test_path_at(dir, "f")));
 	ck_assert_int_eq(chmod(dir, 0755), 0);
 }
 END_TEST
@@ -587,7 +502,7 @@ START_TEST(temp_dirs)
 	snprintf(want, sizeof want, "%s/sbx-ws-", dir);
 	ck_assert_msg(strncmp(p, want, strlen(want)) == 0, "%s", p);
 	ck_assert_uint_eq(strlen(p), strlen(want) + 6);
-	ck_assert_uint_eq(mode_of(p), 0700);
+	ck_assert_uint_eq(test_mode_of(p), 0700);
 	rmdir(p);
 	free(p);
 
@@ -603,7 +518,7 @@ START_TEST(temp_dirs)
 	rmdir(p);
 	free(p);
 
-	setenv("TMPDIR", at(dir, "missing"), 1);
+	setenv("TMPDIR", test_path_at(dir, "missing"), 1);
 	ck_assert_int_eq(sbx_fs_make_temp_dir("sbx-ws", &p), -SBX_ENOENT);
 	ck_assert_ptr_null(p);
 	ck_assert_int_eq(sbx_fs_make_temp_dir("a/b", &p), -SBX_EINVAL);
@@ -655,8 +570,8 @@ START_TEST(api_write_read_roundtrip)
 	ck_assert_int_eq(sbx_file_write(&host_ws, "sub/dir/b.txt", "b", 1, 0, 0), -SBX_ENOENT);
 	ck_assert_int_eq(sbx_file_write(&host_ws, "sub/dir/b.txt", "b", 1, 0600, SBX_WRITE_MKDIRS),
 	                 0);
-	ck_assert_str_eq(slurp(at(dir, "sub/dir/b.txt")), "b");
-	ck_assert_uint_eq(mode_of(at(dir, "sub/dir/b.txt")), 0600);
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "sub/dir/b.txt")), "b");
+	ck_assert_uint_eq(test_mode_of(test_path_at(dir, "sub/dir/b.txt")), 0600);
 	ck_assert_int_eq(sbx_file_write(&host_ws, "sub/dir/b.txt", "c", 1, 0, SBX_WRITE_EXCL),
 	                 -SBX_EEXIST);
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "sub/dir/b.txt"));
@@ -668,7 +583,7 @@ START_TEST(api_write_read_roundtrip)
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "mode"));
 	ck_assert_int_eq(sbx_file_write(&host_ws, "x", "c", 1, 0, 0x80), -SBX_EINVAL);
 	ck_assert_int_eq(sbx_file_write(&host_ws, "x", NULL, 1, 0, 0), -SBX_EINVAL);
-	ck_assert(!has_temp_files(dir));
+	ck_assert(!test_has_temp_files(dir));
 	expect_no_fd_leak();
 }
 END_TEST
@@ -680,8 +595,8 @@ START_TEST(api_paths_stay_inside)
 
 	sbx_path_force_fallback(_i == 1);
 
-	ck_assert_int_eq(symlink("../outside/secret", at(dir, "out")), 0);
-	ck_assert_int_eq(symlink(outside, at(dir, "outdir")), 0);
+	ck_assert_int_eq(symlink("../outside/secret", test_path_at(dir, "out")), 0);
+	ck_assert_int_eq(symlink(outside, test_path_at(dir, "outdir")), 0);
 	ck_assert_int_eq(sbx_file_read(&host_ws, "/etc/passwd", &data, &len), -SBX_EESCAPE);
 	ck_assert_str_eq(sbx_last_error(),
 	                 "path '/etc/passwd' is outside the workspace root '/workspace'");
@@ -702,11 +617,11 @@ START_TEST(api_paths_stay_inside)
 	ck_assert_str_eq(sbx_last_error(), "path: not valid UTF-8");
 	/* Writing over the escaping link replaces the link. */
 	ck_assert_int_eq(sbx_file_write(&host_ws, "out", "mine", 4, 0, 0), 0);
-	ck_assert_str_eq(slurp(at(dir, "out")), "mine");
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "out")), "mine");
 	/* Removing the dir link removes the link only. */
 	ck_assert_int_eq(sbx_file_remove(&host_ws, "outdir", SBX_REMOVE_RECURSIVE), 0);
-	ck_assert(!exists(at(dir, "outdir")));
-	ck_assert(!exists(at(outside, "new")));
+	ck_assert(!test_exists(test_path_at(dir, "outdir")));
+	ck_assert(!test_exists(test_path_at(outside, "new")));
 	expect_outside_intact();
 	expect_no_fd_leak();
 }
@@ -719,15 +634,15 @@ START_TEST(api_read_special_files)
 
 	sbx_path_force_fallback(_i == 1);
 
-	ck_assert_int_eq(symlink("sub/f", at(dir, "in")), 0);
-	ck_assert_int_eq(mkdir(at(dir, "sub"), 0755), 0);
-	put(dir, "sub/f", "inside", 0644);
+	ck_assert_int_eq(symlink("sub/f", test_path_at(dir, "in")), 0);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "sub"), 0755), 0);
+	test_put_file(dir, "sub/f", "inside", 0644);
 	ck_assert_int_eq(sbx_file_read(&host_ws, "in", &data, &len), 0);
 	ck_assert_str_eq(data, "inside");
 	sbx_free(data);
 	data = NULL;
 	/* A FIFO must not block the reader. */
-	ck_assert_int_eq(mkfifo(at(dir, "fifo"), 0644), 0);
+	ck_assert_int_eq(mkfifo(test_path_at(dir, "fifo"), 0644), 0);
 	alarm(5);
 	ck_assert_int_eq(sbx_file_read(&host_ws, "fifo", &data, &len), -SBX_EINVAL);
 	alarm(0);
@@ -749,8 +664,8 @@ START_TEST(api_stat)
 
 	sbx_path_force_fallback(_i == 1);
 
-	put(dir, "f", "12345", 0640);
-	ck_assert_int_eq(symlink("f", at(dir, "l")), 0);
+	test_put_file(dir, "f", "12345", 0640);
+	ck_assert_int_eq(symlink("f", test_path_at(dir, "l")), 0);
 	ck_assert_int_eq(sbx_file_stat(&host_ws, "f", &st), 0);
 	ck_assert_int_eq(st.type, SBX_FILE_REGULAR);
 	ck_assert_uint_eq(st.mode, 0640);
@@ -786,11 +701,11 @@ START_TEST(api_list)
 
 	sbx_path_force_fallback(_i == 1);
 
-	put(dir, "b.txt", "12345", 0644);
-	ck_assert_int_eq(mkdir(at(dir, "a"), 0755), 0);
-	ck_assert_int_eq(symlink("b.txt", at(dir, "c")), 0);
-	ck_assert_int_eq(mkfifo(at(dir, "d"), 0644), 0);
-	put(dir, "a/q\"uote", "", 0644);
+	test_put_file(dir, "b.txt", "12345", 0644);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "a"), 0755), 0);
+	ck_assert_int_eq(symlink("b.txt", test_path_at(dir, "c")), 0);
+	ck_assert_int_eq(mkfifo(test_path_at(dir, "d"), 0644), 0);
+	test_put_file(dir, "a/q\"uote", "", 0644);
 	ck_assert_int_eq(sbx_file_list(&host_ws, "/workspace", &json), 0);
 	/* mtimes are checked by the integration test; here the shape and the order. */
 	ck_assert_ptr_nonnull(strstr(json, "{\"name\":\"a\",\"type\":\"dir\",\"size\":0,"));
@@ -805,7 +720,7 @@ START_TEST(api_list)
 	ck_assert_int_eq(sbx_file_list(&host_ws, "a", &json), 0);
 	ck_assert_ptr_nonnull(strstr(json, "\"name\":\"q\\\"uote\""));
 	sbx_free(json);
-	ck_assert_int_eq(mkdir(at(dir, "e"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "e"), 0755), 0);
 	ck_assert_int_eq(sbx_file_list(&host_ws, "e", &json), 0);
 	ck_assert_str_eq(json, "[]");
 	sbx_free(json);
@@ -821,23 +736,23 @@ START_TEST(api_mkdir)
 {
 	sbx_path_force_fallback(_i == 1);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "x/y/z", 0), 0);
-	ck_assert_uint_eq(mode_of(at(dir, "x/y/z")) & 0700, 0700);
+	ck_assert_uint_eq(test_mode_of(test_path_at(dir, "x/y/z")) & 0700, 0700);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "x/y/z", 0), 0); /* exists: fine */
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "/workspace/x/y/w/", 0700), 0);
-	ck_assert_uint_eq(mode_of(at(dir, "x/y/w")) & 0077, 0);
+	ck_assert_uint_eq(test_mode_of(test_path_at(dir, "x/y/w")) & 0077, 0);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "", 0), 0);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, ".", 0), 0);
-	ck_assert_int_eq(symlink("x/y", at(dir, "ly")), 0);
+	ck_assert_int_eq(symlink("x/y", test_path_at(dir, "ly")), 0);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "ly", 0), 0);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "ly/new", 0), 0);
-	ck_assert(exists(at(dir, "x/y/new")));
-	put(dir, "f", "", 0644);
+	ck_assert(test_exists(test_path_at(dir, "x/y/new")));
+	test_put_file(dir, "f", "", 0644);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "f", 0), -SBX_EEXIST);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "f/sub", 0), -SBX_ENOTDIR);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "..", 0), -SBX_EESCAPE);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "q", 02755), -SBX_EINVAL);
 	ck_assert_int_eq(sbx_file_mkdir(&host_ws, "q", 0100755), -SBX_EINVAL);
-	ck_assert_int_eq(symlink("nowhere", at(dir, "dangling")), 0);
+	ck_assert_int_eq(symlink("nowhere", test_path_at(dir, "dangling")), 0);
 	ck_assert_int_ne(sbx_file_mkdir(&host_ws, "dangling", 0), 0);
 	expect_no_fd_leak();
 }
@@ -853,22 +768,22 @@ START_TEST(api_remove)
 	ck_assert_int_eq(sbx_file_remove(&host_ws, "/workspace/", 0), -SBX_EPERM);
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "root"));
 	ck_assert_int_eq(sbx_file_remove(&host_ws, "..", 0), -SBX_EESCAPE);
-	ck_assert(exists(dir));
+	ck_assert(test_exists(dir));
 
-	ck_assert_int_eq(mkdir(at(dir, "d"), 0755), 0);
-	put(dir, "d/f", "x", 0644);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "d"), 0755), 0);
+	test_put_file(dir, "d/f", "x", 0644);
 	ck_assert_int_eq(sbx_file_remove(&host_ws, "d", 0), -SBX_ENOTEMPTY);
 	ck_assert_int_eq(sbx_file_remove(&host_ws, "d/f/", 0), -SBX_ENOTDIR);
 	ck_assert_int_eq(sbx_file_remove(&host_ws, "d/f", 0), 0);
 	ck_assert_int_eq(sbx_file_remove(&host_ws, "d/f", 0), -SBX_ENOENT);
 	ck_assert_int_eq(sbx_file_remove(&host_ws, "d/", 0), 0);
-	ck_assert(!exists(at(dir, "d")));
+	ck_assert(!test_exists(test_path_at(dir, "d")));
 
-	ck_assert_int_eq(mkdir(at(dir, "t"), 0755), 0);
-	ck_assert_int_eq(mkdir(at(dir, "t/u"), 0755), 0);
-	put(dir, "t/u/f", "x", 0644);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "t"), 0755), 0);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "t/u"), 0755), 0);
+	test_put_file(dir, "t/u/f", "x", 0644);
 	ck_assert_int_eq(sbx_file_remove(&host_ws, "t", SBX_REMOVE_RECURSIVE), 0);
-	ck_assert(!exists(at(dir, "t")));
+	ck_assert(!test_exists(test_path_at(dir, "t")));
 	ck_assert_int_eq(sbx_file_remove(&host_ws, "t", 0x10), -SBX_EINVAL);
 	expect_no_fd_leak();
 }

@@ -23,18 +23,6 @@ static char rootdir[PATH_MAX / 2], outside[PATH_MAX / 2];
 static int rootfd = -1;
 static int fds_at_start;
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while (readdir(d))
-		n++;
-	closedir(d);
-	return n;
-}
-
 static void write_text(const char *dir, const char *rel, const char *text)
 {
 	char p[PATH_MAX];
@@ -102,7 +90,7 @@ static void setup(void)
 
 	rootfd = open(rootdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(rootfd, 0);
-	fds_at_start = count_fds();
+	fds_at_start = test_count_fds();
 }
 
 static void teardown(void)
@@ -159,19 +147,10 @@ static void expect_error(int i, const char *rel, int flags, int code)
 
 /* Lowers the soft fd limit so a walk that kept one fd per level would fail. Valgrind keeps
  * the hard limit for itself, so only the soft one is touched. */
-static void limit_fds(rlim_t n)
-{
-	struct rlimit rl;
-
-	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	rl.rlim_cur = n;
-	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-		fprintf(stderr, "note: cannot lower RLIMIT_NOFILE: %s\n", strerror(errno));
-}
 
 static void expect_no_fd_leak(void)
 {
-	ck_assert_int_eq(count_fds(), fds_at_start);
+	ck_assert_int_eq(test_count_fds(), fds_at_start);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -568,7 +547,7 @@ START_TEST(open_deep_trees)
 		ck_assert_int_eq(mkdir(dir, 0755), 0);
 	}
 	/* Prove the walk does not keep one fd per level. */
-	limit_fds(48);
+	test_limit_fds(48);
 	for (int k = 0; k < DEPTH; k++)
 		n += (size_t)sprintf(path + n, "d/");
 	for (int k = 0; k < DEPTH; k++)
