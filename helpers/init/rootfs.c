@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -509,52 +510,66 @@ static int write_etc_hostname(int basefd, const char *hostname, char *err, size_
  * host had when the sandbox started, read-only once /etc is sealed. */
 #define ETC_COPY_MAX (256 * 1024)
 
-static int copy_pinned_file(int basefd, const struct pin *p, const struct stat *st)
+/* Copies one pinned regular file into the directory etcdir (writable, in our tmpfs) under the
+ * name below "etc/". The pinned fd is O_PATH; its magic link reopens exactly what was pinned. */
+static int copy_pinned_file(int basefd, int etcdir, const struct pin *p, const struct stat *st)
 {
+	const char *name = p->rel + strlen("etc/");
+	const char *slash = strrchr(name, '/');
+	_cleanup_close_ int in = -1, out = -1, sub = -1, subw = -1;
 	struct sbx_fd_path path;
-	char buf[16384];
-	_cleanup_close_ int in = -1, out = -1, dir = -1;
-	const char *slash = strrchr(p->rel, '/');
-	_cleanup_free_ char *parent = strndup(p->rel, (size_t)(slash - p->rel));
-	int r;
+	int dir = etcdir, r;
 
-	if (!parent)
-		return -ENOMEM;
-	if ((r = sbx_mkdirs_beneath(basefd, parent, &dir)) < 0)
-		return r;
-	/* Through the pinned fd: the magic link reopens exactly what was pinned. */
+	if (slash) {          /* a nested entry such as ssl/openssl.cnf: make its parents */
+		_cleanup_free_ char *parent = strndup(p->rel, (size_t)(slash - p->rel));
+
+		if (!parent)
+			return -ENOMEM;
+		if ((r = sbx_mkdirs_beneath(basefd, parent, &sub)) < 0)
+			return r;
+		subw = open(sbx_fd_path(&path, sub), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (subw < 0)
+			return -errno;
+		dir = subw;
+		name = slash + 1;
+	}
 	in = open(sbx_fd_path(&path, p->fd), O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
-	/* dir is O_PATH: reopen it to create in it. */
-	_cleanup_close_ int dirw = open(sbx_fd_path(&path, dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirw < 0)
-		return -errno;
-	out = openat(dirw, slash + 1, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	out = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	             st->st_mode & 0644);
 	if (out < 0)
 		return -errno;
-	for (;;) {
-		ssize_t n = read(in, buf, sizeof buf);
-		if (n == 0)
-			return 0;
+	/* sendfile: one system call per file, the data never passes through user space. */
+	for (off_t left = st->st_size; left > 0;) {
+		ssize_t n = sendfile(out, in, NULL, (size_t)left);
+
 		if (n < 0)
 			return -errno;
-		if (write(out, buf, (size_t)n) != n)
-			return errno ? -errno : -EIO;
+		if (n == 0)
+			break;              /* the file shrank meanwhile: keep what there was */
+		left -= n;
 	}
+	return 0;
 }
 
 static int place_etc_pins(int basefd, const struct pin_list *l, char *err, size_t errlen)
 {
+	_cleanup_close_ int etc = -1, etcw = -1;
+	struct sbx_fd_path path;
+	int r = sbx_open_beneath(basefd, "etc", &etc);
+
+	if (r == 0 && (etcw = open(sbx_fd_path(&path, etc), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = -errno;
+	if (r < 0)
+		return sbx_init_fail(err, errlen, r, "open the new /etc: %s", strerror(-r));
 	for (size_t i = 0; i < l->n; i++) {
 		const struct pin *p = &l->v[i];
 		struct stat st;
-		int r;
 
 		if (!p->link && fstat(p->fd, &st) == 0 && S_ISREG(st.st_mode) &&
 		    st.st_size <= ETC_COPY_MAX) {
-			r = copy_pinned_file(basefd, p, &st);
+			r = copy_pinned_file(basefd, etcw, p, &st);
 			if (r < 0)
 				return sbx_init_fail(err, errlen, r, "copy /%s: %s", p->rel, strerror(-r));
 			continue;

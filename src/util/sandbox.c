@@ -1096,6 +1096,14 @@ static void remove_probe_dir(const char *dir)
 		sbx_fs_remove_tree(dirfd, slash + 1);
 }
 
+static void describe_mode(enum sbx_sandbox_mode mode, const struct sbx_sandbox *sb,
+                          char *detail, size_t len)
+{
+	snprintf(detail, len, "%s%s", mode == SBX_SANDBOX_BWRAP ? "through " SBX_BWRAP_PATH
+	                                                           : "direct (own namespaces)",
+	         sbx_sandbox_flags(sb) & SBX_INIT_HAS_LANDLOCK ? ", Landlock" : "");
+}
+
 int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
 {
 	char hostname[] = "probe";
@@ -1116,9 +1124,7 @@ int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
 	                           .network_mode = "none" };
 	r = sbx_sandbox_start("probe", &cfg, &o, mode, &sb);
 	if (r == 0) {
-		snprintf(detail, len, "%s%s", mode == SBX_SANDBOX_BWRAP ? "through " SBX_BWRAP_PATH
-		                                                           : "direct (own namespaces)",
-		         sbx_sandbox_flags(sb) & SBX_INIT_HAS_LANDLOCK ? ", Landlock" : "");
+		describe_mode(mode, sb, detail, len);
 		sbx_sandbox_stop(sb);
 	} else {
 		snprintf(detail, len, "%s", sbx_last_error());
@@ -1162,6 +1168,30 @@ int sbx_sandbox_pick_mode(enum sbx_sandbox_mode wanted, enum sbx_sandbox_mode *m
 	return r;
 }
 
+/* AUTO mode before anything was probed: the first workspace itself is the probe. Started
+ * directly, it settles the mode without a throw-away sandbox (that doubled the first open of
+ * every process, a one-shot CLI run included). 1: started; 0: not tried or it failed, and the
+ * probes will tell a host without namespaces from a bad config. */
+static int start_as_probe(const char *name, const sbx_backend_config *cfg,
+                          const struct sbx_sandbox_options *o, struct sbx_sandbox **out)
+{
+	bool unknown;
+
+	pthread_mutex_lock(&pick_lock);
+	unknown = picked < 0;
+	pthread_mutex_unlock(&pick_lock);
+	if (o->mode != SBX_SANDBOX_AUTO || !unknown ||
+	    sbx_sandbox_start(name, cfg, o, SBX_SANDBOX_DIRECT, out) < 0)
+		return 0;
+	pthread_mutex_lock(&pick_lock);
+	if (picked < 0) {
+		picked = SBX_SANDBOX_DIRECT;
+		describe_mode(SBX_SANDBOX_DIRECT, *out, pick_detail, sizeof pick_detail);
+	}
+	pthread_mutex_unlock(&pick_lock);
+	return 1;
+}
+
 /* ---- the backend glue ---------------------------------------------------------------- */
 
 struct sandbox_ws {
@@ -1195,6 +1225,10 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0) {
 		free_ws(w);
 		return r;
+	}
+	if (start_as_probe(name, cfg, &w->opts, &w->sb)) {
+		*state = w;
+		return 0;
 	}
 	if ((r = sbx_sandbox_pick_mode(w->opts.mode, &mode, detail, sizeof detail)) < 0) {
 		free_ws(w);
