@@ -324,6 +324,117 @@ SBX_API int sbx_file_mkdir(sbx_workspace *ws, const char *path, unsigned mode);
  * Symlinks are removed, never followed. The root itself cannot be removed. */
 SBX_API int sbx_file_remove(sbx_workspace *ws, const char *path, uint32_t flags);
 
+/* ---------------------------------------------------------------------------------------
+ * Agent tools: Bash, Read, Write, Edit, Glob, Grep and Skill
+ *
+ * Three calls give a model a toolbox: sbx_tools_json() for the schemas, hand them to the
+ * model, sbx_tool_call() for each call it makes. Tool results are JSON objects
+ *   {"ok": true|false, "output": "text for the model", "metadata": {...}}
+ * where ok=false is a tool error the model should read (bad arguments, file not found, a
+ * denied approval): the call itself still returns 0. Only a library failure (bad handle, out
+ * of memory, the backend gone) returns a negative code.
+ * Tool state (the Bash working directory, which files were read and in what state) belongs to
+ * a session and is kept in the workspace's state folder, so it outlives the handle.
+ * ------------------------------------------------------------------------------------- */
+
+/* The tool definitions as a JSON array: [{"name", "description", "input_schema"}, ...].
+ * "Skill" is listed only while the workspace has skills. Release with sbx_free(). */
+SBX_API int sbx_tools_json(sbx_workspace *ws, char **json_out);
+
+/* Runs one tool call of the default session. args_json is the object the model produced.
+ * *result_json (release with sbx_free) is the result object described above. */
+SBX_API int sbx_tool_call(sbx_workspace *ws, const char *name, const char *args_json,
+                          char **result_json);
+
+/* The same for the session session_id ([A-Za-z0-9_.-], 1..128 characters, not starting with
+ * '.'; NULL = the default session). */
+SBX_API int sbx_tool_call_session(sbx_workspace *ws, const char *session_id, const char *name,
+                                  const char *args_json, char **result_json);
+
+/* The workspace block of a system prompt: where the workspace is, its layout and rules, and
+ * the skills it has. Release with sbx_free(). */
+SBX_API int sbx_workspace_instructions(sbx_workspace *ws, char **text_out);
+
+/* ---------------------------------------------------------------------------------------
+ * Skills: skills/<dir>/SKILL.md in the workspace, with YAML front matter naming it
+ * ("name" and "description" are required).
+ * ------------------------------------------------------------------------------------- */
+
+/* Copies the skill in the host directory host_path (which holds SKILL.md) into the workspace.
+ * *name_out (may be NULL; release with sbx_free) receives the skill's name. A skill of that
+ * name already there: -SBX_EEXIST. */
+SBX_API int sbx_skill_add(sbx_workspace *ws, const char *host_path, char **name_out);
+
+/* Adds a skill from a tar, tar.gz or zip archive in memory (format "tar", "tar.gz", "zip",
+ * or NULL to tell from the content). The archive holds SKILL.md at its top or inside one
+ * top-level folder. Entries that would land outside the skill's folder, links pointing out
+ * of it, device files and archives expanding beyond 256 MiB are refused (-SBX_EINVAL naming
+ * the entry) and nothing is left behind. */
+SBX_API int sbx_skill_add_archive(sbx_workspace *ws, const void *data, size_t len,
+                                  const char *format, char **name_out);
+
+/* Removes the skill named name (-SBX_ENOENT if there is none). */
+SBX_API int sbx_skill_remove(sbx_workspace *ws, const char *name);
+
+/* The skills as a JSON array sorted by name:
+ *   [{"name", "description", "dir": "skills/<dir>"}, ...]
+ * Release with sbx_free(). */
+SBX_API int sbx_skills_json(sbx_workspace *ws, char **json_out);
+
+/* ---------------------------------------------------------------------------------------
+ * Context offload: what a harness moves out of the model's context stays in the workspace,
+ * where the model can read it back.
+ *   sessions/<session_id>/context.jsonl           one JSON message per line
+ *   sessions/<session_id>/tool_result-<id>.txt    "(1)", "(2)"... appended on a name clash
+ *   data/<sha256 of the bytes><ext>               written once, content-addressed
+ * Session and tool-call ids: [A-Za-z0-9_.-], 1..128 characters, not starting with '.'.
+ * Paths returned are workspace-relative. Release every out string with sbx_free().
+ * ------------------------------------------------------------------------------------- */
+
+/* Appends messages_json (one message object, or an array of them) to the session's
+ * context.jsonl, one line per message; each top-level data block with a base64 source in a
+ * message's "content" is first stored with sbx_offload_data and replaced by its URL. The
+ * lines are appended in one piece: concurrent writers never interleave within a line and a
+ * crash never leaves half a line. */
+SBX_API int sbx_offload_context(sbx_workspace *ws, const char *session_id,
+                                const char *messages_json, char **path_out);
+
+/* Stores a tool result as sessions/<session_id>/tool_result-<tool_call_id>.txt. */
+SBX_API int sbx_offload_tool_result(sbx_workspace *ws, const char *session_id,
+                                    const char *tool_call_id, const void *data, size_t len,
+                                    char **path_out);
+
+/* Stores bytes as data/<sha256><ext> (ext from a fixed media-type table, ".bin" otherwise)
+ * unless already there, and returns "workspace:///data/<sha256><ext>". */
+SBX_API int sbx_offload_data(sbx_workspace *ws, const char *media_type, const void *data,
+                             size_t len, char **url_out);
+
+/* ---------------------------------------------------------------------------------------
+ * Approval hook and audit log
+ * ------------------------------------------------------------------------------------- */
+
+#define SBX_APPROVE 0
+#define SBX_DENY    1
+
+/* Called before every tool call, exec and process spawn with a JSON description:
+ *   {"kind": "tool" | "exec", "tool": "Write", "class": "read" | "write" | "exec",
+ *    "session_id": "...", "arguments": {...} | "argv": [...]}
+ * Return SBX_APPROVE, or SBX_DENY and write a reason for the model into reason (at most
+ * reason_len bytes, NUL-terminated). Called on the thread making the call. */
+typedef int (*sbx_approval_fn)(void *userdata, const char *request_json, char *reason,
+                               size_t reason_len);
+
+/* Installs (or with fn NULL removes) the workspace's approval handler. Without one, everything
+ * within the sandbox's rules is allowed. A denied tool call is a tool error carrying the
+ * reason; a denied exec or spawn fails with -SBX_EPERM. */
+SBX_API int sbx_set_approval_handler(sbx_workspace *ws, sbx_approval_fn fn, void *userdata);
+
+/* The host path of the workspace's audit log (JSON lines: every exec and tool call with its
+ * time, arguments with secrets redacted, result, exit code, duration and bytes), or NULL when
+ * the log is off or the workspace's files are not on this host. Valid while the handle is
+ * open. */
+SBX_API const char *sbx_audit_path(const sbx_workspace *ws);
+
 #ifdef __cplusplus
 }
 #endif

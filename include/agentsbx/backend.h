@@ -119,6 +119,11 @@ typedef struct sbx_backend_ops {
 	int (*file_list)(void *state, const char *rel, char **json_out);
 	int (*file_mkdir)(void *state, const char *rel, unsigned mode);
 	int (*file_remove)(void *state, const char *rel, uint32_t flags);
+	/* Since library 1.1 (older tables end before it and read as NULL). The root-relative paths
+	 * commands cannot change, NULL-terminated; an entry ending in "/" stands for a directory
+	 * and everything below it. The core's own writers that act for a model (the Write and Edit
+	 * tools) keep the same rule. NULL, or a NULL function: none. */
+	const char *const *(*protected_paths)(void *state);
 } sbx_backend_ops;
 
 /* Registers a backend in this process (built-ins do this at load time). The table must stay

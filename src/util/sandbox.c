@@ -1265,6 +1265,14 @@ const char *sbx_sandbox_backend_root(void *state)
 	return SBX_SANDBOX_ROOT;
 }
 
+const char *const *sbx_sandbox_backend_protected(void *state)
+{
+	struct sandbox_ws *w = state;
+
+	return w->opts.protected_paths ? (const char *const *)w->opts.protected_paths
+	                               : sbx_default_protected_paths;
+}
+
 const char *sbx_sandbox_backend_host_dir(void *state)
 {
 	return ((struct sandbox_ws *)state)->workdir;

@@ -83,6 +83,9 @@ int sbx_sandbox_backend_spawn(void *state, const sbx_backend_spawn *req, void **
                               int *wait_fd);
 
 /* The ops table of a sandbox backend: only its name, probe and open differ. */
+/* The paths the sandbox keeps read-only for commands (the configured list or the default). */
+const char *const *sbx_sandbox_backend_protected(void *state);
+
 #define SBX_SANDBOX_BACKEND_OPS(backend_name, probe_fn, open_fn)                               \
 	{                                                                                      \
 		.size = sizeof(sbx_backend_ops),                                               \
@@ -101,5 +104,6 @@ int sbx_sandbox_backend_spawn(void *state, const sbx_backend_spawn *req, void **
 		.proc_signal = sbx_runclient_signal,                                           \
 		.proc_kill = sbx_runclient_kill,                                               \
 		.proc_release = sbx_runclient_release,                                         \
+		.protected_paths = sbx_sandbox_backend_protected,                              \
 	}
 #endif

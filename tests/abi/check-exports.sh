@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The library exports exactly the documented API: every SBX_API function in the public
-# headers, all in the AGENTSBX_1 version node, nothing else.
+# headers, each in a version node AGENTSBX_1 or AGENTSBX_1.N (additions), nothing else.
 set -euo pipefail
 lib=$1
 include_dir=$2
@@ -18,12 +18,12 @@ if [ "$(echo "$exported" | sed 's/@.*//' | sort -u)" != "$documented" ]; then
   echo "exported symbols differ from the documented API:"
   diff <(echo "$documented") <(echo "$exported" | sed 's/@.*//' | sort -u) || true; fail=1
 fi
-if echo "$exported" | grep -v '@@AGENTSBX_1$' | grep -q .; then
-  echo "symbols outside the AGENTSBX_1 node:"; echo "$exported" | grep -v '@@AGENTSBX_1$'; fail=1
+if echo "$exported" | grep -vE '@@AGENTSBX_1(\.[0-9]+)?$' | grep -q .; then
+  echo "symbols outside the AGENTSBX_1.x nodes:"; echo "$exported" | grep -vE '@@AGENTSBX_1(\.[0-9]+)?$'; fail=1
 fi
 soname=$(readelf -d "$lib" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 if [ "$soname" != "libagentsbx.so.1" ]; then
   echo "SONAME is '$soname', expected libagentsbx.so.1"; fail=1
 fi
-[ $fail -eq 0 ] && echo "exports: $(echo "$documented" | wc -l) documented functions, all in AGENTSBX_1, SONAME $soname"
+[ $fail -eq 0 ] && echo "exports: $(echo "$documented" | wc -l) documented functions, all in AGENTSBX_1.x nodes, SONAME $soname"
 exit $fail

@@ -1,0 +1,77 @@
+/* The agent tools' shared interface. Each tool is one definition (name, description, JSON
+ * Schema of its input, class, run function) in its own file; tools.c lists them, validates
+ * the model's arguments against the schema before run() sees them, asks the approval hook,
+ * writes the audit record and builds the result object.
+ *
+ * A tool reports problems the model should read (file not found, old_string not unique, a
+ * path outside the workspace) with sbx_tool_error(): the call succeeds and the result says
+ * ok=false. Only library failures (out of memory, the backend gone) return a negative code. */
+#ifndef SBX_TOOLS_TOOL_H
+#define SBX_TOOLS_TOOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "util/buf.h"
+#include "util/json.h"
+
+struct sbx_tool_session;
+
+typedef struct sbx_tool_ctx {
+	sbx_workspace *ws;
+	const char *session_id;             /* never NULL ("default") */
+	struct sbx_tool_session *session;   /* the session's state: see session.h */
+	const char *root_view;              /* the root as commands see it (sbx_workspace_root) */
+	int root_fd;                        /* O_PATH fd of the root when the files are on this
+	                                       host (HOST_FILES backends), else -1 */
+} sbx_tool_ctx;
+
+typedef struct sbx_tool_out {
+	sbx_buf text;   /* the output for the model */
+	sbx_buf meta;   /* members of the "metadata" object, comma-separated, without braces */
+	bool ok;        /* starts true; sbx_tool_error() clears it */
+} sbx_tool_out;
+
+typedef struct sbx_tool_def {
+	const char *name;
+	const char *description;
+	const char *input_schema;   /* JSON Schema (object); see tools.c for the subset checked */
+	const char *cls;            /* "read", "write" or "exec": what the approval hook is told */
+	/* args is the validated input object. Returns 0 (also for tool errors) or -SBX_E... */
+	int (*run)(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out);
+} sbx_tool_def;
+
+/* The built-in tools (one file each). */
+extern const sbx_tool_def sbx_tool_bash, sbx_tool_read, sbx_tool_write, sbx_tool_edit,
+	sbx_tool_glob, sbx_tool_grep, sbx_tool_skill;
+
+/* Replaces the output with a message for the model and marks the result failed. Returns 0. */
+int sbx_tool_error(sbx_tool_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Metadata members ("key": value). */
+void sbx_tool_meta_str(sbx_tool_out *out, const char *key, const char *value, size_t len);
+void sbx_tool_meta_int(sbx_tool_out *out, const char *key, int64_t value);
+void sbx_tool_meta_bool(sbx_tool_out *out, const char *key, bool value);
+
+/* Argument accessors for validated args: absent optional members give the default. */
+const char *sbx_tool_arg_str(const sbx_json *args, const char *key, const char *dflt);
+int64_t sbx_tool_arg_int(const sbx_json *args, const char *key, int64_t dflt);
+bool sbx_tool_arg_bool(const sbx_json *args, const char *key, bool dflt);
+
+/* Maps a path the model wrote (absolute under the root view, or relative to the root) to a
+ * normalised root-relative path ("" = the root). On a bad path (outside the root, NUL-free
+ * but not UTF-8, "..", too long) it writes a tool error naming field and returns 1; 0 on
+ * success (*rel malloc'ed); negative only for out of memory. */
+int sbx_tool_resolve_path(sbx_tool_ctx *ctx, const char *field, const char *path, char **rel,
+                          sbx_tool_out *out);
+
+/* The path as the model sees it: root view + "/" + rel (rel "" gives the root view). */
+char *sbx_tool_display_path(const sbx_tool_ctx *ctx, const char *rel);
+
+/* Is rel (normalised, root-relative) one the tools must not write: the library's state folder,
+ * or a path the backend protects from commands (.git/hooks, .git/config, ...)? */
+bool sbx_tool_path_protected(const sbx_tool_ctx *ctx, const char *rel);
+
+#endif
