@@ -461,6 +461,85 @@ static int parse_baseline(sbx_config *cfg, const sbx_json *v)
 	                "\"keep\", \"empty\" or \"snapshot\")", shown);
 }
 
+/* "read-only": every write through the library fails, and backends that can mount the
+ * workspace read-only do. */
+static int parse_mode(sbx_config *cfg, const sbx_json *v)
+{
+	char shown[SHOWN_SIZE];
+	int rc = expect_c_string(v, "mode");
+
+	if (rc < 0)
+		return rc;
+	if (strcmp(v->str, "read-only") == 0 || strcmp(v->str, "read-write") == 0) {
+		cfg->read_only = v->str[5] == 'o';
+		return 0;
+	}
+	show(shown, sizeof shown, "", v->str, v->len);
+	return sbx_fail(-SBX_ECONFIG, "config: key 'mode': unknown value '%s' (expected "
+	                "\"read-write\" or \"read-only\")", shown);
+}
+
+static int parse_audit_redact(sbx_config *cfg, const sbx_json *v)
+{
+	int rc = expect_type(v, SBX_JSON_ARRAY, "an array of strings", "audit.redact");
+
+	if (rc < 0)
+		return rc;
+	if (v->n > SBX_AUDIT_MAX_SECRETS)
+		return sbx_fail(-SBX_ECONFIG, "config: key 'audit.redact': at most %d entries",
+		                SBX_AUDIT_MAX_SECRETS);
+	strv_free(cfg->audit_redact);
+	cfg->audit_redact = calloc(v->n + 1, sizeof *cfg->audit_redact);
+	if (!cfg->audit_redact)
+		return config_oom();
+	for (size_t i = 0; i < v->n; i++) {
+		char path[SHOWN_SIZE];
+
+		snprintf(path, sizeof path, "audit.redact[%zu]", i);
+		if ((rc = expect_c_string(v->items[i], path)) < 0)
+			return rc;
+		if (v->items[i]->len < 4)
+			return sbx_fail(-SBX_ECONFIG, "config: key '%s': a secret of fewer than 4 "
+			                "characters would redact ordinary text", path);
+		if (!(cfg->audit_redact[i] = strdup(v->items[i]->str)))
+			return config_oom();
+	}
+	return 0;
+}
+
+/* The audit log: {"enabled": bool, "max_bytes": size before rotation, "keep": rotated files
+ * kept, "redact": [secrets never written]}. */
+static int parse_audit(sbx_config *cfg, const sbx_json *v)
+{
+	char path[SHOWN_SIZE];
+	int64_t n;
+	int rc = expect_type(v, SBX_JSON_OBJECT, "an object", "audit");
+
+	for (size_t i = 0; rc == 0 && i < v->n; i++) {
+		const char *k = v->keys[i];
+		const sbx_json *item = v->items[i];
+
+		if (v->key_lens[i] != strlen(k))
+			k = "";       /* an embedded NUL: unknown */
+		if (strcmp(k, "enabled") == 0) {
+			if ((rc = expect_type(item, SBX_JSON_BOOL, "true or false", "audit.enabled")) == 0)
+				cfg->audit_enabled = item->b;
+		} else if (strcmp(k, "max_bytes") == 0) {
+			if ((rc = expect_int(item, "audit.max_bytes", 4096, INT64_C(1) << 40, &n)) == 0)
+				cfg->audit_max_bytes = (uint64_t)n;
+		} else if (strcmp(k, "keep") == 0) {
+			if ((rc = expect_int(item, "audit.keep", 0, 100, &n)) == 0)
+				cfg->audit_keep = (int)n;
+		} else if (strcmp(k, "redact") == 0) {
+			rc = parse_audit_redact(cfg, item);
+		} else {
+			show(path, sizeof path, "audit.", v->keys[i], v->key_lens[i]);
+			rc = sbx_fail(-SBX_ECONFIG, "config: unknown key '%s'", path);
+		}
+	}
+	return rc;
+}
+
 typedef int (*key_parser)(sbx_config *cfg, const sbx_json *v);
 
 static const struct {
@@ -475,6 +554,8 @@ static const struct {
 	{ "limits", parse_limits },
 	{ "network", parse_network },
 	{ "baseline", parse_baseline },
+	{ "mode", parse_mode },
+	{ "audit", parse_audit },
 };
 
 static bool find_top_level_key(const char *name, key_parser *parse)
@@ -533,6 +614,9 @@ static int config_new(const char *text, sbx_config **out)
 	if (!cfg)
 		return config_oom();
 	cfg->max_output = SBX_DEFAULT_MAX_OUTPUT;
+	cfg->audit_enabled = true;
+	cfg->audit_max_bytes = SBX_AUDIT_DEFAULT_MAX_BYTES;
+	cfg->audit_keep = SBX_AUDIT_DEFAULT_KEEP;
 	cfg->backend = strdup(SBX_DEFAULT_BACKEND);
 	cfg->env = calloc(1, sizeof *cfg->env);
 	cfg->backend_options = strdup("{}");
@@ -604,6 +688,7 @@ void sbx_config_free(sbx_config *cfg)
 	free(cfg->id);
 	strv_free(cfg->env);
 	free(cfg->network_mode);
+	strv_free(cfg->audit_redact);
 	free(cfg->backend_options);
 	free(cfg->json);
 	free(cfg);

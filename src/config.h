@@ -10,6 +10,9 @@
 #define SBX_CONFIG_MAX_BYTES   (1u << 20)  /* a config larger than 1 MiB is refused */
 #define SBX_DEFAULT_MAX_OUTPUT ((size_t)16 << 20)
 #define SBX_DEFAULT_BACKEND    "ns"   /* the embedded default: our own sandbox */
+#define SBX_AUDIT_DEFAULT_MAX_BYTES ((uint64_t)10 << 20)
+#define SBX_AUDIT_DEFAULT_KEEP 3
+#define SBX_AUDIT_MAX_SECRETS 256
 
 /* What sbx_workspace_reset returns the files to. DEFAULT: EMPTY for a temporary workdir,
  * KEEP for a host workdir. SNAPSHOT: the workdir as it was at open. */
@@ -26,6 +29,11 @@ typedef struct sbx_config {
 	sbx_backend_limits limits;
 	char *network_mode;       /* "none", "host", or NULL when absent */
 	enum sbx_baseline baseline;
+	bool read_only;           /* "mode": "read-only" */
+	bool audit_enabled;       /* "audit.enabled", default true */
+	uint64_t audit_max_bytes; /* rotate the log beyond this size */
+	int audit_keep;           /* rotated logs kept */
+	char **audit_redact;      /* secrets never written to the log, or NULL */
 	char *backend_options;    /* JSON text of the object under the backend's name, or "{}" */
 	char *json;               /* the whole config as given (or "{}") */
 } sbx_config;

@@ -3,12 +3,14 @@
  * keeps at most the cap per stream, streams to the callback, and enforces the timeout by
  * asking the backend to kill the whole process tree. */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "internal.h"
 #include "util/buf.h"
 #include "util/error.h"
@@ -229,8 +231,8 @@ static struct sbx_result *new_result(void)
 	return res;
 }
 
-int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
-             sbx_result **out)
+int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+                      sbx_result **out)
 {
 	struct exec_run run = { .ws = ws, .deadline = -1, .grace_until = -1 };
 	sbx_exec_opts o;
@@ -273,6 +275,47 @@ int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *o
 	}
 	*out = run.res;
 	return 0;
+}
+
+static const char *end_of(const sbx_result *res)
+{
+	if (res->timed_out)
+		return "timeout";
+	if (res->term_signal)
+		return "signal";
+	return res->exit_code == 0 ? "ok" : "failed";
+}
+
+/* The public exec: asks the approval handler, then runs and logs the command. */
+int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+             sbx_result **out)
+{
+	sbx_audit_rec rec;
+	int r;
+
+	if (!out)
+		return sbx_fail(-SBX_EINVAL, "out is NULL");
+	*out = NULL;
+	if (!ws)
+		return sbx_fail(-SBX_EINVAL, "workspace is NULL");
+	if (!argv || !argv[0])
+		return sbx_fail(-SBX_EINVAL, "argv: must hold at least the program");
+	if ((r = sbx_exec_approve(ws, "exec", argv, opts && opts->size > offsetof(sbx_exec_opts, cwd)
+	                          ? opts->cwd : NULL, &rec)) < 0)
+		return r;
+	r = sbx_exec_unhooked(ws, argv, opts, out);
+	if (r < 0) {
+		sbx_audit_str(&rec, "result", "error");
+		sbx_audit_str(&rec, "error", sbx_last_error());
+	} else {
+		sbx_audit_str(&rec, "result", end_of(*out));
+		sbx_audit_int(&rec, "exit_code", (*out)->exit_code);
+		sbx_audit_int(&rec, "signal", (*out)->term_signal);
+		sbx_audit_int(&rec, "stdout_bytes", (int64_t)(*out)->out.len);
+		sbx_audit_int(&rec, "stderr_bytes", (int64_t)(*out)->err.len);
+	}
+	sbx_audit_end(&rec);
+	return r;
 }
 
 int sbx_exec_shell(sbx_workspace *ws, const char *command, const sbx_exec_opts *opts,

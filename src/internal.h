@@ -21,6 +21,10 @@ struct sbx_workspace {
 	char **base_env;          /* PATH, HOME, then the config's env: "NAME=value" */
 	pthread_mutex_t procs_lock;
 	struct sbx_process *procs; /* live process handles, so close can stop them */
+	pthread_mutex_t hooks_lock; /* the approval handler and the audit log's appends */
+	sbx_approval_fn approval_fn;
+	void *approval_userdata;
+	char *audit_path;         /* host path of the audit log, or NULL when off */
 };
 
 /* Kills and releases the backend side of every process handle still open on ws (process.c);
@@ -51,6 +55,11 @@ typedef struct sbx_spawned {
 int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *cwd,
                       const char *const *env, uint32_t flags, bool want_stdin,
                       sbx_spawned *out);
+
+/* sbx_exec without the approval hook and the audit record: for the library's own commands
+ * (the Bash tool asks and logs once, as a tool call). */
+int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+                      sbx_result **out);
 
 /* write(2) to a pipe without the host ever receiving SIGPIPE when the reader is gone. Returns
  * the bytes written or -errno. */

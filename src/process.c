@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "internal.h"
 #include "util/error.h"
 
@@ -60,6 +61,7 @@ int sbx_process_spawn(sbx_workspace *ws, const char *const argv[], const sbx_spa
                       sbx_process **out)
 {
 	struct sbx_process *p;
+	sbx_audit_rec rec;
 	sbx_spawn_opts o;
 	int r;
 
@@ -70,12 +72,24 @@ int sbx_process_spawn(sbx_workspace *ws, const char *const argv[], const sbx_spa
 		return sbx_fail(-SBX_EINVAL, "workspace is NULL");
 	if ((r = read_spawn_opts(opts, &o)) < 0)
 		return r;
-	if (!(p = calloc(1, sizeof *p)))
+	if (!argv || !argv[0])
+		return sbx_fail(-SBX_EINVAL, "argv: must hold at least the program");
+	/* A spawned process is logged when it starts: its end is the caller's to observe. */
+	if ((r = sbx_exec_approve(ws, "spawn", argv, o.cwd, &rec)) < 0)
+		return r;
+	if (!(p = calloc(1, sizeof *p))) {
+		sbx_audit_end(&rec);
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	}
 	if ((r = sbx_spawn_command(ws, argv, o.cwd, o.env, o.flags, true, &p->sp)) < 0) {
+		sbx_audit_str(&rec, "result", "error");
+		sbx_audit_str(&rec, "error", sbx_last_error());
+		sbx_audit_end(&rec);
 		free(p);
 		return r;
 	}
+	sbx_audit_str(&rec, "result", "started");
+	sbx_audit_end(&rec);
 	p->ws = ws;
 	link_process(ws, p);
 	*out = p;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "internal.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -222,7 +223,9 @@ static void free_workspace(sbx_workspace *ws)
 	free(ws->id);
 	free(ws->workdir);
 	free(ws->snapshot_dir);
+	sbx_audit_teardown(ws);
 	pthread_mutex_destroy(&ws->procs_lock);
+	pthread_mutex_destroy(&ws->hooks_lock);
 	free(ws);
 }
 
@@ -239,6 +242,7 @@ int sbx_workspace_open(const char *config_json, sbx_workspace **out)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	ws->root_fd = -1;
 	pthread_mutex_init(&ws->procs_lock, NULL);
+	pthread_mutex_init(&ws->hooks_lock, NULL);
 	if ((r = sbx_config_parse(config_json, &ws->cfg)) < 0 ||
 	    (r = sbx_registry_find(ws->cfg->backend, &ws->ops)) < 0)
 		goto fail;
@@ -257,7 +261,7 @@ int sbx_workspace_open(const char *config_json, sbx_workspace **out)
 		goto fail;
 	if ((r = open_backend(ws)) < 0)
 		goto fail;
-	if ((r = build_base_env(ws)) < 0) {
+	if ((r = build_base_env(ws)) < 0 || (r = sbx_audit_setup(ws)) < 0) {
 		ws->ops->close(ws->state);
 		goto fail;
 	}

@@ -70,6 +70,9 @@ int sbx_tool_resolve_path(sbx_tool_ctx *ctx, const char *field, const char *path
 /* The path as the model sees it: root view + "/" + rel (rel "" gives the root view). */
 char *sbx_tool_display_path(const sbx_tool_ctx *ctx, const char *rel);
 
+/* The backend's protected paths (NULL-terminated), or NULL when it has none. */
+const char *const *sbx_tool_protected_list(sbx_workspace *ws);
+
 /* Is rel (normalised, root-relative) one the tools must not write: the library's state folder,
  * or a path the backend protects from commands (.git/hooks, .git/config, ...)? */
 bool sbx_tool_path_protected(const sbx_tool_ctx *ctx, const char *rel);

@@ -128,17 +128,23 @@ static bool covered_by(const char *rel, const char *p)
 	return rel[n] == '\0' || rel[n] == '/';
 }
 
+const char *const *sbx_tool_protected_list(sbx_workspace *ws)
+{
+	const sbx_backend_ops *ops = ws->ops;
+
+	if (ops->size < offsetof(sbx_backend_ops, protected_paths) + sizeof ops->protected_paths ||
+	    !ops->protected_paths)
+		return NULL;
+	return ops->protected_paths(ws->state);
+}
+
 bool sbx_tool_path_protected(const sbx_tool_ctx *ctx, const char *rel)
 {
-	const sbx_backend_ops *ops = ctx->ws->ops;
 	const char *const *list;
 
 	if (covered_by(rel, STATE_DIR))
 		return true;
-	if (ops->size < offsetof(sbx_backend_ops, protected_paths) + sizeof ops->protected_paths ||
-	    !ops->protected_paths)
-		return false;
-	list = ops->protected_paths(ctx->ws->state);
+	list = sbx_tool_protected_list(ctx->ws);
 	for (size_t i = 0; list && list[i]; i++)
 		if (covered_by(rel, list[i]))
 			return true;

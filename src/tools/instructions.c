@@ -1,0 +1,91 @@
+/* The workspace block of a system prompt (agentscope-workspace.md §2.3), followed by the
+ * skills block (§7). It tells the model where it is and what holds there, in the words the
+ * reference uses, with what is true of this workspace: read-only, network, protected paths. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "skills.h"
+#include "tools/tool.h"
+#include "util/error.h"
+
+static const char *backend_words(const char *backend)
+{
+	static const struct {
+		const char *name, *words;
+	} names[] = {
+		{ "local", "local" }, { "ns", "sandboxed (Linux namespaces)" },
+		{ "bwrap", "sandboxed (bubblewrap)" }, { "docker", "Docker-based" },
+		{ "k8s", "Kubernetes-based" }, { "e2b", "E2B-based" }, { "daytona", "Daytona-based" },
+		{ "opensandbox", "OpenSandbox" },
+	};
+
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (strcmp(names[i].name, backend) == 0)
+			return names[i].words;
+	return backend;
+}
+
+static void put_protected(sbx_buf *b, sbx_workspace *ws)
+{
+	const char *const *list = sbx_tool_protected_list(ws);
+
+	if (!list || !list[0])
+		return;
+	sbx_buf_puts(b, "- These paths are protected and cannot be changed:");
+	for (size_t i = 0; list[i]; i++)
+		sbx_buf_printf(b, "%s %s", i ? "," : "", list[i]);
+	sbx_buf_puts(b, "\n");
+}
+
+static void put_workspace_block(sbx_buf *b, sbx_workspace *ws)
+{
+	const char *root = sbx_workspace_root(ws);
+	const char *net = ws->cfg->network_mode ? ws->cfg->network_mode : "none";
+
+	sbx_buf_printf(b, "<workspace>\nYou have access to a %s workspace at %s.\n\n",
+	               backend_words(ws->ops->name), root);
+	sbx_buf_printf(b, "%s/\n"
+	               "├── data/       system-managed: offloaded files (images, documents)\n"
+	               "├── skills/     skills: instructions, scripts and resources\n"
+	               "└── sessions/   system-managed: offloaded context and tool results\n\n",
+	               root);
+	sbx_buf_puts(b, "Rules:\n");
+	if (ws->cfg->read_only)
+		sbx_buf_puts(b, "- The workspace is read-only: files can be read but not changed.\n");
+	if (ws->ops->caps & SBX_BACKEND_CAP_ISOLATED)
+		sbx_buf_printf(b, "- Commands run in a sandbox: only %s and /tmp are writable, and "
+		               "nothing of the host outside the workspace is visible.\n", root);
+	if (strcmp(net, "none") == 0)
+		sbx_buf_puts(b, "- There is no network access.\n");
+	put_protected(b, ws);
+	sbx_buf_puts(b,
+		"- Keep each task in its own dated project folder with a README.md; put scratch files "
+		"in scratch/.\n"
+		"- Use git to track changes, with a .gitignore; use git worktree for parallel work.\n"
+		"- Never hard-code secrets in files.\n"
+		"</workspace>\n");
+}
+
+int sbx_workspace_instructions(sbx_workspace *ws, char **text_out)
+{
+	sbx_buf b = { 0 };
+	int r;
+
+	if (!text_out)
+		return sbx_fail(-SBX_EINVAL, "sbx_workspace_instructions: text_out must not be NULL");
+	*text_out = NULL;
+	if (!ws)
+		return sbx_fail(-SBX_EINVAL, "sbx_workspace_instructions: ws must not be NULL");
+	put_workspace_block(&b, ws);
+	if ((r = sbx_skills_render(ws, &b)) < 0) {
+		sbx_buf_free(&b);
+		return r;
+	}
+	if (b.oom) {
+		sbx_buf_free(&b);
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	}
+	*text_out = sbx_buf_steal(&b, NULL);
+	return 0;
+}
