@@ -19,6 +19,7 @@
 #include "util/fs.h"
 #include "util/path.h"
 
+#define STATE_DIR ".agentsbx"
 #define WRITE_FLAGS_KNOWN  (SBX_WRITE_MKDIRS | SBX_WRITE_EXCL)
 #define REMOVE_FLAGS_KNOWN (SBX_REMOVE_RECURSIVE)
 
@@ -46,6 +47,21 @@ static int fail_on(int code, const char *op, const char *path)
 
 	snprintf(inner, sizeof inner, "%s", sbx_last_error());
 	return sbx_fail(code, "%s '%s': %s", op, path, inner);
+}
+
+/* In a read-only workspace only the library's own state folder may change. */
+static int refuse_if_read_only(const sbx_workspace *ws, const char *op, const char *path)
+{
+	_cleanup_free_ char *rel = NULL, *norm = NULL;
+	const char *root = ws->ops->root ? ws->ops->root(ws->state) : NULL;
+
+	if (!ws->cfg || !ws->cfg->read_only)
+		return 0;
+	if (sbx_path_relative(root, path, "path", &rel) == 0 &&
+	    sbx_path_normalize(rel, "path", &norm) == 0 &&
+	    strncmp(norm, STATE_DIR "/", sizeof STATE_DIR) == 0)
+		return 0;
+	return sbx_fail(-SBX_EPERM, "%s '%s': the workspace is read-only", op, path);
 }
 
 static int relative_path(const sbx_workspace *ws, const char *path, char **rel)
@@ -228,6 +244,8 @@ int sbx_file_write(sbx_workspace *ws, const char *path, const void *data, size_t
 	int r;
 
 	r = check_args("sbx_file_write", ws, path);
+	if (r == 0)
+		r = refuse_if_read_only(ws, "write", path);
 	if (r < 0)
 		return r;
 	r = write_checks(path, data, len, mode, flags);
@@ -539,6 +557,8 @@ int sbx_file_mkdir(sbx_workspace *ws, const char *path, unsigned mode)
 	int r;
 
 	r = check_args("sbx_file_mkdir", ws, path);
+	if (r == 0)
+		r = refuse_if_read_only(ws, "mkdir", path);
 	if (r < 0)
 		return r;
 	r = dir_mode_checks(mode);
@@ -608,6 +628,8 @@ int sbx_file_remove(sbx_workspace *ws, const char *path, uint32_t flags)
 	int r;
 
 	r = check_args("sbx_file_remove", ws, path);
+	if (r == 0)
+		r = refuse_if_read_only(ws, "remove", path);
 	if (r < 0)
 		return r;
 	if (flags & ~REMOVE_FLAGS_KNOWN)

@@ -1,6 +1,7 @@
 /* Opening, resetting and closing workspaces: the core's half of the lifecycle. The backend
  * builds its isolation; the core owns the configuration, the host directory and the base
  * environment, so no backend repeats them. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,6 +17,8 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"
+
+#define STATE_DIR ".agentsbx"   /* the library's state folder in the workspace */
 
 #define SBX_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -126,9 +129,44 @@ static int take_snapshot(sbx_workspace *ws)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((r = sbx_fs_make_temp_dir(prefix, &ws->snapshot_dir)) < 0 ||
 	    (r = open_dir_fd(ws->workdir, &from)) < 0 ||
-	    (r = open_dir_fd(ws->snapshot_dir, &to)) < 0)
+	    (r = open_dir_fd(ws->snapshot_dir, &to)) < 0 ||
+	    (r = sbx_fs_copy_tree(from, to)) < 0)
 		return r;
-	return sbx_fs_copy_tree(from, to);
+	/* The state folder is not part of the files a reset restores. */
+	r = sbx_fs_remove_tree(to, STATE_DIR);
+	return r == -SBX_ENOENT ? 0 : r;
+}
+
+/* Removes everything at the root but the state folder (the audit log and the tool sessions
+ * outlive a reset). */
+static int empty_except_state(int root)
+{
+	int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int r = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return sbx_fail(sbx_errno_code(errno), "reset: cannot list the workdir: %s",
+		                strerror(errno));
+	}
+	while (r == 0 && (errno = 0, e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, STATE_DIR))
+			r = sbx_fs_remove_tree(root, e->d_name);
+	closedir(d);
+	return r;
+}
+
+/* The library's state folder exists before any backend starts, so that no sandbox ever makes
+ * it as one of its read-only placeholders. */
+static int make_state_dir(sbx_workspace *ws)
+{
+	if (mkdirat(ws->root_fd, STATE_DIR, 0755) < 0 && errno != EEXIST)
+		return sbx_fail(sbx_errno_code(errno), "create %s/%s: %s", ws->workdir, STATE_DIR,
+		                strerror(errno));
+	return 0;
 }
 
 /* Returns the files to the configured baseline (reset). */
@@ -142,7 +180,7 @@ static int restore_baseline(sbx_workspace *ws)
 		b = ws->workdir_temporary ? SBX_BASELINE_EMPTY : SBX_BASELINE_KEEP;
 	if (b == SBX_BASELINE_KEEP || ws->root_fd < 0)
 		return 0;
-	if ((r = open_dir_fd(ws->workdir, &root)) < 0 || (r = sbx_fs_empty_dir(root)) < 0)
+	if ((r = open_dir_fd(ws->workdir, &root)) < 0 || (r = empty_except_state(root)) < 0)
 		return r;
 	if (b != SBX_BASELINE_SNAPSHOT)
 		return 0;
@@ -206,6 +244,7 @@ static int open_backend(sbx_workspace *ws)
 		.limits = ws->cfg->limits,
 		.options_json = ws->cfg->backend_options,
 		.config_json = ws->cfg->json,
+		.read_only = ws->cfg->read_only,
 	};
 	return ws->ops->open(&bc, &ws->state);
 }
@@ -250,7 +289,8 @@ int sbx_workspace_open(const char *config_json, sbx_workspace **out)
 	                : random_id(&ws->id);
 	if (r < 0)
 		goto fail;
-	if ((ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES) && (r = prepare_workdir(ws)) < 0)
+	if ((ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES) &&
+	    ((r = prepare_workdir(ws)) < 0 || (r = make_state_dir(ws)) < 0))
 		goto fail;
 	if (!(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES) && ws->cfg->workdir &&
 	    !(ws->workdir = strdup(ws->cfg->workdir))) {

@@ -74,6 +74,11 @@ static int local_open(const sbx_backend_config *cfg, void **state)
 	    cfg->limits.pids)
 		return sbx_fail(-SBX_ECONFIG, "config: key 'limits.pids': the local backend has no "
 		                "cgroup to enforce it (limits.processes sets RLIMIT_NPROC)");
+	if (cfg->size >= offsetof(sbx_backend_config, read_only) + sizeof cfg->read_only &&
+	    cfg->read_only)
+		return sbx_fail(-SBX_ECONFIG, "config: key 'mode': the local backend cannot keep "
+		                "commands from writing the workspace (use an isolating backend such as "
+		                "ns for \"read-only\")");
 	ws = calloc(1, sizeof *ws);
 	if (!ws)
 		return sbx_fail(-SBX_ENOMEM, "local: out of memory");

@@ -58,6 +58,9 @@ typedef struct sbx_backend_config {
 	sbx_backend_limits limits;
 	const char *options_json;     /* the object under the backend's own name, "{}" if absent */
 	const char *config_json;      /* the whole configuration, for backends that want more */
+	/* Since library 1.1 (read only when size covers it): the workspace is opened read-only;
+	 * a backend that cannot keep commands from writing it must refuse to open. */
+	int read_only;
 } sbx_backend_config;
 
 /* One command to start. */

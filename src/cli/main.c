@@ -27,11 +27,12 @@ struct ws_options {
 	const char *backend;
 	const char *workdir;
 	const char *timeout;
+	const char *session;    /* tool: the tool session */
 	int read_stdin;
 };
 
 enum { OPT_CONFIG = 'c', OPT_BACKEND = 'b', OPT_WORKDIR = 'w', OPT_TIMEOUT = 't',
-       OPT_STDIN = 'i', OPT_HELP = 'h' };
+       OPT_STDIN = 'i', OPT_SESSION = 's', OPT_HELP = 'h' };
 
 static const struct option ws_long_options[] = {
 	{ "config", required_argument, NULL, OPT_CONFIG },
@@ -39,6 +40,7 @@ static const struct option ws_long_options[] = {
 	{ "workdir", required_argument, NULL, OPT_WORKDIR },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "stdin", no_argument, NULL, OPT_STDIN },
+	{ "session", required_argument, NULL, OPT_SESSION },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -146,13 +148,14 @@ static int parse_ws_options(int argc, char **argv, const char *usage, struct ws_
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+c:b:w:t:ih", ws_long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+c:b:w:t:is:h", ws_long_options, NULL)) != -1) {
 		switch (c) {
 		case OPT_CONFIG: o->config = optarg; break;
 		case OPT_BACKEND: o->backend = optarg; break;
 		case OPT_WORKDIR: o->workdir = optarg; break;
 		case OPT_TIMEOUT: o->timeout = optarg; break;
 		case OPT_STDIN: o->read_stdin = 1; break;
+		case OPT_SESSION: o->session = optarg; break;
 		case OPT_HELP:
 			printf("usage: %s\n", usage);
 			*exit_code = 0;
@@ -244,6 +247,91 @@ static int cmd_exec(int argc, char **argv)
 	return code;
 }
 
+/* Opens the workspace the shared options describe. Returns 0, or the exit code to end with. */
+static int open_from_options(const struct ws_options *o, sbx_workspace **ws)
+{
+	_cleanup_free_ char *config = NULL;
+	int code, r;
+
+	if ((code = build_config(o, &config)) != 0)
+		return code;
+	if ((r = sbx_workspace_open(config, ws)) < 0)
+		return library_error("open workspace", r);
+	return 0;
+}
+
+static int close_workspace(sbx_workspace *ws, int code)
+{
+	int r = sbx_workspace_close(ws);
+
+	if (r < 0 && code != EXIT_LIBRARY_ERROR)
+		code = library_error("close workspace", r);
+	return code;
+}
+
+static const char tools_usage[] =
+	"agentsbx tools [--config JSON|@FILE] [--backend NAME] [--workdir DIR]";
+
+/* Prints the tool definitions a model is given, as JSON. */
+static int cmd_tools(int argc, char **argv)
+{
+	struct ws_options o = { 0 };
+	_cleanup_free_ char *json = NULL;
+	sbx_workspace *ws = NULL;
+	int code = 0, first, r;
+
+	if ((first = parse_ws_options(argc, argv, tools_usage, &o, &code)) < 0)
+		return code;
+	if (first < argc)
+		return fail("tools takes no operands\nusage: %s", tools_usage);
+	if ((code = open_from_options(&o, &ws)) != 0)
+		return code;
+	if ((r = sbx_tools_json(ws, &json)) < 0)
+		code = library_error("tools", r);
+	else
+		printf("%s\n", json);
+	return close_workspace(ws, code);
+}
+
+static const char tool_usage[] =
+	"agentsbx tool [--config JSON|@FILE] [--backend NAME] [--workdir DIR] [--session ID] "
+	"NAME ARGS_JSON|-";
+
+/* Runs one tool call and prints the result JSON. Exit 0 when the tool succeeded, 1 when it
+ * reported an error to the model, 125 when the library failed. Give --workdir to carry the
+ * session (cwd, files read) over to the next run. */
+static int cmd_tool(int argc, char **argv)
+{
+	struct ws_options o = { 0 };
+	_cleanup_free_ char *result = NULL, *input = NULL;
+	sbx_workspace *ws = NULL;
+	const char *args;
+	size_t input_len;
+	int code = 0, first, r;
+
+	if ((first = parse_ws_options(argc, argv, tool_usage, &o, &code)) < 0)
+		return code;
+	if (argc - first != 2)
+		return fail("tool: expected a tool name and its arguments as JSON\nusage: %s",
+		            tool_usage);
+	args = argv[first + 1];
+	if (strcmp(args, "-") == 0) {
+		if (read_stdin_all(&input, &input_len) < 0)
+			return fail("%s", "tool: cannot read the arguments from standard input");
+		args = input;
+	}
+	if ((code = open_from_options(&o, &ws)) != 0)
+		return code;
+	r = sbx_tool_call_session(ws, o.session, argv[first], args, &result);
+	if (r < 0) {
+		code = library_error("tool", r);
+	} else {
+		printf("%s\n", result);
+		code = strncmp(result, "{\"ok\":true", 10) == 0 ? 0 : 1;
+	}
+	return close_workspace(ws, code);
+}
+
 static const char doctor_usage[] = "agentsbx doctor";
 
 /* Prints one line per backend: name, whether it works here, and why (not). */
@@ -293,6 +381,8 @@ struct command {
 
 static const struct command commands[] = {
 	{ "exec", cmd_exec, exec_usage, "run one command in a workspace opened for it" },
+	{ "tools", cmd_tools, tools_usage, "print the agent tools' definitions (JSON)" },
+	{ "tool", cmd_tool, tool_usage, "run one tool call and print its result (JSON)" },
 	{ "doctor", cmd_doctor, doctor_usage, "tell which backends work on this host and why" },
 	{ "version", cmd_version, "agentsbx version", "print the library version" },
 	{ "help", cmd_help, "agentsbx help", "show this help" },

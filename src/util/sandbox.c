@@ -282,6 +282,8 @@ static char *build_spec(const struct sbx_sandbox *sb)
 		}
 		sbx_buf_puts(&b, "],");
 	}
+	if (sb->cfg.read_only)
+		sbx_buf_puts(&b, "\"workspace_readonly\":true,");
 	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s,"
 	               "\"seccomp_program\":%s}",
 	               (unsigned long long)sb->cfg.limits.memory_bytes,
@@ -427,8 +429,9 @@ static void prepare_placeholders(struct sbx_sandbox *sb)
 				dir = true;
 		if (sbx_path_open_parent(sb->root_fd, *p, false, &dirfd, &name) < 0)
 			continue;     /* no parent: nothing there to protect */
+		/* 0755: bubblewrap binds it read-only for the sandbox; the host keeps writing. */
 		if (dir)
-			mkdirat(dirfd, name, 0555);
+			mkdirat(dirfd, name, 0755);
 		else
 			close(openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			             0444));
@@ -651,7 +654,7 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	args3(&a, "--dev", "/dev", NULL);
 	args3(&a, "--tmpfs", "/tmp", NULL);
 	/* The workspace by fd, not by path: the host path can't be swapped under us. */
-	args3(&a, "--bind-fd", "5", SBX_SANDBOX_ROOT);
+	args3(&a, sb->cfg.read_only ? "--ro-bind-fd" : "--bind-fd", "5", SBX_SANDBOX_ROOT);
 	bwrap_protected(&a, pool, fds, sb);
 	for (size_t i = 0; i < o->n_binds; i++)
 		args3(&a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,

@@ -441,7 +441,7 @@ END_TEST
 START_TEST(list_directories)
 {
 	char *json = NULL, want[1024];
-	struct stat sa, sb, sc;
+	struct stat sa, sb, sc, ss;
 
 	ck_assert_int_eq(mkdir(test_path_at(wsdir, "sub"), 0755), 0);
 	test_put_file(wsdir, "b.txt", "12345", 0644);
@@ -450,11 +450,15 @@ START_TEST(list_directories)
 	ck_assert_int_eq(lstat(test_path_at(wsdir, "b.txt"), &sa), 0);
 	ck_assert_int_eq(lstat(test_path_at(wsdir, "c"), &sb), 0);
 	ck_assert_int_eq(lstat(test_path_at(wsdir, "sub"), &sc), 0);
+	/* The library's state folder is there from the start. */
+	ck_assert_int_eq(lstat(test_path_at(wsdir, ".agentsbx"), &ss), 0);
 	snprintf(want, sizeof want,
-	         "[{\"name\":\"b.txt\",\"type\":\"file\",\"size\":5,\"mtime\":%lld},"
+	         "[{\"name\":\".agentsbx\",\"type\":\"dir\",\"size\":0,\"mtime\":%lld},"
+	         "{\"name\":\"b.txt\",\"type\":\"file\",\"size\":5,\"mtime\":%lld},"
 	         "{\"name\":\"c\",\"type\":\"symlink\",\"size\":5,\"mtime\":%lld},"
 	         "{\"name\":\"sub\",\"type\":\"dir\",\"size\":0,\"mtime\":%lld}]",
-	         (long long)sa.st_mtime, (long long)sb.st_mtime, (long long)sc.st_mtime);
+	         (long long)ss.st_mtime, (long long)sa.st_mtime, (long long)sb.st_mtime,
+	         (long long)sc.st_mtime);
 	ck_assert_int_eq(sbx_file_list(ws, "", &json), 0);
 	ck_assert_str_eq(json, want);
 	sbx_free(json);
