@@ -1,0 +1,695 @@
+/* The agent tools through the public API, on the backend SBX_TEST_BACKEND names (registered
+ * for local, ns and bwrap): the schemas, argument checking, Bash, Read, Write, Edit, Glob,
+ * Grep, sessions that outlive the handle, the approval hook, the audit log and read-only
+ * workspaces. Paths the model would write are built from sbx_workspace_root(). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <agentsbx/agentsbx.h>
+#include "backend_support.h"
+#include "support.h"
+
+static char *workdir;
+static sbx_workspace *ws;
+
+static void setup(void)
+{
+	workdir = bt_mkdtemp();
+	ws = bt_open_ok(workdir, NULL);
+}
+
+static void teardown(void)
+{
+	sbx_workspace_close(ws);
+	ws = NULL;
+}
+
+static bool sandboxed(void)
+{
+	return strcmp(bt_backend(), "local") != 0;
+}
+
+/* ---- results ---------------------------------------------------------------------------- */
+
+/* A tool call that must not fail as a library call; the result JSON (caller frees). */
+static char *call_in(sbx_workspace *w, const char *session, const char *tool, const char *args)
+{
+	char *res = NULL;
+	int r = sbx_tool_call_session(w, session, tool, args, &res);
+
+	ck_assert_msg(r == 0, "%s %s: %d %s", tool, args, r, sbx_last_error());
+	ck_assert_ptr_nonnull(res);
+	return res;
+}
+
+static char *call(const char *tool, const char *args)
+{
+	return call_in(ws, NULL, tool, args);
+}
+
+static bool ok_of(const char *res)
+{
+	return strncmp(res, "{\"ok\":true,", 11) == 0;
+}
+
+/* The value of the string member "key" of the result (the first occurrence), unescaped.
+ * Static storage, rotating. */
+static const char *str_member(const char *res, const char *key)
+{
+	static char bufs[4][1 << 21];
+	static int next;
+	char *out = bufs[next++ % 4], pat[64];
+	const char *p;
+	size_t n = 0;
+
+	snprintf(pat, sizeof pat, "\"%s\":\"", key);
+	p = strstr(res, pat);
+	ck_assert_msg(p, "no string member %s in %.300s", key, res);
+	for (p += strlen(pat); *p && *p != '"' && n < sizeof bufs[0] - 8; p++) {
+		if (*p != '\\') {
+			out[n++] = *p;
+			continue;
+		}
+		p++;
+		switch (*p) {
+		case 'n': out[n++] = '\n'; break;
+		case 't': out[n++] = '\t'; break;
+		case 'r': out[n++] = '\r'; break;
+		case 'b': out[n++] = '\b'; break;
+		case 'f': out[n++] = '\f'; break;
+		case 'u': {
+			unsigned cp = (unsigned)strtoul((char[]){ p[1], p[2], p[3], p[4], 0 }, NULL, 16);
+			if (cp < 0x80) {
+				out[n++] = (char)cp;
+			} else if (cp < 0x800) {
+				out[n++] = (char)(0xC0 | (cp >> 6));
+				out[n++] = (char)(0x80 | (cp & 0x3F));
+			} else {
+				out[n++] = (char)(0xE0 | (cp >> 12));
+				out[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+				out[n++] = (char)(0x80 | (cp & 0x3F));
+			}
+			p += 4;
+			break;
+		}
+		default: out[n++] = *p;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
+static const char *output_of(const char *res)
+{
+	return str_member(res, "output");
+}
+
+/* Runs a tool, checks ok/failed, and checks the output contains want (if given). */
+static void expect(const char *tool, const char *args, bool ok, const char *want)
+{
+	char *res = call(tool, args);
+
+	ck_assert_msg(ok_of(res) == ok, "%s %s: expected ok=%d, got %s", tool, args, ok, res);
+	if (want)
+		ck_assert_msg(strstr(output_of(res), want), "%s %s: output lacks \"%s\": %s", tool,
+		              args, want, res);
+	free(res);
+}
+
+/* "<root>/<rel>" as the model writes it. */
+static char *model_path(const char *rel)
+{
+	return bt_fmt("%s/%s", sbx_workspace_root(ws), rel);
+}
+
+/* ---- schemas and argument checks --------------------------------------------------------- */
+
+START_TEST(test_schemas)
+{
+	char *json = NULL;
+	const char *names[] = { "Bash", "Read", "Write", "Edit", "Glob", "Grep" };
+
+	ck_assert_int_eq(sbx_tools_json(ws, &json), 0);
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		char *needle = bt_fmt("{\"name\":\"%s\",\"description\":\"", names[i]);
+		ck_assert_msg(strstr(json, needle), "%s missing in %s", names[i], json);
+		free(needle);
+	}
+	ck_assert_ptr_null(strstr(json, "\"name\":\"Skill\""));
+	ck_assert_ptr_nonnull(strstr(json, "\"input_schema\":{\"type\":\"object\""));
+	ck_assert_ptr_nonnull(strstr(json, "\"additionalProperties\":false"));
+	sbx_free(json);
+	ck_assert_int_eq(sbx_tools_json(NULL, &json), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_tools_json(ws, NULL), -SBX_EINVAL);
+}
+END_TEST
+
+START_TEST(test_bad_arguments)
+{
+	char *res = NULL;
+
+	expect("Read", "{\"file_path\":\"a\",\"limit\":\"x\"}", false,
+	       "\"limit\" must be an integer (got string)");
+	expect("Read", "{\"limit\":5}", false, "\"file_path\" is required");
+	expect("Read", "{\"file_path\":\"a\",\"bogus\":1}", false, "unknown parameter \"bogus\"");
+	expect("Read", "{\"file_path\":\"a\"", false, "not valid JSON");
+	expect("Read", "[1,2]", false, "must be a JSON object");
+	expect("Read", "{\"file_path\":\"a\\u0000b\"}", false, "NUL");
+	expect("Read", "{\"file_path\":\"a\",\"limit\":5000}", false, "at most 2000");
+	expect("Read", "{\"file_path\":\"a\",\"offset\":0}", false, "at least 1");
+	expect("Read", "{\"file_path\":\"a\",\"limit\":1.5}", false, "must be an integer");
+	expect("Grep", "{\"pattern\":\"x\",\"output_mode\":\"everything\"}", false, "one of");
+	expect("Nope", "{}", false, "no tool named \"Nope\"");
+	/* Non-UTF-8 in a string: the JSON parser or the schema check refuses it. */
+	expect("Write", "{\"file_path\":\"a\",\"content\":\"\xff\xfe\"}", false, NULL);
+	/* null stands for "not given". */
+	expect("Bash", "{\"command\":\"echo hi\",\"timeout\":null}", true, "hi");
+	ck_assert_int_eq(sbx_tool_call(ws, NULL, "{}", &res), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_tool_call(NULL, "Bash", "{}", &res), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_tool_call_session(ws, "../x", "Bash", "{}", &res), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_tool_call_session(ws, ".hidden", "Bash", "{}", &res), -SBX_EINVAL);
+	ck_assert_ptr_null(res);
+}
+END_TEST
+
+START_TEST(test_huge_arguments)
+{
+	size_t n = (size_t)17 << 20;
+	char *big = malloc(n + 64);
+
+	ck_assert_ptr_nonnull(big);
+	memcpy(big, "{\"command\":\"", 12);
+	memset(big + 12, 'a', n);
+	strcpy(big + 12 + n, "\"}");
+	expect("Bash", big, false, "too large");
+	free(big);
+}
+END_TEST
+
+/* ---- Bash ------------------------------------------------------------------------------ */
+
+START_TEST(test_bash_output_and_failure)
+{
+	char *res;
+
+	expect("Bash", "{\"command\":\"echo out; echo err >&2\"}", true, "out\n\nerr\n");
+	res = call("Bash", "{\"command\":\"echo so; echo se >&2; exit 3\"}");
+	ck_assert(!ok_of(res));
+	ck_assert_str_eq(output_of(res),
+	                 "Command failed: echo so; echo se >&2; exit 3\n\nStdout:\nso\n\nStderr:\nse\n");
+	ck_assert_ptr_nonnull(strstr(res, "\"exit_code\":3"));
+	free(res);
+	expect("Bash", "{\"command\":\"printf 'a\\\\r\\\\nb\\\\r\\\\n'\"}", true, "a\nb\n");
+	res = call("Bash", "{\"command\":\"printf '\\\\377ok'\"}");
+	ck_assert_str_eq(output_of(res), "\xEF\xBF\xBDok");
+	free(res);
+	expect("Bash", "{\"command\":\"\"}", false, "must not be empty");
+}
+END_TEST
+
+START_TEST(test_bash_truncates_at_30000_chars)
+{
+	char *res = call("Bash", "{\"command\":\"head -c 100000 /dev/zero | tr '\\\\0' x\"}");
+	const char *out = output_of(res);
+
+	ck_assert(ok_of(res));
+	ck_assert_uint_eq(strlen(out), 30000 + strlen("\n... (output truncated)"));
+	ck_assert_str_eq(out + 30000, "\n... (output truncated)");
+	free(res);
+}
+END_TEST
+
+START_TEST(test_bash_cwd_persists_per_session)
+{
+	char *res;
+
+	expect("Bash", "{\"command\":\"mkdir -p sub/deeper && cd sub\"}", true, NULL);
+	res = call("Bash", "{\"command\":\"pwd\"}");
+	ck_assert_str_eq(output_of(res), bt_fmt("%s/sub\n", sbx_workspace_root(ws)));
+	free(res);
+	/* Another session starts at the root. */
+	res = call_in(ws, "other", "Bash", "{\"command\":\"pwd\"}");
+	ck_assert_str_eq(output_of(res), bt_fmt("%s\n", sbx_workspace_root(ws)));
+	free(res);
+	/* A failing command still moves. */
+	call("Bash", "{\"command\":\"cd deeper && false\"}");
+	res = call("Bash", "{\"command\":\"pwd\"}");
+	ck_assert_str_eq(output_of(res), bt_fmt("%s/sub/deeper\n", sbx_workspace_root(ws)));
+	free(res);
+	/* Leaving the workspace: the next command starts at the root. */
+	call("Bash", "{\"command\":\"cd /\"}");
+	res = call("Bash", "{\"command\":\"pwd\"}");
+	ck_assert_str_eq(output_of(res), bt_fmt("%s\n", sbx_workspace_root(ws)));
+	free(res);
+	/* The directory vanishing meanwhile: back to the root too. */
+	call("Bash", "{\"command\":\"cd sub/deeper\"}");
+	ck_assert_int_eq(sbx_file_remove(ws, "sub", SBX_REMOVE_RECURSIVE), 0);
+	res = call("Bash", "{\"command\":\"pwd\"}");
+	ck_assert_str_eq(output_of(res), bt_fmt("%s\n", sbx_workspace_root(ws)));
+	ck_assert_ptr_nonnull(strstr(res, "\"cwd_reset\":true"));
+	free(res);
+}
+END_TEST
+
+/* A new handle on the same workdir (a restarted harness) carries on with the session. */
+START_TEST(test_session_survives_the_handle)
+{
+	char *res;
+
+	expect("Bash", "{\"command\":\"mkdir kept && cd kept\"}", true, NULL);
+	test_put_file(workdir, "notes.txt", "v1\n", 0644);
+	expect("Read", "{\"file_path\":\"notes.txt\"}", true, "v1");
+	sbx_workspace_close(ws);
+	ws = bt_open_ok(workdir, NULL);
+	res = call("Bash", "{\"command\":\"pwd\"}");
+	ck_assert_str_eq(output_of(res), bt_fmt("%s/kept\n", sbx_workspace_root(ws)));
+	free(res);
+	expect("Edit", "{\"file_path\":\"notes.txt\",\"old_string\":\"v1\",\"new_string\":\"v2\"}",
+	       true, "Successfully replaced 1 occurrence");
+	ck_assert_str_eq(test_slurp(test_path_at(workdir, "notes.txt")), "v2\n");
+}
+END_TEST
+
+START_TEST(test_bash_timeout_kills_the_tree)
+{
+	char *res = call("Bash", "{\"command\":\"sleep 30 & echo $! > bg.pid; sleep 30\","
+	                         "\"timeout\":500}");
+
+	ck_assert(!ok_of(res));
+	ck_assert_ptr_nonnull(strstr(output_of(res), "Command timed out after 500ms: sleep 30 &"));
+	ck_assert_ptr_nonnull(strstr(res, "\"timed_out\":true"));
+	free(res);
+	/* The background sleep is gone too. */
+	expect("Bash", "{\"command\":\"kill -0 $(cat bg.pid) 2>/dev/null && echo alive || echo gone\"}",
+	       true, "gone");
+}
+END_TEST
+
+/* ---- Read ------------------------------------------------------------------------------ */
+
+START_TEST(test_read_numbering_and_window)
+{
+	char *res;
+
+	test_put_file(workdir, "f.txt", "one\ntwo\nthree\nfour\n", 0644);
+	res = call("Read", bt_fmt("{\"file_path\":\"%s\"}", model_path("f.txt")));
+	ck_assert(ok_of(res));
+	ck_assert_str_eq(output_of(res), "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour");
+	ck_assert_ptr_nonnull(strstr(res, "\"total_lines\":4"));
+	free(res);
+	res = call("Read", "{\"file_path\":\"f.txt\",\"offset\":2,\"limit\":2}");
+	ck_assert_str_eq(output_of(res), "     2\ttwo\n     3\tthree");
+	ck_assert_ptr_nonnull(strstr(res, "\"truncated\":true"));
+	free(res);
+	expect("Read", "{\"file_path\":\"f.txt\",\"offset\":9}", true,
+	       "shorter than the provided offset (9). The file has 4 lines.");
+	test_put_file(workdir, "empty", "", 0644);
+	expect("Read", "{\"file_path\":\"empty\"}", true, "the contents are empty");
+	test_put_file(workdir, "crlf", "a\r\nb\r\n", 0644);
+	res = call("Read", "{\"file_path\":\"crlf\"}");
+	ck_assert_str_eq(output_of(res), "     1\ta\n     2\tb");
+	free(res);
+	test_put_file(workdir, "latin1", "caf\xe9\n", 0644);
+	res = call("Read", "{\"file_path\":\"latin1\"}");
+	ck_assert_str_eq(output_of(res), "     1\tcaf\xEF\xBF\xBD");
+	free(res);
+}
+END_TEST
+
+START_TEST(test_read_long_lines_and_big_files)
+{
+	char *line = malloc(5001), *res;
+	FILE *f;
+
+	memset(line, 'x', 5000);
+	line[5000] = '\0';
+	test_put_file(workdir, "long", line, 0644);
+	res = call("Read", "{\"file_path\":\"long\"}");
+	ck_assert_uint_eq(strlen(output_of(res)), 7 + 2000 + strlen("[truncated]"));
+	ck_assert_ptr_nonnull(strstr(output_of(res), "x[truncated]"));
+	free(res);
+	free(line);
+	/* 10 MB: the first 2000 lines, and the total. */
+	f = fopen(test_path_at(workdir, "big"), "w");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 1; i <= 200000; i++)
+		fprintf(f, "line %06d of the big file, padded to fifty bytes.\n", i);
+	fclose(f);
+	res = call("Read", "{\"file_path\":\"big\"}");
+	ck_assert(ok_of(res));
+	ck_assert_ptr_nonnull(strstr(res, "\"total_lines\":200000"));
+	ck_assert_ptr_nonnull(strstr(res, "\"num_lines\":2000"));
+	ck_assert_ptr_nonnull(strstr(output_of(res), "  2000\tline 002000"));
+	ck_assert_ptr_null(strstr(output_of(res), "line 002001"));
+	free(res);
+	expect("Read", "{\"file_path\":\"big\",\"offset\":199999}", true, "200000\tline 200000");
+}
+END_TEST
+
+START_TEST(test_read_errors_and_escapes)
+{
+	expect("Read", "{\"file_path\":\"missing\"}", false, "File does not exist");
+	ck_assert_int_eq(mkdir(test_path_at(workdir, "d"), 0755), 0);
+	expect("Read", "{\"file_path\":\"d\"}", false, "Path is a directory, not a file");
+	expect("Read", bt_fmt("{\"file_path\":\"%s\"}", sbx_workspace_root(ws)), false,
+	       "Path is a directory");
+	expect("Read", "{\"file_path\":\"../../etc/passwd\"}", false, "Error:");
+	expect("Read", "{\"file_path\":\"/etc/passwd\"}", false, "outside the workspace");
+	ck_assert_int_eq(symlink("/etc/passwd", test_path_at(workdir, "out")), 0);
+	expect("Read", "{\"file_path\":\"out\"}", false, "Error");
+	ck_assert_int_eq(symlink("../../../../../../etc/passwd", test_path_at(workdir, "up")), 0);
+	expect("Read", "{\"file_path\":\"up\"}", false, "Error");
+	/* A link inside the workspace is fine. */
+	test_put_file(workdir, "real.txt", "inside\n", 0644);
+	ck_assert_int_eq(symlink("real.txt", test_path_at(workdir, "alias")), 0);
+	expect("Read", "{\"file_path\":\"alias\"}", true, "inside");
+}
+END_TEST
+
+START_TEST(test_read_image)
+{
+	static const unsigned char png[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0 };
+	int fd = open(test_path_at(workdir, "pic.png"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	char *res;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, png, sizeof png), (ssize_t)sizeof png);
+	close(fd);
+	res = call("Read", "{\"file_path\":\"pic.png\"}");
+	ck_assert(ok_of(res));
+	ck_assert_str_eq(str_member(res, "media_type"), "image/png");
+	ck_assert_str_eq(str_member(res, "data"), "iVBORw0KGgoAAA==");
+	free(res);
+}
+END_TEST
+
+/* ---- Write and Edit --------------------------------------------------------------------- */
+
+START_TEST(test_write_new_and_read_before_write)
+{
+	char *res = call("Write", "{\"file_path\":\"dir/new.txt\",\"content\":\"a\\nb\\n\"}");
+
+	ck_assert(ok_of(res));
+	ck_assert_str_eq(output_of(res), bt_fmt("The file %s has been written successfully "
+	                                        "(3 lines).", model_path("dir/new.txt")));
+	ck_assert_str_eq(str_member(res, "diff"),
+	                 "--- /dev/null\n+++ b/dir/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n");
+	free(res);
+	ck_assert_str_eq(test_slurp(test_path_at(workdir, "dir/new.txt")), "a\nb\n");
+	/* Its own write counts as seen: a second Write goes through. */
+	expect("Write", "{\"file_path\":\"dir/new.txt\",\"content\":\"c\\n\"}", true, NULL);
+	/* A file the model never read. */
+	test_put_file(workdir, "theirs.txt", "x\n", 0644);
+	expect("Write", "{\"file_path\":\"theirs.txt\",\"content\":\"y\"}", false,
+	       "has not been read yet");
+	expect("Read", "{\"file_path\":\"theirs.txt\"}", true, NULL);
+	/* Changed behind the model's back after the Read (size differs). */
+	test_put_file(workdir, "theirs.txt", "changed\n", 0644);
+	expect("Write", "{\"file_path\":\"theirs.txt\",\"content\":\"y\"}", false,
+	       "modified since it was last read");
+	expect("Read", "{\"file_path\":\"theirs.txt\"}", true, NULL);
+	expect("Write", "{\"file_path\":\"theirs.txt\",\"content\":\"y\"}", true, NULL);
+	ck_assert_str_eq(test_slurp(test_path_at(workdir, "theirs.txt")), "y");
+	ck_assert(!test_has_temp_files(workdir));
+	/* Reads of one session do not count for another. */
+	expect("Read", "{\"file_path\":\"theirs.txt\"}", true, NULL);
+	res = call_in(ws, "s2", "Write", "{\"file_path\":\"theirs.txt\",\"content\":\"z\"}");
+	ck_assert(!ok_of(res));
+	free(res);
+	expect("Write", "{\"file_path\":\"dir\",\"content\":\"z\"}", false, "is a directory");
+}
+END_TEST
+
+START_TEST(test_edit_rules)
+{
+	char *res;
+
+	test_put_file(workdir, "e.txt", "alpha beta\nalpha gamma\n", 0644);
+	expect("Edit", "{\"file_path\":\"e.txt\",\"old_string\":\"beta\",\"new_string\":\"B\"}",
+	       false, "you must first read it");
+	expect("Read", "{\"file_path\":\"e.txt\"}", true, NULL);
+	expect("Edit", "{\"file_path\":\"e.txt\",\"old_string\":\"x\",\"new_string\":\"x\"}",
+	       false, "identical");
+	expect("Edit", "{\"file_path\":\"e.txt\",\"old_string\":\"delta\",\"new_string\":\"D\"}",
+	       false, "old_string not found in");
+	expect("Edit", "{\"file_path\":\"e.txt\",\"old_string\":\"alpha\",\"new_string\":\"A\"}",
+	       false, "old_string appears 2 times");
+	res = call("Edit", "{\"file_path\":\"e.txt\",\"old_string\":\"beta\",\"new_string\":\"B\"}");
+	ck_assert(ok_of(res));
+	ck_assert_str_eq(str_member(res, "diff"), "--- a/e.txt\n+++ b/e.txt\n@@ -1,2 +1,2 @@\n"
+	                 "-alpha beta\n+alpha B\n alpha gamma\n");
+	free(res);
+	/* Edit after Edit needs no new Read. */
+	expect("Edit", "{\"file_path\":\"e.txt\",\"old_string\":\"alpha\",\"new_string\":\"A\","
+	       "\"replace_all\":true}", true, "Successfully replaced all 2 occurrences");
+	ck_assert_str_eq(test_slurp(test_path_at(workdir, "e.txt")), "A B\nA gamma\n");
+	expect("Edit", "{\"file_path\":\"missing\",\"old_string\":\"a\",\"new_string\":\"b\"}",
+	       false, "File not found");
+	/* A change from outside between Read and Edit. */
+	sleep(0);
+	test_put_file(workdir, "e.txt", "A B\nA gamma\nmore\n", 0644);
+	expect("Edit", "{\"file_path\":\"e.txt\",\"old_string\":\"more\",\"new_string\":\"m\"}",
+	       false, "modified since it was last read");
+}
+END_TEST
+
+START_TEST(test_edit_keeps_crlf)
+{
+	test_put_file(workdir, "w.txt", "one\r\ntwo\r\n", 0644);
+	expect("Read", "{\"file_path\":\"w.txt\"}", true, NULL);
+	expect("Edit", "{\"file_path\":\"w.txt\",\"old_string\":\"one\\ntwo\",\"new_string\":"
+	       "\"1\\n2\"}", true, NULL);
+	ck_assert_str_eq(test_slurp(test_path_at(workdir, "w.txt")), "1\r\n2\r\n");
+}
+END_TEST
+
+START_TEST(test_writes_refused_where_protected)
+{
+	expect("Write", "{\"file_path\":\".agentsbx/tools/default.json\",\"content\":\"{}\"}", false,
+	       "is protected");
+	/* Through a link into the state folder. */
+	ck_assert_int_eq(symlink(".agentsbx", test_path_at(workdir, "st")), 0);
+	expect("Write", "{\"file_path\":\"st/x\",\"content\":\"x\"}", false, "is protected");
+	ck_assert(!test_exists(test_path_at(workdir, ".agentsbx/x")));
+	/* A link that leads out of the workspace. */
+	ck_assert_int_eq(symlink("/tmp", test_path_at(workdir, "tmplink")), 0);
+	expect("Write", "{\"file_path\":\"tmplink/sbx-escape\",\"content\":\"x\"}", false, NULL);
+	ck_assert(!test_exists("/tmp/sbx-escape"));
+	if (!sandboxed())
+		return;
+	/* The sandbox's protected paths: .git/hooks and .git/config. */
+	ck_assert_int_eq(mkdir(test_path_at(workdir, ".git"), 0755), 0);
+	expect("Write", "{\"file_path\":\".git/hooks/pre-commit\",\"content\":\"x\"}", false,
+	       "is protected");
+	expect("Write", "{\"file_path\":\".git/config\",\"content\":\"x\"}", false, "is protected");
+	ck_assert_int_eq(symlink(".git", test_path_at(workdir, "g")), 0);
+	expect("Write", "{\"file_path\":\"g/hooks/post-checkout\",\"content\":\"x\"}", false,
+	       "is protected");
+	ck_assert(!test_exists(test_path_at(workdir, ".git/hooks/post-checkout")));
+}
+END_TEST
+
+/* ---- Glob and Grep through the dispatcher ------------------------------------------------ */
+
+START_TEST(test_glob_and_grep)
+{
+	ck_assert_int_eq(mkdir(test_path_at(workdir, "src"), 0755), 0);
+	test_put_file(workdir, "src/a.py", "import os\nprint('needle')\n", 0644);
+	test_put_file(workdir, "src/b.txt", "no match here\n", 0644);
+	expect("Glob", "{\"pattern\":\"**/*.py\"}", true, model_path("src/a.py"));
+	expect("Glob", "{\"pattern\":\"*.none\"}", true, "No files found");
+	expect("Grep", "{\"pattern\":\"needle\"}", true, model_path("src/a.py"));
+	expect("Grep", "{\"pattern\":\"needle\",\"output_mode\":\"content\"}", true,
+	       ":2:print('needle')");
+	expect("Grep", "{\"pattern\":\"(\"}", false, NULL);
+	expect("Glob", "{\"pattern\":\"*\",\"path\":\"/etc\"}", false, NULL);
+}
+END_TEST
+
+/* ---- approval and audit ------------------------------------------------------------------ */
+
+struct verdicts {
+	int calls;
+	char last[4096];
+};
+
+static int deny_exec(void *ud, const char *request, char *reason, size_t len)
+{
+	struct verdicts *v = ud;
+
+	v->calls++;
+	snprintf(v->last, sizeof v->last, "%s", request);
+	if (strstr(request, "\"class\":\"exec\"")) {
+		snprintf(reason, len, "no commands today");
+		return SBX_DENY;
+	}
+	return SBX_APPROVE;
+}
+
+START_TEST(test_approval_hook)
+{
+	struct verdicts v = { 0 };
+	const char *argv[] = { "true", NULL };
+	sbx_result *r = NULL;
+	char *res;
+
+	ck_assert_int_eq(sbx_set_approval_handler(ws, deny_exec, &v), 0);
+	res = call("Bash", "{\"command\":\"touch made-it\"}");
+	ck_assert(!ok_of(res));
+	ck_assert_str_eq(output_of(res), "Permission denied: no commands today");
+	free(res);
+	ck_assert(!test_exists(test_path_at(workdir, "made-it")));
+	ck_assert_ptr_nonnull(strstr(v.last, "\"kind\":\"tool\",\"tool\":\"Bash\""));
+	ck_assert_ptr_nonnull(strstr(v.last, "\"arguments\":{\"command\":\"touch made-it\"}"));
+	ck_assert_int_eq(sbx_exec(ws, argv, NULL, &r), -SBX_EPERM);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "no commands today"));
+	ck_assert_ptr_null(r);
+	/* Reads are allowed by this handler. */
+	test_put_file(workdir, "r.txt", "fine\n", 0644);
+	expect("Read", "{\"file_path\":\"r.txt\"}", true, "fine");
+	ck_assert_ptr_nonnull(strstr(v.last, "\"class\":\"read\""));
+	ck_assert_int_eq(sbx_set_approval_handler(ws, NULL, NULL), 0);
+	ck_assert_int_eq(sbx_exec(ws, argv, NULL, &r), 0);
+	sbx_result_free(r);
+}
+END_TEST
+
+START_TEST(test_audit_log_redacts)
+{
+	const char *path = sbx_audit_path(ws);
+	const char *argv[] = { "env", NULL };
+	const char *env[] = { "OPENAI_API_KEY=hunter2hunter2", NULL };
+	sbx_exec_opts o = { .size = sizeof o, .env = env };
+	sbx_result *r = NULL;
+	char *log;
+
+	ck_assert_ptr_nonnull(path);
+	ck_assert_str_eq(path, bt_fmt("%s/.agentsbx/audit.jsonl", workdir));
+	expect("Bash", "{\"command\":\"echo sk-abcdefghijklmnopqrstuvwx; echo password=swordfish\"}",
+	       true, NULL);
+	ck_assert_int_eq(sbx_exec(ws, argv, &o, &r), 0);
+	sbx_result_free(r);
+	log = test_slurp(path);
+	ck_assert_ptr_nonnull(log);
+	ck_assert_ptr_nonnull(strstr(log, "\"kind\":\"tool\",\"tool\":\"Bash\""));
+	ck_assert_ptr_nonnull(strstr(log, "\"kind\":\"exec\",\"argv\":[\"env\"]"));
+	ck_assert_ptr_nonnull(strstr(log, "\"result\":\"ok\""));
+	ck_assert_ptr_null(strstr(log, "abcdefghijklmnopqrstuvwx"));
+	ck_assert_ptr_null(strstr(log, "swordfish"));
+	ck_assert_ptr_null(strstr(log, "hunter2"));
+	ck_assert_ptr_nonnull(strstr(log, "[REDACTED]"));
+}
+END_TEST
+
+START_TEST(test_audit_configured_secret_and_rotation)
+{
+	sbx_workspace_close(ws);
+	ws = bt_open_ok(workdir, "\"audit\":{\"max_bytes\":4096,\"keep\":2,"
+	                         "\"redact\":[\"corp-internal-42\"]}");
+	for (int i = 0; i < 40; i++)
+		expect("Bash", "{\"command\":\"echo corp-internal-42 > /dev/null\"}", true, NULL);
+	ck_assert(test_exists(test_path_at(workdir, ".agentsbx/audit.jsonl")));
+	ck_assert(test_exists(test_path_at(workdir, ".agentsbx/audit.jsonl.1")));
+	ck_assert(test_exists(test_path_at(workdir, ".agentsbx/audit.jsonl.2")));
+	ck_assert(!test_exists(test_path_at(workdir, ".agentsbx/audit.jsonl.3")));
+	ck_assert_ptr_null(strstr(test_slurp(test_path_at(workdir, ".agentsbx/audit.jsonl")),
+	                          "corp-internal-42"));
+	sbx_workspace_close(ws);
+	ws = bt_open_ok(workdir, "\"audit\":{\"enabled\":false}");
+	ck_assert_ptr_null(sbx_audit_path(ws));
+}
+END_TEST
+
+START_TEST(test_read_only_workspace)
+{
+	sbx_workspace *ro = NULL;
+	char *res;
+	int r;
+
+	test_put_file(workdir, "keep.txt", "original\n", 0644);
+	r = bt_open(workdir, "\"mode\":\"read-only\"", &ro);
+	if (!sandboxed()) {
+		ck_assert_int_eq(r, -SBX_ECONFIG);
+		ck_assert_ptr_nonnull(strstr(sbx_last_error(), "'mode'"));
+		return;
+	}
+	ck_assert_msg(r == 0, "%s", sbx_last_error());
+	res = call_in(ro, NULL, "Read", "{\"file_path\":\"keep.txt\"}");
+	ck_assert(ok_of(res));
+	free(res);
+	res = call_in(ro, NULL, "Write", "{\"file_path\":\"keep.txt\",\"content\":\"x\"}");
+	ck_assert(!ok_of(res));
+	ck_assert_ptr_nonnull(strstr(output_of(res), "read-only"));
+	free(res);
+	res = call_in(ro, NULL, "Bash", "{\"command\":\"echo x > keep.txt\"}");
+	ck_assert(!ok_of(res));
+	free(res);
+	ck_assert_int_eq(sbx_file_write(ro, "new.txt", "x", 1, 0, 0), -SBX_EPERM);
+	ck_assert_int_eq(sbx_file_remove(ro, "keep.txt", 0), -SBX_EPERM);
+	ck_assert_int_eq(sbx_file_mkdir(ro, "d", 0), -SBX_EPERM);
+	ck_assert_str_eq(test_slurp(test_path_at(workdir, "keep.txt")), "original\n");
+	sbx_workspace_close(ro);
+}
+END_TEST
+
+START_TEST(test_instructions)
+{
+	char *text = NULL;
+
+	ck_assert_int_eq(sbx_workspace_instructions(ws, &text), 0);
+	ck_assert_ptr_nonnull(strstr(text, "<workspace>"));
+	ck_assert_ptr_nonnull(strstr(text, bt_fmt("workspace at %s.", sbx_workspace_root(ws))));
+	ck_assert_ptr_null(strstr(text, "<agent-skills>"));
+	sbx_free(text);
+}
+END_TEST
+
+static Suite *tools_suite(void)
+{
+	Suite *s = suite_create("tools");
+	TCase *t = tcase_create("tools");
+
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, test_schemas);
+	tcase_add_test(t, test_bad_arguments);
+	tcase_add_test(t, test_huge_arguments);
+	tcase_add_test(t, test_bash_output_and_failure);
+	tcase_add_test(t, test_bash_truncates_at_30000_chars);
+	tcase_add_test(t, test_bash_cwd_persists_per_session);
+	tcase_add_test(t, test_session_survives_the_handle);
+	tcase_add_test(t, test_bash_timeout_kills_the_tree);
+	tcase_add_test(t, test_read_numbering_and_window);
+	tcase_add_test(t, test_read_long_lines_and_big_files);
+	tcase_add_test(t, test_read_errors_and_escapes);
+	tcase_add_test(t, test_read_image);
+	tcase_add_test(t, test_write_new_and_read_before_write);
+	tcase_add_test(t, test_edit_rules);
+	tcase_add_test(t, test_edit_keeps_crlf);
+	tcase_add_test(t, test_writes_refused_where_protected);
+	tcase_add_test(t, test_glob_and_grep);
+	tcase_add_test(t, test_approval_hook);
+	tcase_add_test(t, test_audit_log_redacts);
+	tcase_add_test(t, test_audit_configured_secret_and_rotation);
+	tcase_add_test(t, test_read_only_workspace);
+	tcase_add_test(t, test_instructions);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	int r;
+
+	if (!bt_backend_usable())
+		return BT_EXIT_SKIP;
+	bt_begin_run();
+	r = test_run_suite(tools_suite());
+	bt_end_run();
+	return r;
+}
