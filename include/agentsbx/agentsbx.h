@@ -119,6 +119,12 @@ typedef struct sbx_workspace sbx_workspace;
  *   baseline    string  what sbx_workspace_reset restores: "empty", "keep" (the files stay),
  *                       or "snapshot" (the workdir as it was at open). Default: "empty" for a
  *                       temporary workdir, "keep" for a host workdir
+ *   mode        string  "read-write" (default) or "read-only": every write through the library
+ *                       fails (-SBX_EPERM), and the backend mounts the workspace read-only for
+ *                       commands (a backend that cannot, such as "local", refuses to open)
+ *   audit       object  the audit log in the workspace's state folder (.agentsbx/audit.jsonl):
+ *                       "enabled" (default true), "max_bytes" before rotation (default 10 MiB),
+ *                       "keep" rotated files (default 3), "redact": secrets never written
  *   <backend>   object  options of that backend, under its own name ("docker": {...})
  * Unknown keys, wrong types and out-of-range values fail with -SBX_ECONFIG and a message that
  * names the key. On success *out is a new handle, released with sbx_workspace_close(). */

@@ -45,5 +45,27 @@ grep -Eq '^ns +' "$work/doctor"; check "doctor lists ns" 0 $?
 "$cli" exec -- sh -c 'test "$PWD" = /workspace'; check "ns is the default backend" 0 $?
 "$cli" version | grep -q '^agentsbx 1\.'; check "version" 0 $?
 
+# tools / tool: the toolbox from a shell; with --workdir a session carries over between runs.
+"$cli" tools --backend local | grep -q '"name":"Bash"'; check "tools lists Bash" 0 $?
+mkdir "$work/tw"
+"$cli" tool --workdir "$work/tw" Bash '{"command":"mkdir -p a/b && cd a/b"}' >/dev/null
+check "tool ok exits 0" 0 $?
+out=$("$cli" tool --workdir "$work/tw" Bash '{"command":"pwd"}')
+check "cwd carries over between runs" '{"ok":true,"output":"/workspace/a/b\n"' "${out%%,\"metadata\"*}"
+"$cli" tool --workdir "$work/tw" --session s2 Bash '{"command":"pwd"}' | grep -q '"output":"/workspace\\n"'
+check "another session starts at the root" 0 $?
+printf 'v1\n' >"$work/tw/f.txt"
+"$cli" tool --workdir "$work/tw" Read '{"file_path":"f.txt"}' >/dev/null
+echo '{"file_path":"f.txt","old_string":"v1","new_string":"v2"}' |
+  "$cli" tool --workdir "$work/tw" Edit - >/dev/null
+check "Read in one run, Edit in the next" 0 $?
+check "the edit landed" v2 "$(cat "$work/tw/f.txt")"
+"$cli" tool --workdir "$work/tw" Read '{"file_path":"missing"}' >"$work/out"
+check "tool error exits 1" 1 $?
+grep -q 'File does not exist' "$work/out"; check "tool error printed" 0 $?
+"$cli" tool --workdir "$work/tw" Read '{bad' >/dev/null; check "bad JSON is a tool error" 1 $?
+"$cli" tool Bash 2>/dev/null; check "tool without args" 125 $?
+"$cli" tool --session ../x Bash '{"command":"true"}' 2>/dev/null; check "bad session" 125 $?
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
