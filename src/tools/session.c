@@ -252,7 +252,8 @@ static int by_seq_desc(const void *a, const void *b)
 
 static void serialise(struct sbx_tool_session *s, sbx_buf *b)
 {
-	qsort(s->reads, s->n_reads, sizeof *s->reads, by_seq_desc);
+	if (s->n_reads)
+		qsort(s->reads, s->n_reads, sizeof *s->reads, by_seq_desc);
 	sbx_buf_puts(b, "{\"cwd\":");
 	sbx_buf_json_string(b, s->cwd, strlen(s->cwd));
 	sbx_buf_puts(b, ",\"reads\":{");

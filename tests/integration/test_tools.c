@@ -3,6 +3,7 @@
  * Grep, sessions that outlive the handle, the approval hook, the audit log and read-only
  * workspaces. Paths the model would write are built from sbx_workspace_root(). */
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,21 @@ static void teardown(void)
 {
 	sbx_workspace_close(ws);
 	ws = NULL;
+}
+
+/* printf into one of 8 rotating static buffers: nothing for a test to free. */
+static const char *tf(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static const char *tf(const char *format, ...)
+{
+	static char bufs[8][8192];
+	static int next;
+	char *b = bufs[next++ % 8];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(b, sizeof bufs[0], format, ap);
+	va_end(ap);
+	return b;
 }
 
 static bool sandboxed(void)
@@ -122,9 +138,9 @@ static void expect(const char *tool, const char *args, bool ok, const char *want
 }
 
 /* "<root>/<rel>" as the model writes it. */
-static char *model_path(const char *rel)
+static const char *model_path(const char *rel)
 {
-	return bt_fmt("%s/%s", sbx_workspace_root(ws), rel);
+	return tf("%s/%s", sbx_workspace_root(ws), rel);
 }
 
 /* ---- schemas and argument checks --------------------------------------------------------- */
@@ -136,9 +152,8 @@ START_TEST(test_schemas)
 
 	ck_assert_int_eq(sbx_tools_json(ws, &json), 0);
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-		char *needle = bt_fmt("{\"name\":\"%s\",\"description\":\"", names[i]);
+		const char *needle = tf("{\"name\":\"%s\",\"description\":\"", names[i]);
 		ck_assert_msg(strstr(json, needle), "%s missing in %s", names[i], json);
-		free(needle);
 	}
 	ck_assert_ptr_null(strstr(json, "\"name\":\"Skill\""));
 	ck_assert_ptr_nonnull(strstr(json, "\"input_schema\":{\"type\":\"object\""));
@@ -230,27 +245,27 @@ START_TEST(test_bash_cwd_persists_per_session)
 
 	expect("Bash", "{\"command\":\"mkdir -p sub/deeper && cd sub\"}", true, NULL);
 	res = call("Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), bt_fmt("%s/sub\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), tf("%s/sub\n", sbx_workspace_root(ws)));
 	free(res);
 	/* Another session starts at the root. */
 	res = call_in(ws, "other", "Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), bt_fmt("%s\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), tf("%s\n", sbx_workspace_root(ws)));
 	free(res);
 	/* A failing command still moves. */
-	call("Bash", "{\"command\":\"cd deeper && false\"}");
+	free(call("Bash", "{\"command\":\"cd deeper && false\"}"));
 	res = call("Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), bt_fmt("%s/sub/deeper\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), tf("%s/sub/deeper\n", sbx_workspace_root(ws)));
 	free(res);
 	/* Leaving the workspace: the next command starts at the root. */
-	call("Bash", "{\"command\":\"cd /\"}");
+	free(call("Bash", "{\"command\":\"cd /\"}"));
 	res = call("Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), bt_fmt("%s\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), tf("%s\n", sbx_workspace_root(ws)));
 	free(res);
 	/* The directory vanishing meanwhile: back to the root too. */
-	call("Bash", "{\"command\":\"cd sub/deeper\"}");
+	free(call("Bash", "{\"command\":\"cd sub/deeper\"}"));
 	ck_assert_int_eq(sbx_file_remove(ws, "sub", SBX_REMOVE_RECURSIVE), 0);
 	res = call("Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), bt_fmt("%s\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), tf("%s\n", sbx_workspace_root(ws)));
 	ck_assert_ptr_nonnull(strstr(res, "\"cwd_reset\":true"));
 	free(res);
 }
@@ -267,7 +282,7 @@ START_TEST(test_session_survives_the_handle)
 	sbx_workspace_close(ws);
 	ws = bt_open_ok(workdir, NULL);
 	res = call("Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), bt_fmt("%s/kept\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), tf("%s/kept\n", sbx_workspace_root(ws)));
 	free(res);
 	expect("Edit", "{\"file_path\":\"notes.txt\",\"old_string\":\"v1\",\"new_string\":\"v2\"}",
 	       true, "Successfully replaced 1 occurrence");
@@ -297,7 +312,7 @@ START_TEST(test_read_numbering_and_window)
 	char *res;
 
 	test_put_file(workdir, "f.txt", "one\ntwo\nthree\nfour\n", 0644);
-	res = call("Read", bt_fmt("{\"file_path\":\"%s\"}", model_path("f.txt")));
+	res = call("Read", tf("{\"file_path\":\"%s\"}", model_path("f.txt")));
 	ck_assert(ok_of(res));
 	ck_assert_str_eq(output_of(res), "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour");
 	ck_assert_ptr_nonnull(strstr(res, "\"total_lines\":4"));
@@ -356,7 +371,7 @@ START_TEST(test_read_errors_and_escapes)
 	expect("Read", "{\"file_path\":\"missing\"}", false, "File does not exist");
 	ck_assert_int_eq(mkdir(test_path_at(workdir, "d"), 0755), 0);
 	expect("Read", "{\"file_path\":\"d\"}", false, "Path is a directory, not a file");
-	expect("Read", bt_fmt("{\"file_path\":\"%s\"}", sbx_workspace_root(ws)), false,
+	expect("Read", tf("{\"file_path\":\"%s\"}", sbx_workspace_root(ws)), false,
 	       "Path is a directory");
 	expect("Read", "{\"file_path\":\"../../etc/passwd\"}", false, "Error:");
 	expect("Read", "{\"file_path\":\"/etc/passwd\"}", false, "outside the workspace");
@@ -395,7 +410,7 @@ START_TEST(test_write_new_and_read_before_write)
 	char *res = call("Write", "{\"file_path\":\"dir/new.txt\",\"content\":\"a\\nb\\n\"}");
 
 	ck_assert(ok_of(res));
-	ck_assert_str_eq(output_of(res), bt_fmt("The file %s has been written successfully "
+	ck_assert_str_eq(output_of(res), tf("The file %s has been written successfully "
 	                                        "(3 lines).", model_path("dir/new.txt")));
 	ck_assert_str_eq(str_member(res, "diff"),
 	                 "--- /dev/null\n+++ b/dir/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n");
@@ -569,7 +584,7 @@ START_TEST(test_audit_log_redacts)
 	char *log;
 
 	ck_assert_ptr_nonnull(path);
-	ck_assert_str_eq(path, bt_fmt("%s/.agentsbx/audit.jsonl", workdir));
+	ck_assert_str_eq(path, tf("%s/.agentsbx/audit.jsonl", workdir));
 	expect("Bash", "{\"command\":\"echo sk-abcdefghijklmnopqrstuvwx; echo password=swordfish\"}",
 	       true, NULL);
 	ck_assert_int_eq(sbx_exec(ws, argv, &o, &r), 0);
@@ -643,7 +658,7 @@ START_TEST(test_instructions)
 
 	ck_assert_int_eq(sbx_workspace_instructions(ws, &text), 0);
 	ck_assert_ptr_nonnull(strstr(text, "<workspace>"));
-	ck_assert_ptr_nonnull(strstr(text, bt_fmt("workspace at %s.", sbx_workspace_root(ws))));
+	ck_assert_ptr_nonnull(strstr(text, tf("workspace at %s.", sbx_workspace_root(ws))));
 	ck_assert_ptr_null(strstr(text, "<agent-skills>"));
 	sbx_free(text);
 }
