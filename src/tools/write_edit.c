@@ -21,6 +21,7 @@
 #include "util/cleanup.h"
 #include "util/diff.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/path.h"
 
 #define EDIT_MAX ((uint64_t)128 << 20)
@@ -151,6 +152,36 @@ static int refuse_unwritable(sbx_tool_ctx *ctx, const char *rel, const char *sho
 	return 0;
 }
 
+/* Writes the file through the directory fd the protection check was made on, so a link
+ * swapped in after the check (by a command running meanwhile) cannot redirect the write. */
+static int write_checked(sbx_tool_ctx *ctx, const char *rel, const char *shown, const void *data,
+                         size_t len, bool mkdirs, sbx_tool_out *out)
+{
+	_cleanup_free_ char *name = NULL, *real = NULL;
+	_cleanup_close_ int dirfd = -1;
+	char root[PATH_MAX], where[PATH_MAX];
+	size_t rl;
+	int r;
+
+	if (ctx->root_fd < 0)
+		return sbx_file_write(ctx->ws, rel, data, len, 0, mkdirs ? SBX_WRITE_MKDIRS : 0);
+	if ((r = sbx_path_open_parent(ctx->root_fd, rel, mkdirs, &dirfd, &name)) < 0)
+		return r;
+	if ((r = fd_host_path(ctx->root_fd, root, sizeof root)) < 0 ||
+	    (r = fd_host_path(dirfd, where, sizeof where)) < 0)
+		return sbx_fail(sbx_errno_code(r), "write %s: %s", shown, strerror(-r));
+	rl = strlen(root);
+	if (strncmp(where, root, rl) != 0 || (where[rl] != '/' && where[rl] != '\0'))
+		return sbx_fail(-SBX_EESCAPE, "write %s: leads outside the workspace", shown);
+	if (asprintf(&real, "%s%s%s", where[rl] ? where + rl + 1 : "", where[rl] ? "/" : "",
+	             name) < 0)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if (sbx_tool_path_protected(ctx, real))
+		return sbx_tool_error(out, "Error: %s is protected: the workspace does not allow "
+		                      "changing it", shown), 1;
+	return sbx_fs_write_atomic(dirfd, name, data, len, 0, 0);
+}
+
 /* ---- the read-before-write rule ---- */
 
 static bool same_state(const struct sbx_tool_read *seen, const sbx_stat *now)
@@ -231,10 +262,10 @@ static int write_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 		if (st.type == SBX_FILE_REGULAR && sbx_file_read(ctx->ws, rel, &old, &old_len) < 0)
 			old_len = 0;
 	}
-	r = sbx_file_write(ctx->ws, rel, content->str, content->len, 0, SBX_WRITE_MKDIRS);
-	if (r < 0)
-		return r == -SBX_ENOMEM ? r : sbx_tool_error(out, "Error writing file: %s",
-		                                              sbx_last_error());
+	r = write_checked(ctx, rel, shown, content->str, content->len, true, out);
+	if (r != 0)
+		return r == -SBX_ENOMEM ? r : r > 0 ? 0 : sbx_tool_error(out, "Error writing file: %s",
+		                                                          sbx_last_error());
 	if ((r = refresh_read_state(ctx, rel)) < 0)
 		return r;
 	sbx_buf_printf(&out->text, "The file %s has been written successfully (%zu lines).", shown,
@@ -415,9 +446,9 @@ static int edit_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 	r = apply_edit(&e, text, len, &result, &result_len, &count, out);
 	if (r != 0)
 		return r < 0 ? sbx_fail(r, "out of memory") : 0;
-	if ((r = sbx_file_write(ctx->ws, rel, result, result_len, 0, 0)) < 0)
-		return r == -SBX_ENOMEM ? r : sbx_tool_error(out, "Error writing file: %s",
-		                                              sbx_last_error());
+	if ((r = write_checked(ctx, rel, shown, result, result_len, false, out)) != 0)
+		return r == -SBX_ENOMEM ? r : r > 0 ? 0 : sbx_tool_error(out, "Error writing file: %s",
+		                                                          sbx_last_error());
 	if ((r = refresh_read_state(ctx, rel)) < 0)
 		return r;
 	if (count == 1)
