@@ -209,44 +209,6 @@ static int read_stdin_all(char **data, size_t *len)
 	return 0;
 }
 
-static const char exec_usage[] =
-	"agentsbx exec [--config JSON|@FILE] [--backend NAME] [--workdir DIR] [--timeout MS] "
-	"[--stdin] -- CMD [ARG...]";
-
-static int cmd_exec(int argc, char **argv)
-{
-	struct ws_options o = { 0 };
-	_cleanup_free_ char *config = NULL, *input = NULL;
-	sbx_workspace *ws = NULL;
-	sbx_result *res = NULL;
-	size_t input_len = 0;
-	int code = 0, first, r;
-
-	if ((first = parse_ws_options(argc, argv, exec_usage, &o, &code)) < 0)
-		return code;
-	if (first >= argc)
-		return fail("exec: no command given\nusage: %s", exec_usage);
-	if ((code = build_config(&o, &config)) != 0)
-		return code;
-	if (o.read_stdin && read_stdin_all(&input, &input_len) < 0)
-		return fail("%s", "--stdin: cannot read standard input (or it exceeds 64 MiB)");
-	if ((r = sbx_workspace_open(config, &ws)) < 0)
-		return library_error("open workspace", r);
-	sbx_exec_opts opts = {
-		.size = sizeof opts,
-		.stdin_data = input,
-		.stdin_len = input_len,
-		.flags = SBX_EXEC_NO_CAPTURE,
-		.on_output = write_through,
-	};
-	r = sbx_exec(ws, (const char *const *)argv + first, &opts, &res);
-	code = r < 0 ? library_error("exec", r) : exit_code_of(res);
-	sbx_result_free(res);
-	if ((r = sbx_workspace_close(ws)) < 0 && code != EXIT_LIBRARY_ERROR)
-		code = library_error("close workspace", r);
-	return code;
-}
-
 /* Opens the workspace the shared options describe. Returns 0, or the exit code to end with. */
 static int open_from_options(const struct ws_options *o, sbx_workspace **ws)
 {
@@ -267,6 +229,40 @@ static int close_workspace(sbx_workspace *ws, int code)
 	if (r < 0 && code != EXIT_LIBRARY_ERROR)
 		code = library_error("close workspace", r);
 	return code;
+}
+
+static const char exec_usage[] =
+	"agentsbx exec [--config JSON|@FILE] [--backend NAME] [--workdir DIR] [--timeout MS] "
+	"[--stdin] -- CMD [ARG...]";
+
+static int cmd_exec(int argc, char **argv)
+{
+	struct ws_options o = { 0 };
+	_cleanup_free_ char *input = NULL;
+	sbx_workspace *ws = NULL;
+	sbx_result *res = NULL;
+	size_t input_len = 0;
+	int code = 0, first, r;
+
+	if ((first = parse_ws_options(argc, argv, exec_usage, &o, &code)) < 0)
+		return code;
+	if (first >= argc)
+		return fail("exec: no command given\nusage: %s", exec_usage);
+	if (o.read_stdin && read_stdin_all(&input, &input_len) < 0)
+		return fail("%s", "--stdin: cannot read standard input (or it exceeds 64 MiB)");
+	if ((code = open_from_options(&o, &ws)) != 0)
+		return code;
+	sbx_exec_opts opts = {
+		.size = sizeof opts,
+		.stdin_data = input,
+		.stdin_len = input_len,
+		.flags = SBX_EXEC_NO_CAPTURE,
+		.on_output = write_through,
+	};
+	r = sbx_exec(ws, (const char *const *)argv + first, &opts, &res);
+	code = r < 0 ? library_error("exec", r) : exit_code_of(res);
+	sbx_result_free(res);
+	return close_workspace(ws, code);
 }
 
 static const char tools_usage[] =

@@ -84,24 +84,11 @@ int sbx_tools_json(sbx_workspace *ws, char **json_out)
 
 /* ---- argument checking ---- */
 
-static const char *json_type_word(const sbx_json *v)
-{
-	switch (v->type) {
-	case SBX_JSON_NULL: return "null";
-	case SBX_JSON_BOOL: return "boolean";
-	case SBX_JSON_INT: return "integer";
-	case SBX_JSON_NUMBER: return "number";
-	case SBX_JSON_STRING: return "string";
-	case SBX_JSON_ARRAY: return "array";
-	default: return "object";
-	}
-}
-
 static bool type_ok(const sbx_json *v, const char *type)
 {
 	if (strcmp(type, "number") == 0)
 		return v->type == SBX_JSON_INT || v->type == SBX_JSON_NUMBER;
-	return strcmp(json_type_word(v), type) == 0;
+	return strcmp(sbx_json_type_name(v->type), type) == 0;
 }
 
 static bool string_ok(const sbx_json *v, char *err, const char *name)
@@ -156,7 +143,7 @@ static bool value_ok(const sbx_json *v, const sbx_json *schema, char *err, const
 
 	if (type && type->type == SBX_JSON_STRING && !type_ok(v, type->str)) {
 		snprintf(err, SCHEMA_ERR_MAX, "\"%s\" must be %s %s (got %s)", name,
-		         strchr("aeiou", type->str[0]) ? "an" : "a", type->str, json_type_word(v));
+		         strchr("aeiou", type->str[0]) ? "an" : "a", type->str, sbx_json_type_name(v->type));
 		return false;
 	}
 	if (v->type == SBX_JSON_STRING)
@@ -189,7 +176,7 @@ static bool args_ok(const sbx_json *args, const sbx_json *schema, char *err)
 
 	if (args->type != SBX_JSON_OBJECT) {
 		snprintf(err, SCHEMA_ERR_MAX, "the arguments must be a JSON object (got %s)",
-		         json_type_word(args));
+		         sbx_json_type_name(args->type));
 		return false;
 	}
 	for (size_t i = 0; required && i < required->n; i++)
