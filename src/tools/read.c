@@ -62,6 +62,22 @@ static const char *image_media_type(const char *rel)
 	return NULL;
 }
 
+/* The whole file, if it is within max bytes: 0, 1 after a tool error, or negative. */
+static int read_capped(sbx_tool_ctx *ctx, const char *rel, const char *shown, const sbx_stat *st,
+                       uint64_t max, char **data, size_t *len, sbx_tool_out *out)
+{
+	int r;
+
+	if (st->file_size > max)
+		return sbx_tool_error(out, "Error: %s is too large to read (%llu bytes; the limit is "
+		                      "%llu)", shown, (unsigned long long)st->file_size,
+		                      (unsigned long long)max), 1;
+	if ((r = sbx_file_read(ctx->ws, rel, data, len)) < 0)
+		return r == -SBX_ENOMEM ? r : (sbx_tool_error(out, "Error reading file: %s",
+		                                               sbx_last_error()), 1);
+	return 0;
+}
+
 static int read_image(sbx_tool_ctx *ctx, const char *rel, const char *shown,
                       const char *media_type, const sbx_stat *st, sbx_tool_out *out)
 {
@@ -69,13 +85,8 @@ static int read_image(sbx_tool_ctx *ctx, const char *rel, const char *shown,
 	size_t len;
 	int r;
 
-	if (st->file_size > IMAGE_MAX)
-		return sbx_tool_error(out, "Error: image %s is too large (%llu bytes; the limit is "
-		                      "%llu)", shown, (unsigned long long)st->file_size,
-		                      (unsigned long long)IMAGE_MAX);
-	if ((r = sbx_file_read(ctx->ws, rel, &data, &len)) < 0)
-		return r == -SBX_ENOMEM ? r : sbx_tool_error(out, "Error reading file: %s",
-		                                              sbx_last_error());
+	if ((r = read_capped(ctx, rel, shown, st, IMAGE_MAX, &data, &len, out)) != 0)
+		return r < 0 ? r : 0;
 	if (!(b64 = malloc(4 * ((len + 2) / 3) + 1)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)data, (int)len);
@@ -108,13 +119,8 @@ static int read_text(sbx_tool_ctx *ctx, const char *rel, const char *shown, cons
 	size_t len, lines = 0, shown_lines = 0;
 	int r;
 
-	if (st->file_size > TEXT_MAX)
-		return sbx_tool_error(out, "Error: %s is too large to read (%llu bytes; the limit is "
-		                      "%llu)", shown, (unsigned long long)st->file_size,
-		                      (unsigned long long)TEXT_MAX);
-	if ((r = sbx_file_read(ctx->ws, rel, &raw, &len)) < 0)
-		return r == -SBX_ENOMEM ? r : sbx_tool_error(out, "Error reading file: %s",
-		                                              sbx_last_error());
+	if ((r = read_capped(ctx, rel, shown, st, TEXT_MAX, &raw, &len, out)) != 0)
+		return r < 0 ? r : 0;
 	sbx_tool_text_append(&text, raw, len);
 	for (size_t i = 0; i < text.len;) {
 		const char *nl = memchr(text.data + i, '\n', text.len - i);
