@@ -19,12 +19,15 @@ import os
 from collections.abc import AsyncIterator
 from ctypes import c_int, c_size_t, c_void_p
 from types import TracebackType
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from . import _native
 from ._native import SBX_STDERR, SBX_STDIN, SBX_STDOUT
 from ._util import as_bytes, check, wait_timeout_ms
 from .errors import SBX_EINVAL, SBX_EIO, SBX_ESTATE, SBX_ETIMEDOUT, TimedOutError, error_for
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
 
 STREAMS = {"stdout": SBX_STDOUT, "stderr": SBX_STDERR}
 STREAM_NAMES = {SBX_STDOUT: "stdout", SBX_STDERR: "stderr"}
@@ -39,8 +42,11 @@ class Process:
     """A command started with Workspace.spawn(). Close it (or use `with`/`async with`):
     closing kills the process tree if it still runs, reaps it and frees the handle."""
 
-    def __init__(self, handle: c_void_p) -> None:
+    def __init__(self, handle: c_void_p, workspace: Optional[Workspace] = None) -> None:
         self._handle: Optional[c_void_p] = handle
+        # Held so a Workspace nobody else references is not collected (and closed, which
+        # kills this process) while the process is in use.
+        self.workspace = workspace
         self._eof: dict[int, bool] = {SBX_STDOUT: False, SBX_STDERR: False}
         # fd -> (loop, future) of an awaiting reader or writer, so close() can release it.
         self._waiters: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = {}

@@ -188,7 +188,7 @@ class Workspace:
         handle = c_void_p()
         self._call("sbx_process_spawn", argv_array(argv), byref(opts), byref(handle))
         try:
-            return Process(handle)
+            return Process(handle, self)
         except BaseException:
             _native.load().sbx_process_free(handle)
             raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -156,4 +157,13 @@ def test_a_handle_outlives_its_workspace(backend: str) -> None:
     proc = ws.spawn(["sleep", "60"])
     ws.close()  # stops everything; the handle stays valid until closed
     assert proc.wait_sync(timeout=5) == -1 and proc.term_signal == signal.SIGKILL
+    proc.close()
+
+
+def test_a_process_keeps_its_workspace_open(backend: str) -> None:
+    proc = agentsbx.Workspace({"backend": backend}).spawn(["cat"])
+    gc.collect()
+    proc.write(b"still here\n")
+    assert proc.read_sync(timeout=10) == b"still here\n"
+    assert not proc.workspace.closed
     proc.close()
