@@ -44,7 +44,7 @@ id sbxtest >/dev/null 2>&1 || useradd --create-home --shell /bin/sh sbxtest
 chmod -R a+rwX "$out"
 chmod a+x "$src" "$out" "$(dirname "$src")" 2>/dev/null || true
 runuser -u sbxtest -- env HOME=/home/sbxtest TMPDIR=/tmp \
-  meson test -C "$out/main" --no-rebuild --print-errorlogs --suite integration
+  meson test -C "$out/main" --no-rebuild --print-errorlogs --suite integration --suite bindings
 count_results "$out/main"
 
 step "sanitizers (address, undefined; leaks fail)"

@@ -24,8 +24,11 @@ static char *output_of(const char *result)
 	const char *p = strstr(result, "\"output\":\"");
 	char *out = malloc(strlen(result) + 1), *o = out;
 
-	if (!out || !p)
+	if (!out || !p) {
+		if (out)
+			out[0] = '\0';
 		return out;
+	}
 	for (p += 10; *p && *p != '"'; p++) {
 		if (*p != '\\') {
 			*o++ = *p;
