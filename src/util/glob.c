@@ -628,7 +628,7 @@ static bool segment_matches(const sbx_glob *g, const seg *s, const char *t, size
 	case SEG_LITERAL:
 		return n == s->n && memcmp(t, g->lits + s->first, n) == 0;
 	case SEG_SUFFIX:
-		return n >= s->n && memcmp(t + n - s->n, g->lits + s->first, s->n) == 0;
+		return n >= s->n && (!s->n || memcmp(t + n - s->n, g->lits + s->first, s->n) == 0);
 	case SEG_ATOMS:
 		return atoms_match(g, s, t, t + n);
 	default:
