@@ -31,9 +31,11 @@
 #define GREP_MAX_FILE_SIZE (64u << 20)
 #define GREP_BINARY_PROBE 8192
 #define GREP_TIMEOUT_MS 30000
-#define GREP_MAX_THREADS 4
+#define GREP_MAX_WORKERS 4
 /* Files opened and waiting for a worker: bounds the fds the search holds. */
-#define GREP_QUEUE 64
+#define GREP_QUEUE 128
+/* Files handed between the walker and a worker at a time. */
+#define GREP_BATCH 16
 /* Zeroed bytes kept after a file's data: PCRE2's JIT scans ahead in 16-byte blocks, and
  * reading initialised memory of our own keeps valgrind quiet and the reads in bounds. */
 #define GREP_READ_SLACK 64
@@ -89,6 +91,8 @@ typedef struct grep_run {
 	pthread_cond_t not_empty, not_full;
 	file_job queue[GREP_QUEUE];
 	size_t qhead, qlen;
+	file_job pending[GREP_BATCH];   /* the walker's, not yet queued */
+	size_t npending;
 	bool closing;   /* no more jobs will come */
 	bool stop;      /* the page is full: remaining jobs are dropped */
 	int error;      /* a worker ran out of memory */
@@ -142,6 +146,8 @@ static enum read_result read_whole(worker *w, int fd, size_t size, size_t *len)
 		if (n == 0)
 			break;
 		used += (size_t)n;
+		if ((size_t)n < room)
+			break;   /* a short read of a regular file is its end: no read to see 0 */
 	}
 	if (used > GREP_MAX_FILE_SIZE)
 		return READ_TOO_BIG;
@@ -264,51 +270,70 @@ static void consume_ready(grep_run *g)
  * Workers
  * ------------------------------------------------------------------------------------- */
 
+/* Takes up to GREP_BATCH jobs off the queue (lock held). */
+static size_t take_jobs(grep_run *g, file_job *jobs)
+{
+	size_t n = 0;
+
+	while (g->qlen && n < GREP_BATCH) {
+		jobs[n++] = g->queue[g->qhead];
+		g->qhead = (g->qhead + 1) % GREP_QUEUE;
+		g->qlen--;
+	}
+	if (n)
+		pthread_cond_signal(&g->not_full);
+	return n;
+}
+
+/* Jobs move in batches: a hand-over per file cost more futex calls than the search itself. */
 static void *worker_main(void *arg)
 {
 	worker *w = arg;
 	grep_run *g = w->run;
+	file_job jobs[GREP_BATCH];
+	int r[GREP_BATCH];
 
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
 		while (!g->qlen && !g->closing)
 			pthread_cond_wait(&g->not_empty, &g->lock);
-		if (!g->qlen)
+		size_t n = take_jobs(g, jobs);
+		if (!n)
 			break;
-		file_job job = g->queue[g->qhead];
-		g->qhead = (g->qhead + 1) % GREP_QUEUE;
-		g->qlen--;
-		pthread_cond_signal(&g->not_full);
 		bool skip = g->stop || g->error;
 		pthread_mutex_unlock(&g->lock);
 
-		int r = 0;
-		if (skip) {
-			close(job.fd);
-			job.slot->status = FILE_SKIPPED;
-		} else {
-			r = search_file(w, job.fd, job.slot, false);
+		for (size_t i = 0; i < n; i++) {
+			r[i] = 0;
+			if (skip) {
+				close(jobs[i].fd);
+				jobs[i].slot->status = FILE_SKIPPED;
+			} else {
+				r[i] = search_file(w, jobs[i].fd, jobs[i].slot, false);
+			}
 		}
 
 		pthread_mutex_lock(&g->lock);
-		job.slot->done = true;
-		if (r < 0 && !g->error)
-			g->error = r;
+		for (size_t i = 0; i < n; i++) {
+			jobs[i].slot->done = true;
+			if (r[i] < 0 && !g->error)
+				g->error = r[i];
+		}
 	}
 	pthread_mutex_unlock(&g->lock);
 	return NULL;
 }
 
-static size_t thread_count(void)
+/* Workers besides the walking thread, which is kept busy listing and opening: one per
+ * further CPU. With one CPU the walking thread searches too, without any hand-over. */
+static size_t worker_count(void)
 {
 	const char *env = getenv("SBX_GREP_THREADS");   /* a knob for benchmarks and tests */
 	long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
 
-	if (n < 1)
+	if (n <= 1)
 		return 0;
-	if (n == 1)
-		return 0;   /* one CPU: the walking thread searches too, no hand-over */
-	return n > GREP_MAX_THREADS ? GREP_MAX_THREADS : (size_t)n;
+	return n - 1 > GREP_MAX_WORKERS ? GREP_MAX_WORKERS : (size_t)(n - 1);
 }
 
 static int worker_init(worker *w, grep_run *g)
@@ -399,20 +424,32 @@ static int search_inline(grep_run *g, int fd, file_slot *s)
 	return r < 0 ? r : g->stop;
 }
 
-static int hand_over(grep_run *g, int fd, file_slot *s)
+/* Moves the walker's pending jobs to the queue, and consumes what is finished. Returns 1
+ * when the page is full, 0 to go on, or a worker's error. */
+static int flush_jobs(grep_run *g)
 {
 	int r;
 
 	pthread_mutex_lock(&g->lock);
-	while (g->qlen == GREP_QUEUE)
-		pthread_cond_wait(&g->not_full, &g->lock);
-	g->queue[(g->qhead + g->qlen) % GREP_QUEUE] = (file_job){ s, fd };
-	g->qlen++;
-	pthread_cond_signal(&g->not_empty);
+	for (size_t i = 0; i < g->npending; i++) {
+		while (g->qlen == GREP_QUEUE)
+			pthread_cond_wait(&g->not_full, &g->lock);
+		g->queue[(g->qhead + g->qlen) % GREP_QUEUE] = g->pending[i];
+		g->qlen++;
+		if (g->qlen == GREP_BATCH || i + 1 == g->npending)
+			pthread_cond_signal(&g->not_empty);
+	}
+	g->npending = 0;
 	consume_ready(g);
 	r = g->error ? g->error : g->stop;
 	pthread_mutex_unlock(&g->lock);
 	return r;
+}
+
+static int hand_over(grep_run *g, int fd, file_slot *s)
+{
+	g->pending[g->npending++] = (file_job){ s, fd };
+	return g->npending == GREP_BATCH ? flush_jobs(g) : 0;
 }
 
 static int grep_on_file(void *ud, const sbx_walk_entry *e)
@@ -573,10 +610,12 @@ static int grep_tree(grep_run *g, const char *rel, bool *timed_out)
 	sbx_walk w = { .root_fd = g->ctx->root_fd, .base = rel, .gitignore = true,
 	               .deadline_ms = sbx_now_ms() + GREP_TIMEOUT_MS, .want_dir = grep_want_dir,
 	               .on_file = grep_on_file, .ud = g };
-	int r = start_workers(g, thread_count());
+	int r = start_workers(g, worker_count());
 
 	if (r == 0)
 		r = sbx_walk_run(&w);
+	if (g->nworkers && flush_jobs(g) < 0 && r == 0)
+		r = g->error;
 	stop_workers(g);
 	if (r == 0)
 		r = g->error;

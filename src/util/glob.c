@@ -646,7 +646,7 @@ static const char *next_slash(const char *t, const char *end)
 static bool alternative_matches(const sbx_glob *g, const alt *a, const char *t,
                                 const char *end)
 {
-	const seg *sg = g->segs + a->first;
+	const seg *sg = a->n ? g->segs + a->first : NULL;   /* "." has no segments */
 	uint32_t pi = 0, star = UINT32_MAX;
 	const char *star_t = NULL;
 

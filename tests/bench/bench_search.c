@@ -2,12 +2,16 @@
  * hundred bytes to 64 KiB, in 550 directories, some lines matching), each measurement the
  * median of several warm runs, side by side in the same process run.
  *
- *   bench-search [files] [runs]      (defaults: 50000 files, 5 runs) */
+ *   bench-search [files] [runs] [dir]   (defaults: 50000 files, 5 runs, a temporary dir)
+ *
+ * With dir, the tree is made there unless it exists already, and kept: handy when tuning. */
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -113,54 +117,73 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
-static double time_shell(const char *cmd, int runs)
+static double cpu_s(int who)
 {
-	double t[MAX_RUNS];
+	struct rusage ru;
 
-	if (system(cmd) < 0)   /* warm-up */
-		exit(1);
-	for (int i = 0; i < runs; i++) {
-		double t0 = now_s();
-		if (system(cmd) < 0)
-			exit(1);
-		t[i] = now_s() - t0;
-	}
-	return median(t, runs);
+	getrusage(who, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-static double time_tool(sbx_tool_ctx *ctx, const sbx_tool_def *tool, const char *json, int runs,
-                        char *summary, size_t summary_len)
+typedef struct timing {
+	double wall, cpu;
+} timing;
+
+static timing run_shell(const char *cmd)
 {
-	double t[MAX_RUNS];
+	double t0 = now_s(), c0 = cpu_s(RUSAGE_CHILDREN);
+
+	if (system(cmd) < 0)
+		exit(1);
+	return (timing){ now_s() - t0, cpu_s(RUSAGE_CHILDREN) - c0 };
+}
+
+static timing run_tool(sbx_tool_ctx *ctx, const sbx_tool_def *tool, const sbx_json *args,
+                       char *summary, size_t summary_len)
+{
+	sbx_tool_out out = { .ok = true };
+	double t0 = now_s(), c0 = cpu_s(RUSAGE_SELF);
+	timing t;
+
+	if (tool->run(ctx, args, &out) < 0 || !out.ok) {
+		fprintf(stderr, "%s failed: %s\n", tool->name, out.text.data);
+		exit(1);
+	}
+	t = (timing){ now_s() - t0, cpu_s(RUSAGE_SELF) - c0 };
+	snprintf(summary, summary_len, "%s", out.meta.data ? out.meta.data : "");
+	sbx_buf_free(&out.text);
+	sbx_buf_free(&out.meta);
+	return t;
+}
+
+/* Times the tool and the shell command alternately (a warm-up of each first), so load from
+ * elsewhere on the machine hits both alike, and prints the medians side by side. */
+static void compare(sbx_tool_ctx *ctx, const char *what, const sbx_tool_def *tool,
+                    const char *json, const char *other, const char *cmd, int runs)
+{
+	double ow[MAX_RUNS], oc[MAX_RUNS], tw[MAX_RUNS], tc[MAX_RUNS];
 	sbx_json *args = NULL;
-	char err[200];
+	char err[200], meta[512];
 
 	if (sbx_json_parse(json, strlen(json), &args, err, sizeof err) < 0) {
 		fprintf(stderr, "%s: %s\n", json, err);
 		exit(1);
 	}
-	for (int i = -1; i < runs; i++) {
-		sbx_tool_out out = { .ok = true };
-		double t0 = now_s();
-		if (tool->run(ctx, args, &out) < 0 || !out.ok) {
-			fprintf(stderr, "%s failed: %s\n", tool->name, out.text.data);
-			exit(1);
-		}
-		if (i >= 0)
-			t[i] = now_s() - t0;
-		snprintf(summary, summary_len, "%s", out.meta.data ? out.meta.data : "");
-		sbx_buf_free(&out.text);
-		sbx_buf_free(&out.meta);
+	run_tool(ctx, tool, args, meta, sizeof meta);
+	run_shell(cmd);
+	for (int i = 0; i < runs; i++) {
+		timing o = run_tool(ctx, tool, args, meta, sizeof meta);
+		timing t = run_shell(cmd);
+		ow[i] = o.wall;
+		oc[i] = o.cpu;
+		tw[i] = t.wall;
+		tc[i] = t.cpu;
 	}
 	sbx_json_free(args);
-	return median(t, runs);
-}
-
-static void row(const char *what, double ours, const char *other, double theirs,
-                const char *meta)
-{
-	printf("%-34s %8.1f ms   %-24s %8.1f ms   ratio %.2f\n", what, ours * 1e3, other,
-	       theirs * 1e3, ours / theirs);
+	double a = median(ow, runs), b = median(tw, runs);
+	printf("%-30s %7.1f ms (cpu %6.1f)  %-20s %7.1f ms (cpu %6.1f)  ratio %.2f\n", what,
+	       a * 1e3, median(oc, runs) * 1e3, other, b * 1e3, median(tc, runs) * 1e3, a / b);
 	printf("    (%s)\n", meta);
 }
 
@@ -168,59 +191,54 @@ int main(int argc, char **argv)
 {
 	size_t files = argc > 1 ? strtoul(argv[1], NULL, 10) : 50000;
 	int runs = argc > 2 ? atoi(argv[2]) : 5;
-	char root[] = "/tmp/sbx-bench-search-XXXXXX", cmd[PATH_MAX + 200], meta[512];
-	double ours, theirs, t0;
+	char root[PATH_MAX / 2] = "/tmp/sbx-bench-search-XXXXXX", cmd[PATH_MAX + 200];
+	bool keep = false, reuse = false;
+	double t0;
 
 	if (runs < 1 || runs > MAX_RUNS)
 		runs = 5;
-	if (!mkdtemp(root)) {
+	if (argc > 3) {
+		snprintf(root, sizeof root, "%s", argv[3]);
+		keep = true;
+		reuse = mkdir(root, 0755) < 0;
+	} else if (!mkdtemp(root)) {
 		perror("mkdtemp");
 		return 1;
 	}
 	t0 = now_s();
-	make_tree(root, files);
-	printf("tree: %zu files under %s, made in %.1f s; median of %d warm runs\n\n", files, root,
-	       now_s() - t0, runs);
+	if (!reuse) {
+		make_tree(root, files);
+		sync();   /* writeback of the new files would disturb the first timings */
+	}
+	printf("tree: %zu files under %s, %s in %.1f s; median of %d warm runs\n\n", files, root,
+	       reuse ? "reused" : "made", now_s() - t0, runs);
 
 	sbx_tool_ctx ctx = { .session_id = "default", .root_view = root,
 	                     .root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC) };
 
-	ours = time_tool(&ctx, &sbx_tool_grep, "{\"pattern\":\"" NEEDLE "\",\"head_limit\":0}",
-	                 runs, meta, sizeof meta);
 	snprintf(cmd, sizeof cmd, "grep -rl " NEEDLE " %s > /dev/null", root);
-	theirs = time_shell(cmd, runs);
-	row("Grep files_with_matches", ours, "grep -rl", theirs, meta);
-
-	ours = time_tool(&ctx, &sbx_tool_grep, "{\"pattern\":\"" NEEDLE "\",\"output_mode\":"
-	                 "\"content\",\"head_limit\":0}", runs, meta, sizeof meta);
+	compare(&ctx, "Grep files_with_matches", &sbx_tool_grep,
+	        "{\"pattern\":\"" NEEDLE "\",\"head_limit\":0}", "grep -rl", cmd, runs);
 	snprintf(cmd, sizeof cmd, "grep -rn " NEEDLE " %s > /dev/null", root);
-	theirs = time_shell(cmd, runs);
-	row("Grep content -n", ours, "grep -rn", theirs, meta);
-
-	ours = time_tool(&ctx, &sbx_tool_grep, "{\"pattern\":\"struct\\\\s+\\\\w+_t\\\\b\","
-	                 "\"output_mode\":\"count\",\"head_limit\":0}", runs, meta, sizeof meta);
+	compare(&ctx, "Grep content -n", &sbx_tool_grep, "{\"pattern\":\"" NEEDLE "\","
+	        "\"output_mode\":\"content\",\"head_limit\":0}", "grep -rn", cmd, runs);
 	snprintf(cmd, sizeof cmd, "grep -rcP 'struct\\s+\\w+_t\\b' %s > /dev/null", root);
-	theirs = time_shell(cmd, runs);
-	row("Grep count (regex)", ours, "grep -rcP", theirs, meta);
-
-	ours = time_tool(&ctx, &sbx_tool_grep, "{\"pattern\":\"" NEEDLE "\"}", runs, meta,
-	                 sizeof meta);
+	compare(&ctx, "Grep count (regex)", &sbx_tool_grep, "{\"pattern\":"
+	        "\"struct\\\\s+\\\\w+_t\\\\b\",\"output_mode\":\"count\",\"head_limit\":0}",
+	        "grep -rcP", cmd, runs);
 	snprintf(cmd, sizeof cmd, "grep -rl " NEEDLE " %s > /dev/null", root);
-	theirs = time_shell(cmd, runs);
-	row("Grep default page (250)", ours, "grep -rl", theirs, meta);
-
-	ours = time_tool(&ctx, &sbx_tool_glob, "{\"pattern\":\"**/*.py\"}", runs, meta, sizeof meta);
+	compare(&ctx, "Grep default page (250)", &sbx_tool_grep, "{\"pattern\":\"" NEEDLE "\"}",
+	        "grep -rl", cmd, runs);
 	snprintf(cmd, sizeof cmd, "find %s -name '*.py' > /dev/null", root);
-	theirs = time_shell(cmd, runs);
-	row("Glob **/*.py", ours, "find -name '*.py'", theirs, meta);
-
-	ours = time_tool(&ctx, &sbx_tool_glob, "{\"pattern\":\"pkg07/**/file01?.{c,h}\"}", runs,
-	                 meta, sizeof meta);
+	compare(&ctx, "Glob **/*.py", &sbx_tool_glob, "{\"pattern\":\"**/*.py\"}",
+	        "find -name '*.py'", cmd, runs);
 	snprintf(cmd, sizeof cmd, "find %s/pkg07 -name 'file01?.[ch]' > /dev/null", root);
-	theirs = time_shell(cmd, runs);
-	row("Glob pkg07/**/file01?.{c,h}", ours, "find pkg07 -name", theirs, meta);
+	compare(&ctx, "Glob pkg07/**/file01?.{c,h}", &sbx_tool_glob,
+	        "{\"pattern\":\"pkg07/**/file01?.{c,h}\"}", "find pkg07 -name", cmd, runs);
 
 	close(ctx.root_fd);
+	if (keep)
+		return 0;
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
 	return system(cmd) == 0 ? 0 : 1;
 }

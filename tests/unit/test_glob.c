@@ -56,6 +56,8 @@ START_TEST(literal_and_components)
 	MATCH("src/", "src");
 	NO_MATCH("a", "");
 	MATCH("é/ü.txt", "é/ü.txt");
+	NO_MATCH(".", "a");               /* no components left: matches nothing */
+	NO_MATCH("/", "a");
 }
 END_TEST
 
