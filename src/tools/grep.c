@@ -31,6 +31,8 @@
 #define GREP_MAX_FILE_SIZE (64u << 20)
 #define GREP_BINARY_PROBE 8192
 #define GREP_TIMEOUT_MS 30000
+/* The most text one call returns, whatever head_limit says (0 included). */
+#define GREP_MAX_OUTPUT (16u << 20)
 #define GREP_MAX_WORKERS 4
 /* Files opened and waiting for a worker: bounds the fds the search holds. */
 #define GREP_QUEUE 128
@@ -60,6 +62,7 @@ typedef struct page {
 	sbx_buf text;
 	size_t total;            /* result lines seen */
 	bool truncated;          /* a line past the page exists */
+	bool overflow;           /* ... because the text reached GREP_MAX_OUTPUT */
 	bool separate_files;     /* context mode: "--" between files */
 	bool any_file;
 } page;
@@ -202,6 +205,8 @@ static void page_line(page *pg, const char *line, size_t n)
 	pg->total++;
 	if (pg->skip) {
 		pg->skip--;
+	} else if (pg->take && pg->text.len + n >= GREP_MAX_OUTPUT) {
+		pg->truncated = pg->overflow = true;
 	} else if (pg->take) {
 		if (pg->text.len)
 			sbx_buf_puts(&pg->text, "\n");
@@ -559,9 +564,13 @@ static void print_result(grep_run *g, const grep_args *a, bool timed_out, sbx_to
 	} else {
 		sbx_buf_append(&out->text, pg->text.data, pg->text.len);
 	}
-	if (pg->truncated || a->offset > 0) {
+	if (pg->overflow)
+		sbx_buf_printf(&out->text, "\n\n(Output stopped at %u MiB. Use head_limit and offset "
+		               "to page through the rest, or a more specific pattern.)",
+		               GREP_MAX_OUTPUT >> 20);
+	if ((pg->truncated && !pg->overflow) || a->offset > 0) {
 		sbx_buf_puts(&out->text, "\n\n[Showing results with pagination = ");
-		if (pg->truncated)
+		if (pg->truncated && !pg->overflow)
 			sbx_buf_printf(&out->text, "limit: %lld%s", (long long)a->head_limit,
 			               a->offset > 0 ? ", " : "");
 		if (a->offset > 0)
@@ -614,11 +623,11 @@ static int grep_tree(grep_run *g, const char *rel, bool *timed_out)
 
 	if (r == 0)
 		r = sbx_walk_run(&w);
-	if (g->nworkers && flush_jobs(g) < 0 && r == 0)
-		r = g->error;
+	if (g->nworkers)
+		flush_jobs(g);   /* an error it reports is in g->error */
 	stop_workers(g);
-	if (r == 0)
-		r = g->error;
+	if (r == 0 && g->error)   /* the message was set in the worker's thread */
+		r = sbx_fail(g->error, "out of memory");
 	if (r == 0)
 		drain(g);
 	*timed_out = w.timed_out;

@@ -635,6 +635,48 @@ START_TEST(grep_large_files)
 }
 END_TEST
 
+START_TEST(grep_output_cap)
+{
+	const size_t lines = 800000;
+	char *data = malloc(lines * 2);
+
+	for (size_t i = 0; i < lines; i++)
+		memcpy(data + 2 * i, "x\n", 2);
+	put_bytes(root, "many.txt", data, lines * 2);
+	free(data);
+	const char *t = grep_ok("{\"pattern\":\"x\",\"output_mode\":\"content\","
+	                        "\"head_limit\":0}");
+	ck_assert_ptr_nonnull(strstr(t, "\n\n(Output stopped at 16 MiB. Use head_limit and offset"));
+	ck_assert_ptr_null(strstr(t, "[Showing"));
+	ck_assert_uint_lt(strlen(t), (16u << 20) + 200);
+	META_HAS("\"truncated\":true");
+}
+END_TEST
+
+START_TEST(walk_depth_is_bounded)
+{
+	char rel[PATH_MAX] = "";
+	size_t len = 0;
+
+	for (int i = 0; i < 300; i++) {
+		memcpy(rel + len, "d/", 2);
+		len += 2;
+		if (i == 249 || i == 299) {
+			memcpy(rel + len, "f.txt", 6);
+			put(rel, "deep\n");
+			rel[len] = '\0';
+		}
+	}
+	/* 250 directories down is walked, 300 is not. */
+	const char *t = grep_ok("{\"pattern\":\"deep\",\"output_mode\":\"count\"}");
+	ck_assert_ptr_nonnull(strstr(t, "/d/f.txt:1"));
+	ck_assert_ptr_null(strchr(t, '\n'));
+	t = glob_ok("{\"pattern\":\"**/f.txt\"}");
+	ck_assert_ptr_null(strchr(t, '\n'));
+	ck_assert_uint_eq(strlen(t), strlen(VIEW) + 250 * 2 + 6);
+}
+END_TEST
+
 START_TEST(grep_gitignore)
 {
 	put(".gitignore", "*.log\nbuild/\n/top.txt\n!keep.log\n");
@@ -828,6 +870,8 @@ static Suite *search_suite(void)
 	tcase_add_test(tc, grep_long_lines);
 	tcase_add_test(tc, grep_large_files);
 	tcase_add_test(tc, grep_gitignore);
+	tcase_add_test(tc, grep_output_cap);
+	tcase_add_test(tc, walk_depth_is_bounded);
 	tcase_add_test(tc, grep_symlinks_and_escapes);
 	tcase_add_test(tc, grep_bad_patterns);
 	tcase_add_test(tc, grep_threads_agree);
