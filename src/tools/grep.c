@@ -538,11 +538,13 @@ static int read_args(const sbx_json *args, grep_args *a, sbx_tool_out *out)
 	else
 		return sbx_tool_error(out, "Error: output_mode must be \"content\", "
 		                      "\"files_with_matches\" or \"count\", not \"%s\".", mode), 1;
-	a->opts.caseless = sbx_tool_arg_bool(args, "-i", false) ||
+	/* "i" and "n" are the spellings of the reference tool (agentscope), "-i" and "-n" Claude
+	 * Code's: models use both. */
+	a->opts.caseless = sbx_tool_arg_bool(args, "-i", false) || sbx_tool_arg_bool(args, "i", false) ||
 	                   sbx_tool_arg_bool(args, "case_insensitive", false);
 	a->opts.multiline = sbx_tool_arg_bool(args, "multiline", false);
 	if (a->opts.mode == SBX_GREP_CONTENT) {
-		a->opts.line_numbers = sbx_tool_arg_bool(args, "-n", true);
+		a->opts.line_numbers = sbx_tool_arg_bool(args, "-n", sbx_tool_arg_bool(args, "n", true));
 		a->opts.before = (size_t)before;
 		a->opts.after = (size_t)after;
 	}
@@ -772,6 +774,8 @@ const sbx_tool_def sbx_tool_grep = {
 		"Requires output_mode: \\\"content\\\", ignored otherwise. Defaults to true.\"},"
 		"\"-i\":{\"type\":\"boolean\",\"description\":\"Case insensitive search (rg -i)\"},"
 		"\"case_insensitive\":{\"type\":\"boolean\",\"description\":\"Same as -i\"},"
+		"\"i\":{\"type\":\"boolean\",\"description\":\"Same as -i\"},"
+		"\"n\":{\"type\":\"boolean\",\"description\":\"Same as -n\"},"
 		"\"type\":{\"type\":\"string\",\"description\":\"File type to search (rg --type): "
 		"one of c, cmake, cpp, cs, css, dart, docker, elixir, erlang, go, haskell, html, java, "
 		"js, json, kotlin, lua, make, md, meson, perl, php, proto, py, r, rb, rust, scala, sh, "

@@ -811,8 +811,8 @@ static void check_schema(const sbx_tool_def *t)
 START_TEST(definitions)
 {
 	static const char *const grep_params[] = { "pattern", "path", "glob", "output_mode", "-B",
-		"-A", "-C", "context", "-n", "-i", "case_insensitive", "type", "head_limit", "offset",
-		"multiline" };
+		"-A", "-C", "context", "-n", "-i", "case_insensitive", "i", "n", "type", "head_limit",
+		"offset", "multiline" };
 	char *names, *save = NULL;
 	sbx_json *s = NULL;
 	char err[128];
