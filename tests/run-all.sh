@@ -32,6 +32,9 @@ PY
 step "dependencies"
 bash .ci/install-deps
 
+step "the Node binding's dependency (koffi, from npm)"
+(cd bindings/node && npm ci --no-audit --no-fund)
+
 step "strict build and test suite"
 rm -rf "$out"
 meson setup "$out/main" -Dwerror=true -Dbuildtype=debugoptimized >/dev/null
