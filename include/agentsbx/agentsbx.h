@@ -360,25 +360,33 @@ SBX_API int sbx_workspace_instructions(sbx_workspace *ws, char **text_out);
  * ("name" and "description" are required).
  * ------------------------------------------------------------------------------------- */
 
-/* Copies the skill in the host directory host_path (which holds SKILL.md) into the workspace.
- * *name_out (may be NULL; release with sbx_free) receives the skill's name. A skill of that
- * name already there: -SBX_EEXIST. */
+/* Copies the skill in the host directory host_path (which holds SKILL.md) into the workspace,
+ * as skills/<dir> with <dir> made from the name ([A-Za-z0-9_-] kept, other characters "_",
+ * then "_1", "_2"... if taken). Regular files, directories and symlinks that stay inside the
+ * folder are copied (symlinks as symlinks, which backends whose files are not on the host
+ * refuse with -SBX_ENOSYS); anything else is refused (-SBX_EINVAL naming the file). The same
+ * limits as for archives apply. The skill appears whole or not at all. *name_out (may be
+ * NULL; release with sbx_free) receives the skill's name. A skill of that name already
+ * there: -SBX_EEXIST. A name is 1..64 characters without '/', control characters or white
+ * space at either end. */
 SBX_API int sbx_skill_add(sbx_workspace *ws, const char *host_path, char **name_out);
 
 /* Adds a skill from a tar, tar.gz or zip archive in memory (format "tar", "tar.gz", "zip",
  * or NULL to tell from the content). The archive holds SKILL.md at its top or inside one
- * top-level folder. Entries that would land outside the skill's folder, links pointing out
- * of it, device files and archives expanding beyond 256 MiB are refused (-SBX_EINVAL naming
- * the entry) and nothing is left behind. */
+ * top-level folder (a "__MACOSX" folder beside it is ignored). Entries that would land
+ * outside the skill's folder, links pointing out of it, device files, and archives expanding
+ * beyond 256 MiB, holding a file over 64 MiB or more than 10000 entries are refused
+ * (-SBX_EINVAL naming the entry) and nothing is left behind. Otherwise as sbx_skill_add. */
 SBX_API int sbx_skill_add_archive(sbx_workspace *ws, const void *data, size_t len,
                                   const char *format, char **name_out);
 
-/* Removes the skill named name (-SBX_ENOENT if there is none). */
+/* Removes the skill named name, not its dir (-SBX_ENOENT if there is none). */
 SBX_API int sbx_skill_remove(sbx_workspace *ws, const char *name);
 
 /* The skills as a JSON array sorted by name:
  *   [{"name", "description", "dir": "skills/<dir>"}, ...]
- * Release with sbx_free(). */
+ * Folders without a valid SKILL.md, and names starting with '.', are skipped. Release with
+ * sbx_free(). */
 SBX_API int sbx_skills_json(sbx_workspace *ws, char **json_out);
 
 /* ---------------------------------------------------------------------------------------
