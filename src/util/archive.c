@@ -303,8 +303,9 @@ static int check_symlink(const sbx_arc *a, const sbx_arc_raw *raw, const char *p
 		char shown[200];
 		shown_name(raw->link, raw->link_len, shown, sizeof shown);
 		free(SBX_TAKE_PTR(*target));
-		return sbx_arc_fail(a, name, nlen, "the symlink to '%s' points outside the archive "
-		                    "(targets must be relative, with '..' only at the start)", shown);
+		return sbx_arc_fail(a, name, nlen, "the symlink to '%s' points outside the "
+		                    "archive (targets must be relative, with '..' only at the "
+		                    "start)", shown);
 	}
 	return 0;
 }
@@ -319,8 +320,8 @@ int sbx_arc_admit(sbx_arc *a, const char *name, size_t name_len, uint64_t size)
 		return sbx_arc_fail(a, name, name_len, "%llu bytes, more than the limit of %zu for "
 		                    "one file", (unsigned long long)size, a->lim.max_file);
 	if (size > a->lim.max_total - a->total)
-		return sbx_arc_fail(a, name, name_len, "the archive expands beyond the limit of %llu "
-		                    "bytes", (unsigned long long)a->lim.max_total);
+		return sbx_arc_fail(a, name, name_len, "the archive expands beyond the limit of "
+		                    "%llu bytes", (unsigned long long)a->lim.max_total);
 	a->total += size;
 	return 0;
 }
@@ -344,17 +345,16 @@ static int place(sbx_arc *a, const sbx_arc_raw *raw, const char *path, uint8_t t
 		size_t n = strcspn(p, "/");
 		bool last = p[n] == '\0';
 		uint32_t child = tree_find(&a->tree, at, p, n);
-		if (!last && child && a->tree.nodes[child].type != NODE_DIR &&
-		    a->tree.nodes[child].type != NODE_IMPLICIT_DIR)
-			return sbx_arc_fail(a, raw->name, raw->name_len, "lies below '%.*s', which is %s "
-			                    "in the archive", (int)(p + n - path), path,
-			                    node_kind(a->tree.nodes[child].type));
+		uint8_t had = child ? a->tree.nodes[child].type : NODE_ROOT;
+		bool had_dir = had == NODE_DIR || had == NODE_IMPLICIT_DIR;
+		if (!last && child && !had_dir)
+			return sbx_arc_fail(a, raw->name, raw->name_len, "lies below '%.*s', which "
+			                    "is %s in the archive", (int)(p + n - path), path,
+			                    node_kind(had));
 		if (last && child) {
-			uint8_t had = a->tree.nodes[child].type;
-			bool dirs = type == NODE_DIR && (had == NODE_DIR || had == NODE_IMPLICIT_DIR);
-			if (!dirs)
-				return sbx_arc_fail(a, raw->name, raw->name_len, "the path appears twice "
-				                    "in the archive");
+			if (type != NODE_DIR || !had_dir)
+				return sbx_arc_fail(a, raw->name, raw->name_len, "the path appears "
+				                    "twice in the archive");
 			*repeat = had == NODE_DIR;
 			a->tree.nodes[child].type = NODE_DIR;
 			*idx = child;
@@ -378,7 +378,8 @@ static int check_hardlink(sbx_arc *a, const sbx_arc_raw *raw, char **target, uin
 
 	*target = NULL;
 	if (!raw->link || raw->link_len == 0)
-		return sbx_arc_fail(a, raw->name, raw->name_len, "a hard link with an empty target");
+		return sbx_arc_fail(a, raw->name, raw->name_len, "a hard link with an empty "
+		                    "target");
 	r = normalize_name(a, raw->link, raw->link_len, target);
 	if (r == -SBX_ENOMEM)
 		return r;
@@ -484,7 +485,8 @@ int sbx_archive_detect(const void *data, size_t len, int *format)
 	else if (len >= 512 && sbx_arc_tar_header_ok(p))
 		*format = SBX_ARCHIVE_TAR;
 	else
-		return sbx_fail(-SBX_EINVAL, "format: the data is not a tar, tar.gz or zip archive");
+		return sbx_fail(-SBX_EINVAL, "format: the data is not a tar, tar.gz or zip "
+		                "archive");
 	return 0;
 }
 

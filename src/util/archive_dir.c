@@ -70,7 +70,8 @@ static int read_names(int fd, const char *path, struct names *out)
 		return sbx_fail(sbx_errno_code(err), "'%s': %s", path, strerror(err));
 	}
 	closedir(d);
-	qsort(out->v, out->n, sizeof *out->v, compare_names);
+	if (out->n)
+		qsort(out->v, out->n, sizeof *out->v, compare_names);
 	return 0;
 oom:
 	closedir(d);
@@ -106,8 +107,9 @@ static int emit_file(sbx_arc *a, int dirfd, const char *name, const char *path,
 	if (fd < 0)
 		return sbx_fail(sbx_errno_code(errno), "'%s': %s", path, strerror(errno));
 	r = sbx_fs_read_fd(fd, sbx_arc_limits(a)->max_file, &data, &len);
-	if (r == -SBX_EFBIG)
-		return sbx_arc_admit(a, path, strlen(path), (uint64_t)sbx_arc_limits(a)->max_file + 1);
+	if (r == -SBX_EFBIG)        /* it grew since the stat */
+		return sbx_arc_admit(a, path, strlen(path),
+		                     (uint64_t)sbx_arc_limits(a)->max_file + 1);
 	if (r < 0) {
 		char inner[256];
 		snprintf(inner, sizeof inner, "%s", sbx_last_error());

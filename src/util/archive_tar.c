@@ -107,8 +107,8 @@ static int src_take(struct src *s, size_t n, const unsigned char **p, size_t *go
 		return r;
 	s->out_total += *got;
 	if (s->out_total > s->out_cap)
-		return sbx_arc_fail(s->a, NULL, 0, "archive: the tar.gz expands beyond the limit of "
-		                    "%llu bytes", (unsigned long long)s->out_cap);
+		return sbx_arc_fail(s->a, NULL, 0, "archive: the tar.gz expands beyond the limit "
+		                    "of %llu bytes", (unsigned long long)s->out_cap);
 	*p = s->buf;
 	return 0;
 }
@@ -319,8 +319,8 @@ static int read_meta(struct src *s, uint64_t size, char **out, size_t *len)
 	int r;
 
 	if (size > META_MAX)
-		return sbx_arc_fail(s->a, NULL, 0, "archive: a tar metadata header of %llu bytes is "
-		                    "larger than %llu", (unsigned long long)size,
+		return sbx_arc_fail(s->a, NULL, 0, "archive: a tar metadata header of %llu bytes "
+		                    "is larger than %llu", (unsigned long long)size,
 		                    (unsigned long long)META_MAX);
 	if ((r = src_need(s, (size_t)size, &p)) < 0)
 		return r;
@@ -471,16 +471,12 @@ static int read_entries(struct src *s)
 			r = truncated(s);
 			break;
 		}
-		if (!sbx_arc_tar_header_ok(h)) {
-			r = sbx_arc_fail(s->a, NULL, 0, "archive: the tar header at byte %llu is corrupt "
-			                 "(bad checksum)", (unsigned long long)at);
-			break;
-		}
 		uint64_t size;
 		char type = (char)h[156];
-		if (!parse_number(h + 124, 12, &size)) {
-			r = sbx_arc_fail(s->a, NULL, 0, "archive: the tar header at byte %llu has a bad "
-			                 "size", (unsigned long long)at);
+		if (!sbx_arc_tar_header_ok(h) || !parse_number(h + 124, 12, &size)) {
+			r = sbx_arc_fail(s->a, NULL, 0, "archive: the tar header at byte %llu is "
+			                 "corrupt (%s)", (unsigned long long)at,
+			                 sbx_arc_tar_header_ok(h) ? "bad size" : "bad checksum");
 			break;
 		}
 		if (type == 'L' || type == 'K' || type == 'x' || type == 'g') {

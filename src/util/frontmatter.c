@@ -323,7 +323,8 @@ static int after_quote(const struct cursor *c, const struct line *l, const char 
 	while (i < n && is_space(rest[i]))
 		i++;
 	if (i < n && rest[i] != '#')
-		return fm_fail(c, -SBX_EINVAL, l->no, key, "unexpected text after the closing quote");
+		return fm_fail(c, -SBX_EINVAL, l->no, key, "unexpected text after the closing "
+		               "quote");
 	return 0;
 }
 
@@ -356,8 +357,8 @@ static int quoted_scalar(struct cursor *c, struct line l, const char *key, const
 			} else if (ch == '\\' && dq) {
 				size_t used = decode_escape(v + i + 1, n - i - 1, b);
 				if (!used)
-					return fm_fail(c, -SBX_EINVAL, l.no, key, "invalid escape '\\%c'",
-					               v[i + 1]);
+					return fm_fail(c, -SBX_EINVAL, l.no, key,
+					               "invalid escape '\\%c'", v[i + 1]);
 				i += 1 + used;
 				keep = b->len;
 			} else {
@@ -579,7 +580,7 @@ static int add_field(const struct cursor *c, sbx_frontmatter *fm, const char *ke
 	char *k;
 
 	for (size_t i = 0; i < fm->n; i++)
-		if (strlen(fm->fields[i].key) == klen && memcmp(fm->fields[i].key, key, klen) == 0) {
+		if (strncmp(fm->fields[i].key, key, klen) == 0 && !fm->fields[i].key[klen]) {
 			free(value);
 			return fm_fail(c, -SBX_EINVAL, line, fm->fields[i].key,
 			               "given twice (first on line %u)", fm->fields[i].line);
@@ -684,8 +685,8 @@ static int check_body(const struct cursor *c, size_t off)
 	while (peek_line(&b, &l)) {
 		skip_line(&b, &l);
 		if (!sbx_utf8_valid(l.s, l.next - (size_t)(l.s - c->text)))
-			return sbx_fail(-SBX_EINVAL, "%s: line %u: the body is not valid UTF-8", c->what,
-			                l.no);
+			return sbx_fail(-SBX_EINVAL, "%s: line %u: the body is not valid UTF-8",
+			                c->what, l.no);
 	}
 	return sbx_fail(-SBX_EINVAL, "%s: the body is not valid UTF-8", c->what);
 }
@@ -733,8 +734,8 @@ static int parse_document(struct cursor *c, sbx_frontmatter *fm)
 	skip_line(c, &l);
 	for (;;) {
 		if (!peek_line(c, &l))
-			return sbx_fail(-SBX_EINVAL, "%s: the front matter has no closing '---' line",
-			                c->what);
+			return sbx_fail(-SBX_EINVAL, "%s: the front matter has no closing '---' "
+			                "line", c->what);
 		skip_line(c, &l);
 		if (!sbx_utf8_valid(l.s, l.len))
 			return invalid_key_line(c, &l);
@@ -845,8 +846,8 @@ static int check_description(const char *d)
 	for (size_t i = 0; s[i];) {
 		i += utf8_next(s + i, &cp);
 		if (is_control(cp) && cp != '\n' && cp != '\t')
-			return sbx_fail(-SBX_EINVAL, "SKILL.md: key 'description': contains the control "
-			                "character U+%04X", (unsigned)cp);
+			return sbx_fail(-SBX_EINVAL, "SKILL.md: key 'description': contains the "
+			                "control character U+%04X", (unsigned)cp);
 	}
 	return 0;
 }

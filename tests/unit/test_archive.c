@@ -590,7 +590,8 @@ START_TEST(hostile_names)
 	bad_tar_name("a/..", 4, "'..' is not allowed");
 	bad_tar_name("/etc/passwd", 11, "archive entry '/etc/passwd': absolute names are not "
 	             "allowed");
-	bad_tar_name("bad\xff\xfe", 5, "archive entry 'bad\\xff\\xfe': the name is not valid UTF-8");
+	bad_tar_name("bad\xff\xfe", 5, "archive entry 'bad\\xff\\xfe': the name is not valid "
+	             "UTF-8");
 	bad_tar_name("ctl\x01name", 8, "the name contains a control character");
 	bad_tar_name(".", 1, "names the archive's root");
 
@@ -724,7 +725,8 @@ START_TEST(special_files_refused)
 		char type;
 		const char *what;
 	} kinds[] = {
-		{ '3', "is a character device" }, { '4', "is a block device" }, { '6', "is a FIFO" },
+		{ '3', "is a character device" }, { '4', "is a block device" },
+		{ '6', "is a FIFO" },
 		{ 'S', "is a sparse file" }, { 'V' + 1, "unknown tar entry type" },
 	};
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
@@ -738,7 +740,8 @@ START_TEST(special_files_refused)
 	tb_pax(&t, "GNU.sparse.map", "0,1", 3);
 	tb_file(&t, "sparse", "1");
 	tb_end(&t);
-	list_fails(t.data, t.len, SBX_ARCHIVE_TAR, NULL, "archive entry 'sparse': is a sparse file");
+	list_fails(t.data, t.len, SBX_ARCHIVE_TAR, NULL, "archive entry 'sparse': is a sparse "
+	           "file");
 	sbx_buf_free(&t);
 
 	zipb z = { 0 };
@@ -824,8 +827,8 @@ START_TEST(bombs)
 	zb_add_n(&z, "part0", 5, zeros, 600000, &(struct zopt){ 8, 0100644, 0, -1, NULL });
 	zb_add_n(&z, "part1", 5, zeros, 600000, &(struct zopt){ 8, 0100644, 0, -1, NULL });
 	zb_finish(&z);
-	list_fails(z.d.data, z.d.len, SBX_ARCHIVE_ZIP, &(sbx_archive_limits){ 10, 1 << 20, 1 << 20 },
-	           "'part1': the archive expands beyond");
+	list_fails(z.d.data, z.d.len, SBX_ARCHIVE_ZIP, &lim, "'part1': the archive expands "
+	           "beyond");
 	sbx_buf_free(&z.d);
 
 	/* tar.gz: a 32 MiB file is refused by its header before it is inflated... */
@@ -844,7 +847,8 @@ START_TEST(bombs)
 	tb_file(&t, "late", "x");
 	tb_end(&t);
 	gzip_bytes(t.data, t.len, &gz);
-	list_fails(gz.data, gz.len, SBX_ARCHIVE_TAR_GZ, &lim, "the tar.gz expands beyond the limit");
+	list_fails(gz.data, gz.len, SBX_ARCHIVE_TAR_GZ, &lim, "the tar.gz expands beyond the "
+	           "limit");
 	sbx_buf_free(&gz);
 	sbx_buf_free(&t);
 	free(zeros);

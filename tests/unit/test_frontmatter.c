@@ -87,8 +87,9 @@ END_TEST
 
 START_TEST(double_quoted_escapes)
 {
-	ck_assert_str_eq(value_of("---\nd: \"a\\tb\\n\\\"q\\\" \\\\ \\x41\\u00e9\\U0001F600\"\n---\n",
-	                          "d"), "a\tb\n\"q\" \\ A\xC3\xA9\xF0\x9F\x98\x80");
+	ck_assert_str_eq(value_of("---\nd: \"a\\tb\\n\\\"q\\\" \\\\ \\x41\\u00e9"
+	                          "\\U0001F600\"\n---\n", "d"),
+	                 "a\tb\n\"q\" \\ A\xC3\xA9\xF0\x9F\x98\x80");
 	ck_assert_str_eq(value_of("---\nd: \"x\" # comment\n---\n", "d"), "x");
 	ck_assert_str_eq(value_of("---\nd: \"folded\n  over   \n\n  lines\"\n---\n", "d"),
 	                 "folded over\nlines");
@@ -115,12 +116,12 @@ END_TEST
 
 START_TEST(block_scalars)
 {
-	ck_assert_str_eq(value_of("---\nd: |\n  line 1\n    indented\n\n  line 3\nx: y\n---\n", "d"),
-	                 "line 1\n  indented\n\nline 3\n");
+	ck_assert_str_eq(value_of("---\nd: |\n  line 1\n    indented\n\n  line 3\nx: y\n---\n",
+	                          "d"), "line 1\n  indented\n\nline 3\n");
 	ck_assert_str_eq(value_of("---\nd: |-\n  a\n  b\n\n---\n", "d"), "a\nb");
 	ck_assert_str_eq(value_of("---\nd: |+\n  a\n\n\nx: y\n---\n", "d"), "a\n\n\n");
-	ck_assert_str_eq(value_of("---\nd: >\n  folded\n  text\n\n  para\n    more\n  end\n---\n", "d"),
-	                 "folded text\npara\n  more\nend\n");
+	ck_assert_str_eq(value_of("---\nd: >\n  folded\n  text\n\n  para\n    more\n  end\n"
+	                          "---\n", "d"), "folded text\npara\n  more\nend\n");
 	ck_assert_str_eq(value_of("---\nd: >-\n  a\n  b\n---\n", "d"), "a b");
 	ck_assert_str_eq(value_of("---\nd: |2 # comment\n    four\n---\n", "d"), "  four\n");
 	ck_assert_str_eq(value_of("---\nd: |\n---\n", "d"), "");
@@ -220,7 +221,8 @@ START_TEST(skill_required_fields)
 	skill_fails("---\ndescription: d\n---\n", "has no 'name'");
 	skill_fails("---\nname: n\n---\n", "has no 'description'");
 	skill_fails("---\nname: ''\ndescription: d\n---\n", "key 'name': must not be empty");
-	skill_fails("---\nname: n\ndescription: '  '\n---\n", "key 'description': must not be empty");
+	skill_fails("---\nname: n\ndescription: '  '\n---\n", "key 'description': must not be "
+	            "empty");
 	skill_fails("---\nname: n\ndescription: \"a\\x07\"\n---\n", "control character U+0007");
 	skill_fails("---\nname: a/b\ndescription: d\n---\n", "must not contain '/'");
 	skill_fails("---\nname: \"a\\tb\"\ndescription: d\n---\n", "control characters");
