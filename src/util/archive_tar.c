@@ -330,7 +330,9 @@ static int read_meta(struct src *s, uint64_t size, char **out, size_t *len)
 	memcpy(*out, p, (size_t)size);
 	(*out)[size] = '\0';
 	*len = (size_t)size;
-	return src_skip(s, padding(size));
+	if ((r = src_skip(s, padding(size))) < 0)
+		free(SBX_TAKE_PTR(*out));
+	return r;
 }
 
 /* A GNU long name or link: the data up to its terminating NUL (inner NULs stay, so the

@@ -579,6 +579,11 @@ static int add_field(const struct cursor *c, sbx_frontmatter *fm, const char *ke
 	sbx_fm_field *nf;
 	char *k;
 
+	if (fm->n == SBX_FRONTMATTER_KEYS_MAX) {
+		free(value);
+		return fm_fail(c, -SBX_EINVAL, line, NULL, "more than %d keys",
+		               SBX_FRONTMATTER_KEYS_MAX);
+	}
 	for (size_t i = 0; i < fm->n; i++)
 		if (strncmp(fm->fields[i].key, key, klen) == 0 && !fm->fields[i].key[klen]) {
 			free(value);
@@ -622,6 +627,8 @@ static int parse_entry(struct cursor *c, const struct line *l, sbx_frontmatter *
 	if (colon == l->len)
 		return fm_fail(c, -SBX_EINVAL, l->no, NULL, "expected 'key: value'");
 	klen = trim_right(l->s, colon);
+	if (klen == 0)
+		return fm_fail(c, -SBX_EINVAL, l->no, NULL, "expected 'key: value'");
 	if (klen >= sizeof key)
 		return fm_fail(c, -SBX_EINVAL, l->no, NULL, "key longer than %zu bytes",
 		               sizeof key - 1);

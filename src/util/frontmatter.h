@@ -8,8 +8,9 @@
  * without a value. Plain scalars are taken literally up to a " #" comment, so
  * "description: Use when: x" is the string "Use when: x" (strict YAML would refuse it).
  *
- * The parser never recurses and refuses text over SBX_FRONTMATTER_MAX bytes, NUL bytes and
- * text that is not UTF-8, naming the key (or the body) where it found it. */
+ * The parser never recurses and refuses text over SBX_FRONTMATTER_MAX bytes or with more than
+ * SBX_FRONTMATTER_KEYS_MAX keys, NUL bytes and text that is not UTF-8, naming the key (or the
+ * body) where it found it. */
 #ifndef SBX_UTIL_FRONTMATTER_H
 #define SBX_UTIL_FRONTMATTER_H
 
@@ -17,6 +18,8 @@
 #include <stddef.h>
 
 #define SBX_FRONTMATTER_MAX ((size_t)1 << 20)
+/* Keys are looked up one by one: a cap keeps hostile front matter from costing n^2. */
+#define SBX_FRONTMATTER_KEYS_MAX 1000
 
 typedef struct sbx_fm_field {
 	char *key;

@@ -864,6 +864,11 @@ START_TEST(truncated_and_corrupt)
 	/* In b's data, in b's header. */
 	list_fails(t.data, 1024 + 512 + 3, SBX_ARCHIVE_TAR, NULL, "the tar data is truncated");
 	list_fails(t.data, 1024 + 100, SBX_ARCHIVE_TAR, NULL, "truncated");
+	/* A GNU long name cut off in its padding (its name must not leak). */
+	tarb g = { 0 };
+	tb_meta(&g, 'L', "long/name", 10);
+	list_fails(g.data, 512 + 10, SBX_ARCHIVE_TAR, NULL, "truncated");
+	sbx_buf_free(&g);
 	/* A pax header with no entry after it. */
 	tarb p = { 0 };
 	tb_pax(&p, "path", "x", 1);

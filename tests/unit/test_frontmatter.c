@@ -159,6 +159,7 @@ START_TEST(structure_errors)
 	FAILS("---\nname: x\n", -SBX_EINVAL, "no closing '---'");
 	FAILS("---\nname x\n---\n", -SBX_EINVAL, "line 2: expected 'key: value'");
 	FAILS("---\n- item\n---\n", -SBX_EINVAL, "line 2: expected 'key: value'");
+	FAILS("---\n: [a, b]\n---\n", -SBX_EINVAL, "line 2: expected 'key: value'");
 	FAILS("---\nd: \"x\"\n  more\n---\n", -SBX_EINVAL, "unexpected indentation");
 	FAILS("---\nname: a\nname: b\n---\n", -SBX_EINVAL, "given twice (first on line 2)");
 }
@@ -178,6 +179,13 @@ START_TEST(hostile_bytes)
 	memset(huge, 'a', big);
 	memcpy(huge, "---\n", 4);
 	parse_fails(huge, big, -SBX_EFBIG, "more than the limit");
+
+	/* Keys cost a look at each earlier one: their number is capped. */
+	size_t len = (size_t)sprintf(huge, "---\n");
+	for (int i = 0; i <= SBX_FRONTMATTER_KEYS_MAX; i++)
+		len += (size_t)sprintf(huge + len, "k%d: v\n", i);
+	len += (size_t)sprintf(huge + len, "---\n");
+	parse_fails(huge, len, -SBX_EINVAL, "line 1002: more than 1000 keys");
 	free(huge);
 }
 END_TEST
