@@ -366,25 +366,33 @@ SBX_API int sbx_workspace_instructions(sbx_workspace *ws, char **text_out);
  * ("name" and "description" are required).
  * ------------------------------------------------------------------------------------- */
 
-/* Copies the skill in the host directory host_path (which holds SKILL.md) into the workspace.
- * *name_out (may be NULL; release with sbx_free) receives the skill's name. A skill of that
- * name already there: -SBX_EEXIST. */
+/* Copies the skill in the host directory host_path (which holds SKILL.md) into the workspace,
+ * as skills/<dir> with <dir> made from the name ([A-Za-z0-9_-] kept, other characters "_",
+ * then "_1", "_2"... if taken). Regular files, directories and symlinks that stay inside the
+ * folder are copied (symlinks as symlinks, which backends whose files are not on the host
+ * refuse with -SBX_ENOSYS); anything else is refused (-SBX_EINVAL naming the file). The same
+ * limits as for archives apply. The skill appears whole or not at all. *name_out (may be
+ * NULL; release with sbx_free) receives the skill's name. A skill of that name already
+ * there: -SBX_EEXIST. A name is 1..64 characters without '/', control characters or white
+ * space at either end. */
 SBX_API int sbx_skill_add(sbx_workspace *ws, const char *host_path, char **name_out);
 
 /* Adds a skill from a tar, tar.gz or zip archive in memory (format "tar", "tar.gz", "zip",
  * or NULL to tell from the content). The archive holds SKILL.md at its top or inside one
- * top-level folder. Entries that would land outside the skill's folder, links pointing out
- * of it, device files and archives expanding beyond 256 MiB are refused (-SBX_EINVAL naming
- * the entry) and nothing is left behind. */
+ * top-level folder (a "__MACOSX" folder beside it is ignored). Entries that would land
+ * outside the skill's folder, links pointing out of it, device files, and archives expanding
+ * beyond 256 MiB, holding a file over 64 MiB or more than 10000 entries are refused
+ * (-SBX_EINVAL naming the entry) and nothing is left behind. Otherwise as sbx_skill_add. */
 SBX_API int sbx_skill_add_archive(sbx_workspace *ws, const void *data, size_t len,
                                   const char *format, char **name_out);
 
-/* Removes the skill named name (-SBX_ENOENT if there is none). */
+/* Removes the skill named name, not its dir (-SBX_ENOENT if there is none). */
 SBX_API int sbx_skill_remove(sbx_workspace *ws, const char *name);
 
 /* The skills as a JSON array sorted by name:
  *   [{"name", "description", "dir": "skills/<dir>"}, ...]
- * Release with sbx_free(). */
+ * Folders without a valid SKILL.md, and names starting with '.', are skipped. Release with
+ * sbx_free(). */
 SBX_API int sbx_skills_json(sbx_workspace *ws, char **json_out);
 
 /* ---------------------------------------------------------------------------------------
@@ -401,17 +409,32 @@ SBX_API int sbx_skills_json(sbx_workspace *ws, char **json_out);
  * context.jsonl, one line per message; each top-level data block with a base64 source in a
  * message's "content" is first stored with sbx_offload_data and replaced by its URL. The
  * lines are appended in one piece: concurrent writers never interleave within a line and a
- * crash never leaves half a line. */
+ * crash never leaves half a line. An item that is not an object, or a data block with bad
+ * base64 or media type, fails with -SBX_EINVAL naming the item and block; then nothing is
+ * appended (data already stored stays, as it is content-addressed). */
 SBX_API int sbx_offload_context(sbx_workspace *ws, const char *session_id,
                                 const char *messages_json, char **path_out);
 
-/* Stores a tool result as sessions/<session_id>/tool_result-<tool_call_id>.txt. */
+/* Stores a tool result as sessions/<session_id>/tool_result-<tool_call_id>.txt, or under the
+ * first free name of tool_result-<tool_call_id>(1).txt, (2)...: an existing file is never
+ * overwritten, also not by a concurrent writer. */
 SBX_API int sbx_offload_tool_result(sbx_workspace *ws, const char *session_id,
                                     const char *tool_call_id, const void *data, size_t len,
                                     char **path_out);
 
 /* Stores bytes as data/<sha256><ext> (ext from a fixed media-type table, ".bin" otherwise)
- * unless already there, and returns "workspace:///data/<sha256><ext>". */
+ * unless already there, and returns "workspace:///data/<sha256><ext>". media_type must look
+ * like "type/subtype" (parameters after ';' are ignored; -SBX_EINVAL otherwise). The table
+ * (case does not matter):
+ *   image/png .png, image/jpeg and image/jpg .jpg, image/gif .gif, image/webp .webp,
+ *   image/svg+xml .svg, image/bmp .bmp, image/tiff .tiff, image/x-icon .ico, image/avif .avif,
+ *   image/heic .heic, application/pdf .pdf, application/json .json, application/xml .xml,
+ *   application/zip .zip, application/gzip .gz, application/x-tar .tar,
+ *   application/javascript .js, text/plain .txt, text/markdown .md, text/html .html,
+ *   text/csv .csv, text/css .css, text/xml .xml, text/javascript .js, audio/mpeg and
+ *   audio/mp3 .mp3, audio/wav and audio/x-wav .wav, audio/ogg .ogg, audio/flac .flac,
+ *   audio/aac .aac, audio/mp4 .m4a, audio/webm .weba, video/mp4 .mp4, video/webm .webm,
+ *   video/quicktime .mov, video/mpeg .mpeg, video/ogg .ogv. */
 SBX_API int sbx_offload_data(sbx_workspace *ws, const char *media_type, const void *data,
                              size_t len, char **url_out);
 

@@ -1,0 +1,84 @@
+/* Read-only iteration over tar, tar.gz and zip archives in memory, and over a host directory
+ * tree, as one stream of checked entries.
+ *
+ * Every source hands its entries to the same checks before the caller's callback sees them,
+ * so the callback can trust what it gets:
+ *  - names are normalised: relative, "/"-separated, no "", "." or ".." components, no trailing
+ *    "/", at most SBX_ARCHIVE_PATH_MAX bytes and SBX_ARCHIVE_DEPTH_MAX components;
+ *    absolute names, ".." anywhere, NUL bytes, control characters and non-UTF-8 are refused;
+ *  - only regular files, directories, symbolic links and hard links to an earlier file of the
+ *    same archive pass; devices, FIFOs, sockets, sparse files and the like are refused;
+ *  - a symlink's target is relative and stays inside the archive (sbx_archive_link_inside);
+ *  - no entry lies below an earlier symlink or file ("link" then "link/x"), and no path
+ *    appears twice (directories excepted);
+ *  - the limits hold: entry count, bytes of one file, bytes of all files, and for tar.gz the
+ *    expanded stream, checked before anything is inflated beyond them.
+ * A refused entry stops the iteration with -SBX_EINVAL and a message naming it:
+ * "archive entry '../x': ...". Entries arrive in archive order; an entry's parent directories
+ * need not have come first. */
+#ifndef SBX_UTIL_ARCHIVE_H
+#define SBX_UTIL_ARCHIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum sbx_archive_format {
+	SBX_ARCHIVE_TAR = 1,
+	SBX_ARCHIVE_TAR_GZ,
+	SBX_ARCHIVE_ZIP
+};
+
+enum sbx_archive_entry_type {
+	SBX_ENTRY_FILE = 1,
+	SBX_ENTRY_DIR,
+	SBX_ENTRY_SYMLINK,
+	SBX_ENTRY_HARDLINK
+};
+
+#define SBX_ARCHIVE_PATH_MAX  4095
+#define SBX_ARCHIVE_DEPTH_MAX 64
+#define SBX_ARCHIVE_LINK_MAX  4095
+
+typedef struct sbx_archive_entry {
+	const char *path;       /* normalised, see above */
+	int type;               /* enum sbx_archive_entry_type */
+	unsigned mode;          /* permission bits as stored (0777 mask; 0 when unknown) */
+	const void *data;       /* FILE: the content, valid during the callback only */
+	size_t size;            /* FILE: bytes; HARDLINK: the size of the file linked to */
+	const char *link;       /* SYMLINK: the target as stored; HARDLINK: the normalised path of
+	                           the earlier FILE entry */
+} sbx_archive_entry;
+
+typedef struct sbx_archive_limits {
+	size_t max_entries;     /* entries of any kind */
+	size_t max_file;        /* bytes of one file */
+	uint64_t max_total;     /* bytes of all files together (hard links count again) */
+} sbx_archive_limits;
+
+/* Returns 0 to go on, or a negative code that stops the iteration and is returned. */
+typedef int (*sbx_archive_cb)(const sbx_archive_entry *entry, void *userdata);
+
+/* "tar", "tar.gz", "zip" -> *format. Anything else: -SBX_EINVAL naming `what`. */
+int sbx_archive_format_from_name(const char *name, const char *what, int *format);
+
+/* Tells the format from the first bytes: zip and gzip by their magic numbers, tar by a header
+ * checksum that adds up. -SBX_EINVAL when none fits. */
+int sbx_archive_detect(const void *data, size_t len, int *format);
+
+/* Iterates the archive data[0..len) of the given format. */
+int sbx_archive_iterate(const void *data, size_t len, int format,
+                        const sbx_archive_limits *limits, sbx_archive_cb cb, void *userdata);
+
+/* Iterates the tree below the directory dirfd (which is not itself an entry) as an archive:
+ * the same checks, entries named relative to it, directories before their contents. Symlinks
+ * are reported, never followed; other mounts are entered (the caller trusts the tree). */
+int sbx_archive_iterate_dir(int dirfd, const sbx_archive_limits *limits, sbx_archive_cb cb,
+                            void *userdata);
+
+/* Does the symlink at `path` (normalised) with `target` stay inside the tree `path` is
+ * relative to? The target must be relative and may climb with ".." only at its start (a
+ * ".." after a name could climb out through another symlink), and not above the root. */
+bool sbx_archive_link_inside(const char *path, const char *target);
+
+#endif
