@@ -206,12 +206,13 @@ static void queue_to_child(struct gw_server *s, const char *line, size_t len)
 static void replay_initialize(struct gw_server *s)
 {
 	sbx_buf b = { 0 };
+	static const char initialized[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
 
 	sbx_buf_printf(&b, "{\"jsonrpc\":\"2.0\",\"id\":" REPLAY_ID ",\"method\":\"initialize\","
 	               "\"params\":%s}", s->init_params);
 	queue_to_child(s, b.data, b.len);
 	sbx_buf_free(&b);
-	queue_to_child(s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", 55);
+	queue_to_child(s, initialized, sizeof initialized - 1);
 }
 
 int gw_server_ensure(struct gw_server *s, char *err, size_t errlen)
