@@ -32,6 +32,9 @@ PY
 step "dependencies"
 bash .ci/install-deps
 
+step "MCP test servers (npm, pinned by tests/mcp/package-lock.json)"
+sh tests/mcp/install.sh
+
 step "strict build and test suite"
 rm -rf "$out"
 meson setup "$out/main" -Dwerror=true -Dbuildtype=debugoptimized >/dev/null

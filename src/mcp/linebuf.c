@@ -72,6 +72,8 @@ int sbx_linebuf_next(sbx_linebuf *lb, char **line, size_t *len)
 	char *from, *nl;
 	size_t n;
 
+	if (!lb->buf)
+		return SBX_LINE_NONE;
 	from = lb->buf + lb->start;
 	n = lb->len - lb->start;
 	nl = n > lb->scanned ? memchr(from + lb->scanned, '\n', n - lb->scanned) : NULL;
