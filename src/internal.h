@@ -25,6 +25,7 @@ struct sbx_workspace {
 	sbx_approval_fn approval_fn;
 	void *approval_userdata;
 	char *audit_path;         /* host path of the audit log, or NULL when off */
+	struct sbx_mcp_state *mcp; /* MCP connections and gateway (src/mcp), made on first use */
 };
 
 /* Kills and releases the backend side of every process handle still open on ws (process.c);

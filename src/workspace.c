@@ -14,6 +14,7 @@
 
 #include "audit.h"
 #include "internal.h"
+#include "mcp/mcp.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -318,6 +319,7 @@ int sbx_workspace_close(sbx_workspace *ws)
 
 	if (!ws)
 		return 0;
+	sbx_mcp_shutdown(ws);
 	sbx_process_detach_all(ws);
 	r = ws->ops->close(ws->state);
 	free_workspace(ws);
@@ -335,6 +337,7 @@ int sbx_workspace_reset(sbx_workspace *ws)
 	/* Nothing runs now (no call may overlap a reset, and every command's runner took its
 	 * tree down with it), so the files can be restored before the sandbox restarts and
 	 * protects them afresh. */
+	sbx_mcp_shutdown(ws);   /* the gateway dies with the sandbox; the next call starts one */
 	sbx_process_detach_all(ws);
 	if ((r = restore_baseline(ws)) < 0)
 		return r;

@@ -35,6 +35,9 @@ bash .ci/install-deps
 step "the Node binding's dependency (koffi, from npm)"
 (cd bindings/node && npm ci --no-audit --no-fund)
 
+step "MCP test servers (npm, pinned by tests/mcp/package-lock.json)"
+sh tests/mcp/install.sh
+
 step "strict build and test suite"
 rm -rf "$out"
 meson setup "$out/main" -Dwerror=true -Dbuildtype=debugoptimized >/dev/null

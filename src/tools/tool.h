@@ -26,6 +26,7 @@ typedef struct sbx_tool_ctx {
 	const char *root_view;              /* the root as commands see it (sbx_workspace_root) */
 	int root_fd;                        /* O_PATH fd of the root when the files are on this
 	                                       host (HOST_FILES backends), else -1 */
+	const char *tool_name;              /* the name called (MCP tools share one run()) */
 } sbx_tool_ctx;
 
 typedef struct sbx_tool_out {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "audit.h"
+#include "mcp/mcp.h"
 #include "skills.h"
 #include "tools/session.h"
 #include "tools/tool.h"
@@ -54,6 +55,7 @@ int sbx_tools_json(sbx_workspace *ws, char **json_out)
 {
 	bool skills;
 	sbx_buf b = { 0 };
+	size_t shown_total = 0;
 
 	if (!json_out)
 		return sbx_fail(-SBX_EINVAL, "sbx_tools_json: json_out must not be NULL");
@@ -72,7 +74,9 @@ int sbx_tools_json(sbx_workspace *ws, char **json_out)
 		sbx_buf_puts(&b, ",\"description\":");
 		sbx_buf_json_string(&b, t->description, strlen(t->description));
 		sbx_buf_printf(&b, ",\"input_schema\":%s}", t->input_schema);
+		shown_total = shown;
 	}
+	sbx_mcp_tools_append(ws, &b, &shown_total);
 	sbx_buf_puts(&b, "]");
 	if (b.oom) {
 		sbx_buf_free(&b);
@@ -290,7 +294,7 @@ static int run_tool(struct call *c)
 	struct sbx_tool_session *session = NULL;
 	sbx_tool_ctx ctx = {
 		.ws = c->ws, .session_id = c->session_id, .root_view = sbx_workspace_root(c->ws),
-		.root_fd = c->ws->root_fd,
+		.root_fd = c->ws->root_fd, .tool_name = c->name,
 	};
 	int r = sbx_tool_session_load(c->ws, c->session_id, &session);
 
@@ -359,6 +363,7 @@ int sbx_tool_call_session(sbx_workspace *ws, const char *session_id, const char 
                           const char *args_json, char **result_json)
 {
 	struct call c = { .ws = ws, .name = name, .out = { .ok = true } };
+	sbx_tool_def *mcp_def = NULL;
 	int r = check_call_args(ws, session_id, name, result_json);
 
 	if (r < 0)
@@ -367,7 +372,18 @@ int sbx_tool_call_session(sbx_workspace *ws, const char *session_id, const char 
 	sbx_audit_begin(&c.rec, ws, "tool");
 	sbx_audit_str(&c.rec, "tool", name);
 	c.tool = find_tool(name);
-	if (!c.tool || (c.tool == &sbx_tool_skill && !have_skills(ws))) {
+	if (!c.tool && sbx_mcp_is_tool_name(name)) {
+		char why[512];
+
+		/* An MCP tool: the same path, with a definition the server gave. */
+		if ((r = sbx_mcp_tool_def(ws, c.session_id, name, &mcp_def, why, sizeof why)) == 0)
+			c.tool = mcp_def;
+		else if (r > 0)
+			sbx_tool_error(&c.out, "Error: %s", why);
+	}
+	if (r != 0) {
+		/* reported above */
+	} else if (!c.tool || (c.tool == &sbx_tool_skill && !have_skills(ws))) {
 		sbx_tool_error(&c.out, "Error: no tool named \"%.64s\"; the tools are Bash, Read, "
 		               "Write, Edit, Glob, Grep%s", name, have_skills(ws) ? " and Skill" : "");
 		r = 0;
@@ -382,6 +398,7 @@ int sbx_tool_call_session(sbx_workspace *ws, const char *session_id, const char 
 	sbx_json_free(c.args);
 	sbx_buf_free(&c.out.text);
 	sbx_buf_free(&c.out.meta);
+	sbx_mcp_tool_def_free(mcp_def);
 	return r;
 }
 

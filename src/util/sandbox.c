@@ -20,6 +20,7 @@
 
 #include "init_proto.h"
 #include "internal.h"
+#include "mcp/mcp.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -1225,7 +1226,8 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 		free(w);
 		return sbx_fail(-SBX_EINVAL, "%s: a host workdir is required", name);
 	}
-	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0) {
+	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0 ||
+	    (r = sbx_mcp_sandbox_binds(w->workdir, &w->opts.binds, &w->opts.n_binds)) < 0) {
 		free_ws(w);
 		return r;
 	}

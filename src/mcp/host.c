@@ -1,0 +1,223 @@
+/* Finding the workspace's gateway, and starting it when there is none.
+ *
+ * The gateway listens on .agentsbx/mcp/gateway.sock in the workspace's state folder (bound
+ * writable into ns/bwrap sandboxes at SBX_MCP_RUN_VIEW, see binds.c). Any handle on the
+ * workdir — a second one, or one opened after the host process restarted — finds it there.
+ * A socket nobody listens on (its gateway died with its sandbox) is stale: a new gateway is
+ * started, takes the lock the dead one released, and replaces it.
+ *
+ * Agents inside the sandbox can write that folder, so the socket path is never trusted: the
+ * folder and the socket are opened without following symlinks, the object must be a socket,
+ * and the connection goes through /proc/self/fd to that very inode. A planted link cannot
+ * send the host to another socket of the host. An agent could still kill the gateway and
+ * listen in its place; it then answers the host's MCP requests itself — no more than it can
+ * do already by replacing the servers' code in the workspace, and replies are untrusted
+ * model input either way. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "mcp/mcp.h"
+#include "mcp/proto.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+#define START_TIMEOUT_MS 15000
+
+/* -SBX_ENOENT when no gateway listens (no socket, or a stale one). */
+static int connect_gateway(sbx_workspace *ws, int *out)
+{
+	_cleanup_close_ int state = -1, dir = -1, sock = -1;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	state = openat(ws->root_fd, ".agentsbx", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (state >= 0)
+		dir = openat(state, "mcp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir >= 0)
+		sock = openat(dir, SBX_MCP_SOCKET_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (sock < 0 || fstat(sock, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return -SBX_ENOENT;
+	snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d", sock);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return sbx_fail(sbx_errno_code(errno), "mcp: socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+		close(fd);
+		return -SBX_ENOENT;
+	}
+	*out = fd;
+	return 0;
+}
+
+/* Where the gateway binary and its folder are, as the workspace's commands see them. */
+static int gateway_argv(sbx_workspace *ws, char **exe, char **run_dir)
+{
+	const char *name = ws->ops->name;
+
+	if (!strcmp(name, "ns") || !strcmp(name, "bwrap")) {
+		*exe = strdup(SBX_MCP_HELPERS_VIEW "/" SBX_MCP_GATEWAY_NAME);
+		*run_dir = strdup(SBX_MCP_RUN_VIEW);
+	} else if (!strcmp(name, "local")) {
+		int r = sbx_helper_path(SBX_MCP_GATEWAY_NAME, exe);
+
+		if (r < 0)
+			return r;
+		if (asprintf(run_dir, "%s/%s", ws->workdir, SBX_MCP_RUN_DIR) < 0)
+			*run_dir = NULL;
+		if (*run_dir && mkdir(*run_dir, 0700) < 0 && errno != EEXIST)
+			return sbx_fail(sbx_errno_code(errno), "mcp: mkdir %s: %s", *run_dir,
+			                strerror(errno));
+	} else {
+		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' cannot run the MCP gateway yet "
+		                "(ns, bwrap and local can)", name);
+	}
+	return *exe && *run_dir ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory");
+}
+
+/* The first line the gateway prints: "ready", "busy" or "error: ...". */
+static int read_status(int fd, char *line, size_t cap)
+{
+	size_t len = 0;
+	int64_t deadline = sbx_now_ms() + START_TIMEOUT_MS;
+
+	while (len + 1 < cap) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int wait = (int)(deadline - sbx_now_ms());
+		ssize_t n;
+
+		if (wait <= 0 || poll(&p, 1, wait) <= 0)
+			return -SBX_ETIMEDOUT;
+		if ((n = read(fd, line + len, cap - 1 - len)) <= 0)
+			break;
+		len += (size_t)n;
+		if (memchr(line, '\n', len))
+			break;
+	}
+	line[len] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	return 0;
+}
+
+static void release_spawned(sbx_workspace *ws, sbx_spawned *sp, bool kill_it)
+{
+	int code, sig;
+
+	if (sp->out_fd >= 0)
+		close(sp->out_fd);
+	if (sp->err_fd >= 0)
+		close(sp->err_fd);
+	if (sp->in_fd >= 0)
+		close(sp->in_fd);
+	sp->in_fd = sp->out_fd = sp->err_fd = -1;
+	if (!sp->proc)
+		return;
+	if (kill_it)
+		ws->ops->proc_kill(sp->proc);
+	ws->ops->proc_wait(sp->proc, -1, &code, &sig);
+	ws->ops->proc_release(sp->proc);
+	sp->proc = NULL;
+}
+
+static int start_gateway(sbx_workspace *ws, sbx_mcp_state *st)
+{
+	_cleanup_free_ char *exe = NULL, *run_dir = NULL;
+	const char *argv[3];
+	char status[512];
+	sbx_spawned sp = { .in_fd = -1, .out_fd = -1, .err_fd = -1 };
+	int r;
+
+	if ((r = gateway_argv(ws, &exe, &run_dir)) < 0)
+		return r;
+	argv[0] = exe;
+	argv[1] = run_dir;
+	argv[2] = NULL;
+	if ((r = sbx_spawn_command(ws, argv, NULL, NULL, SBX_EXEC_MERGE_STDERR, false, &sp)) < 0)
+		return r;
+	r = read_status(sp.out_fd, status, sizeof status);
+	if (r == 0 && strcmp(status, "ready") == 0) {
+		/* Its output goes to its log from now on. */
+		close(sp.out_fd);
+		sp.out_fd = -1;
+		if (st->gateway_started)
+			release_spawned(ws, &st->gateway, true);
+		st->gateway = sp;
+		st->gateway_started = true;
+		return 0;
+	}
+	release_spawned(ws, &sp, true);
+	if (r == 0 && strcmp(status, "busy") == 0)
+		return 0;   /* another handle's gateway won the race: use it */
+	return sbx_fail(-SBX_EIO, "mcp: the gateway (%s) did not start: %s", exe,
+	                r < 0 ? "no answer within 15 s" : status[0] ? status : "it exited");
+}
+
+static int send_hello(int fd, const char *hello, int timeout_ms, char **reply)
+{
+	size_t len = strlen(hello), cap = 4096, got = 0;
+	char *buf = malloc(cap);
+	int64_t deadline = sbx_now_ms() + timeout_ms;
+
+	if (!buf)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if (send(fd, hello, len, MSG_NOSIGNAL) != (ssize_t)len || send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
+		free(buf);
+		return sbx_fail(-SBX_EIO, "mcp: writing to the gateway: %s", strerror(errno));
+	}
+	/* Byte by byte: what follows the reply line belongs to the MCP client. */
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int wait = (int)(deadline - sbx_now_ms());
+		ssize_t n;
+
+		if (wait <= 0 || poll(&p, 1, wait) <= 0) {
+			free(buf);
+			return sbx_fail(-SBX_ETIMEDOUT, "mcp: the gateway did not answer within %d ms",
+			                timeout_ms);
+		}
+		if ((n = read(fd, buf + got, 1)) <= 0) {
+			free(buf);
+			return sbx_fail(-SBX_EIO, "mcp: the gateway closed the connection");
+		}
+		if (buf[got] == '\n' || ++got == cap - 1)
+			break;
+	}
+	buf[got] = '\0';
+	*reply = buf;
+	return 0;
+}
+
+int sbx_mcp_gateway_open(sbx_workspace *ws, sbx_mcp_state *st, const char *hello,
+                         int timeout_ms, int *fd, char **reply)
+{
+	int r = connect_gateway(ws, fd);
+
+	if (r == -SBX_ENOENT) {
+		if ((r = start_gateway(ws, st)) < 0)
+			return r;
+		if ((r = connect_gateway(ws, fd)) == -SBX_ENOENT)
+			return sbx_fail(-SBX_EIO, "mcp: the gateway started but its socket does not "
+			                "answer");
+	}
+	if (r < 0)
+		return r;
+	if ((r = send_hello(*fd, hello, timeout_ms, reply)) < 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return r;
+}
+
+void sbx_mcp_gateway_stop(sbx_workspace *ws, sbx_mcp_state *st)
+{
+	if (st->gateway_started)
+		release_spawned(ws, &st->gateway, true);
+	st->gateway_started = false;
+}

@@ -1,0 +1,39 @@
+/* What the host side (src/mcp) and the gateway inside the workspace (helpers/gateway) agree
+ * on: where the gateway lives, how a connection starts, and the framing of MCP's stdio
+ * transport (one JSON-RPC message per line).
+ *
+ * A connection to the gateway's socket starts with one line from the host, the hello:
+ *   {"op":"attach","key":"<agent>/<session>/<name>","server":{"command":...,"args":[...],
+ *    "env":{...},"cwd":"..."}}
+ *   {"op":"stop","key":"..."}      stops that server (no-op when it does not run)
+ *   {"op":"ping"}                  liveness probe
+ * The gateway answers one line, {"ok":true,...} or {"ok":false,"error":"..."}. After an
+ * accepted attach the connection carries plain MCP JSON-RPC lines to and from that server,
+ * so the host side is an ordinary MCP client. The gateway keeps the server alive between
+ * connections, answers a repeated "initialize" from its cache, answers the server's own
+ * "ping" requests, reports a crash as an error response to every request in flight, and
+ * sends its own diagnostics as the notification SBX_MCP_DIAG_METHOD. */
+#ifndef SBX_MCP_PROTO_H
+#define SBX_MCP_PROTO_H
+
+#define SBX_MCP_GATEWAY_NAME "agentsbx-mcp-gateway"
+/* The gateway's folder in the state folder (host side): socket, lock and log. */
+#define SBX_MCP_RUN_DIR ".agentsbx/mcp"
+#define SBX_MCP_SOCKET_NAME "gateway.sock"
+#define SBX_MCP_LOCK_NAME "gateway.lock"
+#define SBX_MCP_LOG_NAME "gateway.log"
+/* Inside ns/bwrap sandboxes (bound by src/util/sandbox.c): the helper directory read-only,
+ * and the gateway's folder writable. Below /tmp because Landlock lets the sandbox write
+ * there and nowhere else outside /workspace. */
+#define SBX_MCP_HELPERS_VIEW "/run/agentsbx/helpers"
+#define SBX_MCP_RUN_VIEW "/tmp/.agentsbx-mcp"
+
+/* The longest JSON-RPC line either side accepts; longer lines are dropped and reported. */
+#define SBX_MCP_LINE_MAX ((size_t)32 << 20)
+
+/* JSON-RPC error code the gateway uses when the server process exited or could not start. */
+#define SBX_MCP_ERR_SERVER_GONE (-32099)
+/* Gateway diagnostics (the server wrote non-JSON, an over-long line): params {"text"}. */
+#define SBX_MCP_DIAG_METHOD "notifications/agentsbx/diagnostic"
+
+#endif

@@ -1,0 +1,253 @@
+/* Declared MCP servers, persisted in the state folder as .agentsbx/mcp.json:
+ *   {"version": 1, "servers": [{"agent": null|"a", "session": null|"s", "name": "fs",
+ *                               "config": {"command": ..., "args": [...], "env": {...}}}]}
+ * agent/session null means "every": a declaration made without ids applies to all agents and
+ * sessions, one with only an agent to all sessions of that agent. An entry that does not check
+ * out is kept and reported (with "error") for that server only: the others still work. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mcp/mcp.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+#define FILE_NAME "mcp.json"
+#define STATE_DIR ".agentsbx"
+#define FILE_MAX ((size_t)4 << 20)
+
+bool sbx_mcp_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 64 || strstr(name, "__"))
+		return false;
+	return strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+static bool strings_only(const sbx_json *v, bool object)
+{
+	if (v->type != (object ? SBX_JSON_OBJECT : SBX_JSON_ARRAY))
+		return false;
+	for (size_t i = 0; i < v->n; i++)
+		if (v->items[i]->type != SBX_JSON_STRING || strlen(v->items[i]->str) != v->items[i]->len ||
+		    (object && (!v->keys[i][0] || strchr(v->keys[i], '='))))
+			return false;
+	return true;
+}
+
+static int check_stdio(const sbx_json *config, char *err, size_t errlen)
+{
+	const sbx_json *command = sbx_json_get(config, "command"), *v;
+
+	if (!command || command->type != SBX_JSON_STRING || !command->len ||
+	    strlen(command->str) != command->len)
+		return snprintf(err, errlen, "\"command\" must be a non-empty string"), -SBX_EINVAL;
+	if ((v = sbx_json_get(config, "args")) && !strings_only(v, false))
+		return snprintf(err, errlen, "\"args\" must be an array of strings"), -SBX_EINVAL;
+	if ((v = sbx_json_get(config, "env")) && !strings_only(v, true))
+		return snprintf(err, errlen, "\"env\" must be an object of strings"), -SBX_EINVAL;
+	if ((v = sbx_json_get(config, "cwd")) && (v->type != SBX_JSON_STRING || !v->len))
+		return snprintf(err, errlen, "\"cwd\" must be a non-empty string"), -SBX_EINVAL;
+	return 0;
+}
+
+int sbx_mcp_config_check(const sbx_json *config, char *err, size_t errlen)
+{
+	static const char *const known[] = { "type", "command", "args", "env", "cwd", "url",
+	                                     "headers", "timeout", NULL };
+	const sbx_json *type, *timeout;
+
+	if (!config || config->type != SBX_JSON_OBJECT)
+		return snprintf(err, errlen, "the server entry must be a JSON object"), -SBX_EINVAL;
+	for (size_t i = 0; i < config->n; i++) {
+		size_t k = 0;
+
+		while (known[k] && strcmp(known[k], config->keys[i]))
+			k++;
+		if (!known[k])
+			return snprintf(err, errlen, "unknown key \"%.64s\" (type, command, args, env, "
+			                "cwd, url, headers, timeout)", config->keys[i]), -SBX_EINVAL;
+	}
+	timeout = sbx_json_get(config, "timeout");
+	if (timeout && !((timeout->type == SBX_JSON_INT && timeout->i > 0 && timeout->i <= 3600) ||
+	                 (timeout->type == SBX_JSON_NUMBER && timeout->d > 0 && timeout->d <= 3600)))
+		return snprintf(err, errlen, "\"timeout\" must be seconds, above 0 and at most 3600"),
+		       -SBX_EINVAL;
+	type = sbx_json_get(config, "type");
+	if (type && type->type != SBX_JSON_STRING)
+		return snprintf(err, errlen, "\"type\" must be a string"), -SBX_EINVAL;
+	if (!type ? !sbx_json_get(config, "url") : !strcmp(type->str, "stdio"))
+		return check_stdio(config, err, errlen);
+	if (type && strcmp(type->str, "http") && strcmp(type->str, "streamable-http") &&
+	    strcmp(type->str, "sse"))
+		return snprintf(err, errlen, "\"type\" must be \"stdio\" or \"http\""), -SBX_EINVAL;
+	return snprintf(err, errlen, "remote (Streamable HTTP) MCP servers are not supported yet"),
+	       -SBX_ENOSYS;
+}
+
+static int open_state_dir(sbx_workspace *ws)
+{
+	int fd;
+
+	if (ws->root_fd < 0)
+		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' keeps no state folder on this host",
+		                ws->ops->name);
+	fd = openat(ws->root_fd, STATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_fail(sbx_errno_code(errno), "mcp: open %s: %s", STATE_DIR, strerror(errno));
+	return fd;
+}
+
+static char *dup_id(const sbx_json *v)
+{
+	return v && v->type == SBX_JSON_STRING ? strdup(v->str) : NULL;
+}
+
+static void load_entry(const sbx_json *e, sbx_mcp_decl *d)
+{
+	const sbx_json *name = sbx_json_get(e, "name"), *agent = sbx_json_get(e, "agent"),
+	               *session = sbx_json_get(e, "session"), *config = sbx_json_get(e, "config");
+	char err[256], perr[64];
+	sbx_buf b = { 0 };
+
+	d->name = name && name->type == SBX_JSON_STRING ? strdup(name->str) : strdup("?");
+	d->agent = dup_id(agent);
+	d->session = dup_id(session);
+	if (config) {
+		sbx_json_write(&b, config);
+		if (!b.oom)
+			sbx_json_parse(b.data, b.len, &d->config, perr, sizeof perr);
+		sbx_buf_free(&b);
+	}
+	if (!name || name->type != SBX_JSON_STRING || !sbx_mcp_name_ok(name->str))
+		d->error = strdup("the entry has no valid \"name\" ([A-Za-z0-9_-], 1..64, no \"__\")");
+	else if (sbx_mcp_config_check(config, err, sizeof err) < 0)
+		d->error = strdup(err);
+}
+
+int sbx_mcp_decls_load(sbx_workspace *ws, sbx_mcp_decl **decls, size_t *n)
+{
+	char *text = NULL, perr[256];
+	size_t len;
+	sbx_json *doc = NULL;
+	const sbx_json *servers;
+	int dirfd, fd, r;
+
+	*decls = NULL;
+	*n = 0;
+	if ((dirfd = open_state_dir(ws)) < 0)
+		return dirfd;
+	fd = openat(dirfd, FILE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dirfd);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : sbx_fail(sbx_errno_code(errno), "mcp: open %s/%s: %s",
+		                                      STATE_DIR, FILE_NAME, strerror(errno));
+	r = sbx_fs_read_fd(fd, FILE_MAX, &text, &len);
+	close(fd);
+	if (r < 0)
+		return r;
+	r = sbx_json_parse(text, len, &doc, perr, sizeof perr);
+	free(text);
+	if (r < 0)
+		return sbx_fail(-SBX_ECONFIG, "mcp: %s/%s: %s", STATE_DIR, FILE_NAME, perr);
+	servers = sbx_json_get(doc, "servers");
+	if (!servers || servers->type != SBX_JSON_ARRAY) {
+		sbx_json_free(doc);
+		return sbx_fail(-SBX_ECONFIG, "mcp: %s/%s: no \"servers\" array", STATE_DIR, FILE_NAME);
+	}
+	if (servers->n && !(*decls = calloc(servers->n, sizeof **decls))) {
+		sbx_json_free(doc);
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < servers->n; i++)
+		load_entry(servers->items[i], &(*decls)[i]);
+	*n = servers->n;
+	sbx_json_free(doc);
+	return 0;
+}
+
+static void write_id(sbx_buf *b, const char *id)
+{
+	if (id)
+		sbx_buf_json_string(b, id, strlen(id));
+	else
+		sbx_buf_puts(b, "null");
+}
+
+int sbx_mcp_decls_save(sbx_workspace *ws, const sbx_mcp_decl *decls, size_t n)
+{
+	sbx_buf b = { 0 };
+	int dirfd, r;
+
+	sbx_buf_puts(&b, "{\"version\":1,\"servers\":[");
+	for (size_t i = 0; i < n; i++) {
+		sbx_buf_puts(&b, i ? ",\n{\"agent\":" : "\n{\"agent\":");
+		write_id(&b, decls[i].agent);
+		sbx_buf_puts(&b, ",\"session\":");
+		write_id(&b, decls[i].session);
+		sbx_buf_puts(&b, ",\"name\":");
+		sbx_buf_json_string(&b, decls[i].name, strlen(decls[i].name));
+		sbx_buf_puts(&b, ",\"config\":");
+		if (decls[i].config)
+			sbx_json_write(&b, decls[i].config);
+		else
+			sbx_buf_puts(&b, "null");
+		sbx_buf_puts(&b, "}");
+	}
+	sbx_buf_puts(&b, "\n]}\n");
+	if (b.oom) {
+		sbx_buf_free(&b);
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	}
+	if ((dirfd = open_state_dir(ws)) < 0) {
+		sbx_buf_free(&b);
+		return dirfd;
+	}
+	r = sbx_fs_write_atomic(dirfd, FILE_NAME, b.data, b.len, 0600, 0);
+	close(dirfd);
+	sbx_buf_free(&b);
+	return r;
+}
+
+void sbx_mcp_decls_free(sbx_mcp_decl *decls, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(decls[i].agent);
+		free(decls[i].session);
+		free(decls[i].name);
+		free(decls[i].error);
+		sbx_json_free(decls[i].config);
+	}
+	free(decls);
+}
+
+bool sbx_mcp_decl_visible(const sbx_mcp_decl *d, const char *agent, const char *session)
+{
+	return (!d->agent || strcmp(d->agent, agent) == 0) &&
+	       (!d->session || strcmp(d->session, session) == 0);
+}
+
+const sbx_mcp_decl *sbx_mcp_decl_resolve(const sbx_mcp_decl *decls, size_t n,
+                                         const char *agent, const char *session,
+                                         const char *name)
+{
+	const sbx_mcp_decl *best = NULL;
+	int best_rank = -1;
+
+	for (size_t i = 0; i < n; i++) {
+		const sbx_mcp_decl *d = &decls[i];
+		/* session-specific beats agent-specific beats the defaults */
+		int rank = (d->session ? 2 : 0) + (d->agent ? 1 : 0);
+
+		if (strcmp(d->name, name) == 0 && sbx_mcp_decl_visible(d, agent, session) &&
+		    rank > best_rank) {
+			best = d;
+			best_rank = rank;
+		}
+	}
+	return best;
+}

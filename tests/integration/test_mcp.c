@@ -1,0 +1,405 @@
+/* MCP servers inside the workspace, on the backend SBX_TEST_BACKEND names (local, ns, bwrap),
+ * against real servers from npm (tests/mcp: server-filesystem, server-everything, installed
+ * by tests/mcp/install.sh) and small misbehaving ones (tests/mcp: shell scripts, counter-server.js).
+ * The servers' folder is bound read-only at /opt/mcp in sandboxes. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <agentsbx/agentsbx.h>
+#include "backend_support.h"
+#include "support.h"
+
+static char *workdir;
+static sbx_workspace *ws;
+static char host_servers[4096];
+
+static bool sandboxed(void)
+{
+	return strcmp(bt_backend(), "local") != 0;
+}
+
+/* The servers' folder as the workspace's commands see it. */
+static const char *servers_dir(void)
+{
+	return sandboxed() ? "/opt/mcp" : host_servers;
+}
+
+static sbx_workspace *open_on(const char *dir)
+{
+	char *extra = sandboxed()
+		? bt_fmt("\"%s\":{\"binds\":[{\"source\":\"%s\",\"dest\":\"/opt/mcp\"}]}", bt_backend(),
+		         host_servers)
+		: NULL;
+	sbx_workspace *w = bt_open_ok(dir, extra);
+
+	free(extra);
+	return w;
+}
+
+static void setup(void)
+{
+	workdir = bt_mkdtemp();
+	ws = open_on(workdir);
+	bt_put(ws, "hello.txt", "hello from the workspace\n", 0);
+}
+
+static void teardown(void)
+{
+	sbx_workspace_close(ws);
+	ws = NULL;
+}
+
+static const char *tf(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static const char *tf(const char *format, ...)
+{
+	static char bufs[8][8192];
+	static int next;
+	char *b = bufs[next++ % 8];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(b, sizeof bufs[0], format, ap);
+	va_end(ap);
+	return b;
+}
+
+static void add_ok(sbx_workspace *w, const char *agent, const char *session, const char *name,
+                   const char *config)
+{
+	int r = sbx_mcp_add(w, agent, session, name, config);
+
+	ck_assert_msg(r == 0, "add %s: %d %s", name, r, sbx_last_error());
+}
+
+static const char *node_server(const char *rel_script, const char *args)
+{
+	return tf("{\"command\":\"node\",\"args\":[\"%s/%s\"%s%s]}", servers_dir(), rel_script,
+	          args ? "," : "", args ? args : "");
+}
+
+static void add_filesystem(sbx_workspace *w, const char *root)
+{
+	add_ok(w, NULL, NULL, "fs", node_server("node_modules/@modelcontextprotocol/server-filesystem/"
+	                                        "dist/index.js", tf("\"%s\"", root)));
+}
+
+static void add_everything(sbx_workspace *w)
+{
+	add_ok(w, NULL, NULL, "ev", node_server("node_modules/@modelcontextprotocol/"
+	                                        "server-everything/dist/index.js", "\"stdio\""));
+}
+
+static char *call_ok(sbx_workspace *w, const char *session, const char *name, const char *tool,
+                     const char *args)
+{
+	char *res = NULL;
+	int r = sbx_mcp_call(w, NULL, session, name, tool, args, &res);
+
+	ck_assert_msg(r == 0, "%s/%s: %d %s", name, tool, r, sbx_last_error());
+	return res;
+}
+
+/* ---- the done-when: the npm filesystem server lists the workspace's files ---- */
+
+START_TEST(filesystem_server_lists_the_workspace)
+{
+	char *tools = NULL, *res;
+
+	add_filesystem(ws, sbx_workspace_root(ws));
+	ck_assert_int_eq(sbx_mcp_tools(ws, NULL, NULL, "fs", &tools), 0);
+	ck_assert_ptr_nonnull(strstr(tools, "\"list_directory\""));
+	res = call_ok(ws, NULL, "fs", "list_directory",
+	              tf("{\"path\":\"%s\"}", sbx_workspace_root(ws)));
+	ck_assert_msg(strstr(res, "hello.txt"), "%s", res);
+	sbx_free(res);
+	res = call_ok(ws, NULL, "fs", "read_text_file",
+	              tf("{\"path\":\"%s/hello.txt\"}", sbx_workspace_root(ws)));
+	ck_assert_msg(strstr(res, "hello from the workspace"), "%s", res);
+	sbx_free(res);
+	sbx_free(tools);
+}
+END_TEST
+
+/* With the whole file system allowed, what the server can read is what the sandbox shows:
+ * the host's files outside the workspace are not there. */
+START_TEST(filesystem_server_runs_inside_the_sandbox)
+{
+	const char *outside = bt_mkdtemp();
+	char *res;
+
+	if (!sandboxed())
+		return;
+	test_put_file(outside, "secret.txt", "host secret\n", 0644);
+	add_filesystem(ws, "/");
+	res = call_ok(ws, NULL, "fs", "read_text_file", tf("{\"path\":\"%s/secret.txt\"}", outside));
+	ck_assert_msg(!strstr(res, "host secret") && strstr(res, "\"isError\":true"), "%s", res);
+	sbx_free(res);
+	res = call_ok(ws, NULL, "fs", "list_directory", "{\"path\":\"/workspace\"}");
+	ck_assert_msg(strstr(res, "hello.txt"), "%s", res);
+	sbx_free(res);
+}
+END_TEST
+
+/* ---- server-everything: arguments, errors, large results, notifications ---- */
+
+START_TEST(everything_server_arguments_errors_and_large_results)
+{
+	size_t big = 2 << 20;
+	char *msg = malloc(big + 64), *res = NULL;
+	int r;
+
+	add_everything(ws);
+	res = call_ok(ws, NULL, "ev", "get-sum", "{\"a\":2,\"b\":40}");
+	ck_assert_msg(strstr(res, "42"), "%s", res);
+	sbx_free(res);
+	/* A bad argument: the server's validation error comes back as a tool error. */
+	res = call_ok(ws, NULL, "ev", "get-sum", "{\"a\":\"two\"}");
+	ck_assert_msg(strstr(res, "\"isError\":true"), "%s", res);
+	sbx_free(res);
+	r = sbx_mcp_call(ws, NULL, NULL, "ev", "no-such-tool", "{}", &res);
+	if (r == 0) {
+		ck_assert_msg(strstr(res, "\"isError\":true"), "%s", res);
+		sbx_free(res);
+	} else {
+		ck_assert_int_eq(r, -SBX_EPROTO);
+		ck_assert_ptr_nonnull(strstr(sbx_last_error(), "ev"));
+	}
+	/* 2 MiB each way. */
+	memcpy(msg, "{\"message\":\"", 12);
+	memset(msg + 12, 'x', big);
+	strcpy(msg + 12 + big, "\"}");
+	res = call_ok(ws, NULL, "ev", "echo", msg);
+	ck_assert_uint_gt(strlen(res), big);
+	sbx_free(res);
+	free(msg);
+	/* Log notifications arrive between the requests, a long operation reports progress. */
+	sbx_free(call_ok(ws, NULL, "ev", "toggle-simulated-logging", "{}"));
+	res = call_ok(ws, NULL, "ev", "trigger-long-running-operation", "{\"duration\":1,\"steps\":4}");
+	ck_assert_msg(strstr(res, "completed"), "%s", res);
+	sbx_free(res);
+}
+END_TEST
+
+/* ---- misbehaving servers: a clear error each, the others keep working ---- */
+
+static void expect_failure(const char *name, int code, const char *fragment)
+{
+	char *tools = NULL;
+	int r = sbx_mcp_tools(ws, NULL, NULL, name, &tools);
+
+	ck_assert_msg(r == code, "%s: %d (%s), expected %d", name, r, sbx_last_error(), code);
+	ck_assert_msg(strstr(sbx_last_error(), fragment), "%s: %s", name, sbx_last_error());
+	ck_assert_ptr_null(tools);
+}
+
+START_TEST(misbehaving_servers_fail_alone)
+{
+	char *res;
+
+	add_everything(ws);
+	add_ok(ws, NULL, NULL, "hang", tf("{\"command\":\"%s/hang-server.sh\",\"timeout\":2}",
+	                                  servers_dir()));
+	add_ok(ws, NULL, NULL, "flood", tf("{\"command\":\"%s/flood-server.sh\",\"timeout\":2}",
+	                                   servers_dir()));
+	add_ok(ws, NULL, NULL, "garbage", tf("{\"command\":\"%s/garbage-server.sh\",\"timeout\":2}",
+	                                     servers_dir()));
+	add_ok(ws, NULL, NULL, "crash", tf("{\"command\":\"sh\",\"args\":[\"-c\",\"read x; echo "
+	                                   "dying >&2; exit 3\"]}"));
+	add_ok(ws, NULL, NULL, "missing", "{\"command\":\"no-such-mcp-server\"}");
+	sbx_free(call_ok(ws, NULL, "ev", "echo", "{\"message\":\"before\"}"));
+	expect_failure("hang", -SBX_ETIMEDOUT, "did not answer initialize within 2000 ms");
+	expect_failure("flood", -SBX_ETIMEDOUT, "did not answer initialize");
+	expect_failure("garbage", -SBX_ETIMEDOUT, "not a JSON-RPC message");
+	expect_failure("crash", -SBX_EIO, "exited with status 3; its stderr ends with: dying");
+	expect_failure("missing", -SBX_EIO, "cannot start 'no-such-mcp-server'");
+	res = call_ok(ws, NULL, "ev", "echo", "{\"message\":\"after\"}");
+	ck_assert_msg(strstr(res, "Echo: after"), "%s", res);
+	sbx_free(res);
+}
+END_TEST
+
+/* A server that dies on a call: the call fails naming the exit, the next one restarts it
+ * (after the backoff) and the session goes on without a new initialize from the host. */
+START_TEST(crashed_server_restarts)
+{
+	char *res = NULL;
+	int r;
+
+	add_ok(ws, NULL, NULL, "c", tf("{\"command\":\"node\",\"args\":[\"%s/counter-server.js\"],"
+	                               "\"env\":{\"MODE\":\"crash-on-call\"}}", servers_dir()));
+	r = sbx_mcp_call(ws, NULL, NULL, "c", "incr", "{}", &res);
+	ck_assert_int_eq(r, -SBX_EIO);
+	ck_assert_msg(strstr(sbx_last_error(), "exited with status 3"), "%s", sbx_last_error());
+	ck_assert_msg(strstr(sbx_last_error(), "crashing as asked"), "%s", sbx_last_error());
+	usleep(300 * 1000);
+	r = sbx_mcp_call(ws, NULL, NULL, "c", "incr", "{}", &res);
+	ck_assert_int_eq(r, -SBX_EIO);   /* restarted, initialized again, crashed again */
+	ck_assert_msg(strstr(sbx_last_error(), "exited with status 3"), "%s", sbx_last_error());
+}
+END_TEST
+
+/* ---- scoping and state ---- */
+
+START_TEST(sessions_keep_separate_state)
+{
+	char *tools = NULL, *res;
+
+	add_ok(ws, NULL, NULL, "count", node_server("counter-server.js", NULL));
+	ck_assert_int_eq(sbx_mcp_tools(ws, NULL, "s1", "count", &tools), 0);
+	ck_assert_msg(strstr(tools, "\"incr\"") && strstr(tools, "\"pid\""), "%s", tools);  /* 2 pages */
+	sbx_free(tools);
+	sbx_free(call_ok(ws, "s1", "count", "incr", "{}"));
+	res = call_ok(ws, "s1", "count", "incr", "{}");
+	ck_assert_msg(strstr(res, "\"text\":\"2\""), "%s", res);
+	sbx_free(res);
+	res = call_ok(ws, "s2", "count", "incr", "{}");
+	ck_assert_msg(strstr(res, "\"text\":\"1\""), "%s", res);
+	sbx_free(res);
+}
+END_TEST
+
+START_TEST(declarations_scope_persist_and_report_bad_entries)
+{
+	char *list = NULL, *res;
+	sbx_workspace *again;
+
+	add_ok(ws, NULL, NULL, "count", node_server("counter-server.js", NULL));
+	add_ok(ws, "a1", "s9", "count", "{\"command\":\"no-such-command\"}");
+	ck_assert_int_eq(sbx_mcp_add(ws, NULL, NULL, "count", "{\"command\":\"x\"}"), -SBX_EEXIST);
+	ck_assert_int_eq(sbx_mcp_add(ws, NULL, NULL, "bad__name", "{\"command\":\"x\"}"), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_mcp_add(ws, NULL, NULL, "b", "{\"args\":[]}"), -SBX_EINVAL);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "\"command\""));
+	ck_assert_int_eq(sbx_mcp_add(ws, NULL, NULL, "b", "{\"type\":\"http\",\"url\":\"http://x\"}"),
+	                 -SBX_ENOSYS);
+	/* The most specific declaration wins for a1/s9 only. */
+	ck_assert_int_eq(sbx_mcp_call(ws, "a1", "s9", "count", "incr", "{}", &res), -SBX_EIO);
+	res = call_ok(ws, "s9", "count", "incr", "{}");
+	sbx_free(res);
+	/* A hand-broken entry is reported for that server only. */
+	sbx_workspace_close(ws);
+	test_put_file(workdir, ".agentsbx/mcp.json", tf("{\"version\":1,\"servers\":["
+	              "{\"agent\":null,\"session\":null,\"name\":\"broken\",\"config\":{\"args\":7}},"
+	              "{\"agent\":null,\"session\":null,\"name\":\"count\",\"config\":%s}]}",
+	              node_server("counter-server.js", NULL)), 0600);
+	again = ws = open_on(workdir);
+	ck_assert_int_eq(sbx_mcp_list(again, NULL, NULL, &list), 0);
+	ck_assert_msg(strstr(list, "\"name\":\"broken\"") && strstr(list, "\"error\":"), "%s", list);
+	sbx_free(list);
+	ck_assert_int_eq(sbx_mcp_call(again, NULL, NULL, "broken", "x", "{}", &res), -SBX_EINVAL);
+	res = call_ok(again, NULL, "count", "incr", "{}");
+	ck_assert_msg(strstr(res, "\"text\":\"1\""), "%s", res);
+	sbx_free(res);
+	/* Removing stops it; adding it again works (no stale registration). */
+	ck_assert_int_eq(sbx_mcp_remove(again, NULL, NULL, "count"), 0);
+	ck_assert_int_eq(sbx_mcp_remove(again, NULL, NULL, "count"), -SBX_ENOENT);
+	ck_assert_int_eq(sbx_mcp_call(again, NULL, NULL, "count", "incr", "{}", &res), -SBX_ENOENT);
+	add_ok(again, NULL, NULL, "count", node_server("counter-server.js", NULL));
+	res = call_ok(again, NULL, "count", "incr", "{}");
+	ck_assert_msg(strstr(res, "\"text\":\"1\""), "%s", res);
+	sbx_free(res);
+}
+END_TEST
+
+/* A second handle on the workdir finds the running gateway and its servers; when the first
+ * handle's sandbox goes, the second starts a gateway of its own over the stale socket. */
+START_TEST(second_handle_reconnects_to_the_gateway)
+{
+	sbx_workspace *second;
+	char *res;
+
+	add_ok(ws, NULL, NULL, "count", node_server("counter-server.js", NULL));
+	sbx_free(call_ok(ws, NULL, "count", "incr", "{}"));
+	second = open_on(workdir);
+	res = call_ok(second, NULL, "count", "incr", "{}");
+	ck_assert_msg(strstr(res, "\"text\":\"2\""), "%s", res);   /* the same server process */
+	sbx_free(res);
+	sbx_workspace_close(ws);
+	ws = second;
+	res = call_ok(second, NULL, "count", "incr", "{}");
+	ck_assert_msg(strstr(res, "\"text\":\"1\""), "%s", res);   /* a new one, in this sandbox */
+	sbx_free(res);
+}
+END_TEST
+
+/* ---- the agent toolbox ---- */
+
+static int deny_mcp(void *ud, const char *req, char *reason, size_t len)
+{
+	(void)ud;
+	if (strstr(req, "\"tool\":\"mcp__ev__echo\"") && strstr(req, "\"class\":\"exec\"")) {
+		snprintf(reason, len, "no echoes today");
+		return SBX_DENY;
+	}
+	return SBX_APPROVE;
+}
+
+START_TEST(mcp_tools_in_the_toolbox)
+{
+	char *tools = NULL, *res = NULL;
+
+	add_everything(ws);
+	add_ok(ws, NULL, NULL, "broken", "{\"command\":\"no-such-mcp-server\"}");
+	ck_assert_int_eq(sbx_tools_json(ws, &tools), 0);
+	ck_assert_msg(strstr(tools, "\"name\":\"Bash\"") && strstr(tools, "\"name\":\"mcp__ev__echo\""),
+	              "%.2000s", tools);
+	ck_assert_ptr_nonnull(strstr(tools, "\"Echoes back the input string\""));
+	sbx_free(tools);
+	ck_assert_int_eq(sbx_tool_call(ws, "mcp__ev__echo", "{\"message\":\"hi\"}", &res), 0);
+	ck_assert_msg(strstr(res, "{\"ok\":true,\"output\":\"Echo: hi\""), "%s", res);
+	sbx_free(res);
+	ck_assert_int_eq(sbx_tool_call(ws, "mcp__ev__echo", "{}", &res), 0);
+	ck_assert_msg(strstr(res, "\"ok\":false") && strstr(res, "\\\"message\\\" is required"), "%s",
+	              res);
+	sbx_free(res);
+	ck_assert_int_eq(sbx_tool_call_session(ws, "s1", "mcp__broken__x", "{}", &res), 0);
+	ck_assert_msg(strstr(res, "\"ok\":false") && strstr(res, "cannot start"), "%s", res);
+	sbx_free(res);
+	ck_assert_int_eq(sbx_set_approval_handler(ws, deny_mcp, NULL), 0);
+	ck_assert_int_eq(sbx_tool_call(ws, "mcp__ev__echo", "{\"message\":\"hi\"}", &res), 0);
+	ck_assert_msg(strstr(res, "Permission denied: no echoes today"), "%s", res);
+	sbx_free(res);
+}
+END_TEST
+
+static Suite *mcp_suite(void)
+{
+	Suite *s = suite_create(tf("mcp-%s", bt_backend()));
+	TCase *tc = tcase_create("mcp");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, filesystem_server_lists_the_workspace);
+	tcase_add_test(tc, filesystem_server_runs_inside_the_sandbox);
+	tcase_add_test(tc, everything_server_arguments_errors_and_large_results);
+	tcase_add_test(tc, misbehaving_servers_fail_alone);
+	tcase_add_test(tc, crashed_server_restarts);
+	tcase_add_test(tc, sessions_keep_separate_state);
+	tcase_add_test(tc, declarations_scope_persist_and_report_bad_entries);
+	tcase_add_test(tc, second_handle_reconnects_to_the_gateway);
+	tcase_add_test(tc, mcp_tools_in_the_toolbox);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	const char *src = getenv("SBX_TEST_SOURCE_ROOT");
+	int r;
+
+	snprintf(host_servers, sizeof host_servers, "%s/tests/mcp", src ? src : ".");
+	if (access(test_path_at(host_servers, "node_modules/@modelcontextprotocol/server-filesystem"),
+	           R_OK) != 0 || access("/usr/bin/node", X_OK) != 0) {
+		fprintf(stderr, "skipped: the MCP test servers are not installed (run "
+		        "tests/mcp/install.sh; needs node and npm)\n");
+		return BT_EXIT_SKIP;
+	}
+	if (!bt_backend_usable())
+		return BT_EXIT_SKIP;
+	bt_begin_run();
+	r = test_run_suite(mcp_suite());
+	bt_end_run();
+	return r;
+}

@@ -1,0 +1,3 @@
+#!/bin/sh
+# An MCP server that reads its requests and never answers.
+exec cat >/dev/null
