@@ -148,6 +148,11 @@ PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "sbx_offload_data": (c_int, [_ws, c_char_p, c_char_p, c_size_t, _out_ptr]),
     "sbx_set_approval_handler": (c_int, [_ws, APPROVAL_FN, c_void_p]),
     "sbx_audit_path": (c_char_p, [_ws]),
+    "sbx_mcp_add": (c_int, [_ws, c_char_p, c_char_p, c_char_p, c_char_p]),
+    "sbx_mcp_remove": (c_int, [_ws, c_char_p, c_char_p, c_char_p]),
+    "sbx_mcp_list": (c_int, [_ws, c_char_p, c_char_p, _out_ptr]),
+    "sbx_mcp_tools": (c_int, [_ws, c_char_p, c_char_p, c_char_p, _out_ptr]),
+    "sbx_mcp_call": (c_int, [_ws, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, _out_ptr]),
 }
 
 

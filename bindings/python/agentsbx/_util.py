@@ -8,7 +8,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from ctypes import c_char_p, c_void_p
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from . import _native
 from .errors import SBX_EINVAL, error_for
@@ -22,6 +22,11 @@ def encode(text: str | os.PathLike[str]) -> bytes:
     if isinstance(text, os.PathLike):
         return os.fsencode(text)
     return text.encode("utf-8", "surrogateescape")
+
+
+def opt_encode(text: Optional[str]) -> Optional[bytes]:
+    """encode, passing None through (a NULL for the library)."""
+    return None if text is None else encode(text)
 
 
 def decode(data: bytes) -> str:

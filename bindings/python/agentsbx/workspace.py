@@ -36,6 +36,7 @@ from ._util import (
     encode,
     env_array,
     json_text,
+    opt_encode,
     out_pointer,
     take_bytes,
     take_json,
@@ -310,6 +311,46 @@ class Workspace:
         self._call("sbx_offload_data", encode(media_type), payload, len(payload), byref(url),
                    owned=(url,))
         return take_str(url)
+
+    # ---- MCP servers (run inside the workspace behind its gateway) ----
+    # agent_id / session_id None: for add/remove, "every agent / session"; for list, tools and
+    # call, the default agent and session.
+
+    def mcp_add(self, name: str, config: Union[Mapping[str, Any], str],
+                agent_id: Optional[str] = None, session_id: Optional[str] = None) -> None:
+        """Declares an MCP server: {"command", "args", "env"} as MCP clients write it."""
+        self._call("sbx_mcp_add", opt_encode(agent_id), opt_encode(session_id), encode(name),
+                   json_text(config))
+
+    def mcp_remove(self, name: str, agent_id: Optional[str] = None,
+                   session_id: Optional[str] = None) -> None:
+        self._call("sbx_mcp_remove", opt_encode(agent_id), opt_encode(session_id), encode(name))
+
+    def mcp_list(self, agent_id: Optional[str] = None,
+                 session_id: Optional[str] = None) -> list[dict[str, Any]]:
+        """[{"name", "agent", "session", "config", "error"?}]"""
+        out = out_pointer()
+        self._call("sbx_mcp_list", opt_encode(agent_id), opt_encode(session_id), byref(out),
+                   owned=(out,))
+        return take_json(out)  # type: ignore[no-any-return]
+
+    def mcp_tools(self, name: str, agent_id: Optional[str] = None,
+                  session_id: Optional[str] = None) -> list[dict[str, Any]]:
+        """The server's MCP Tool objects (starting it if needed)."""
+        out = out_pointer()
+        self._call("sbx_mcp_tools", opt_encode(agent_id), opt_encode(session_id), encode(name),
+                   byref(out), owned=(out,))
+        return take_json(out)  # type: ignore[no-any-return]
+
+    def mcp_call(self, name: str, tool: str, args: Union[Mapping[str, Any], str, None] = None,
+                 agent_id: Optional[str] = None,
+                 session_id: Optional[str] = None) -> dict[str, Any]:
+        """Calls a tool of the server; returns the MCP CallToolResult."""
+        out = out_pointer()
+        self._call("sbx_mcp_call", opt_encode(agent_id), opt_encode(session_id), encode(name),
+                   encode(tool), json_text({} if args is None else args), byref(out),
+                   owned=(out,))
+        return take_json(out)  # type: ignore[no-any-return]
 
     # ---- approval ----
 
