@@ -256,6 +256,60 @@ START_TEST(test_not_detached_is_one_process_at_a_time)
 }
 END_TEST
 
+/* The socket is visible inside (read-only state folder); the init refuses its own commands. */
+START_TEST(test_commands_cannot_use_the_socket)
+{
+	sbx_manager *m = open_manager(NULL);
+	sbx_workspace *ws = NULL;
+
+	if (access("/usr/bin/python3", X_OK) < 0)
+		return;
+	ck_assert_int_eq(sbx_manager_get(m, "alice", "coder", NULL, NULL, &ws), 0);
+	const char *out = run(ws, "python3 -c 'import socket\n"
+	                      "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+	                      "s.connect(\".agentsbx/run/sock\")\n"
+	                      "print(len(s.recv(512)))'");
+	ck_assert_str_eq(out, "0\n");    /* closed without a greeting */
+	ck_assert_str_eq(run(ws, "rm -f .agentsbx/run/sock 2>/dev/null || echo protected"),
+	                 "protected\n");
+	sbx_manager_release(m, ws);
+	ck_assert_int_eq(sbx_manager_close(m, sbx_workspace_id(ws)), 0);
+	sbx_manager_free(m);
+	ck_assert(no_detached_init_within(2000));
+}
+END_TEST
+
+/* The same through bubblewrap, where it works: two managers (as two processes), one sandbox. */
+START_TEST(test_bwrap_detached)
+{
+	char cfg[1024];
+	sbx_manager *m = NULL, *m2 = NULL;
+	sbx_workspace *ws = NULL, *ws2 = NULL;
+
+	if (access("/usr/bin/bwrap", X_OK) < 0)
+		return;
+	snprintf(cfg, sizeof cfg, "{\"workspace\":{\"backend\":\"bwrap\"},\"base_dir\":\"%s\"}",
+	         base);
+	ck_assert_int_eq(sbx_manager_open(cfg, &m), 0);
+	ck_assert_int_eq(sbx_manager_open(cfg, &m2), 0);
+	if (sbx_manager_get(m, "alice", "coder", NULL, NULL, &ws) < 0) {
+		fprintf(stderr, "bwrap detached: skipped: %s\n", sbx_last_error());
+		sbx_manager_free(m);
+		sbx_manager_free(m2);
+		return;   /* bubblewrap cannot work here */
+	}
+	ck_assert_int_eq(sbx_manager_get(m2, "alice", "coder", NULL, NULL, &ws2), 0);
+	run(ws, "echo one > /tmp/mark");
+	ck_assert_str_eq(run(ws2, "cat /tmp/mark"), "one\n");
+	sbx_manager_release(m, ws);
+	sbx_manager_release(m2, ws2);
+	sbx_manager_free(m2);
+	ck_assert_int_eq(sbx_manager_close(m, sbx_workspace_id(ws)), 0);
+	sbx_manager_free(m);
+	ck_assert(no_detached_init_within(2000));
+}
+END_TEST
+
 static bool ns_works(void)
 {
 	char *dir = test_mkdtemp(), cfg[512];
@@ -286,6 +340,8 @@ int main(void)
 	tcase_add_test(tc, test_two_processes_one_sandbox);
 	tcase_add_test(tc, test_reattach_after_sigkill);
 	tcase_add_test(tc, test_not_detached_is_one_process_at_a_time);
+	tcase_add_test(tc, test_commands_cannot_use_the_socket);
+	tcase_add_test(tc, test_bwrap_detached);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
