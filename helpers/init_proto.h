@@ -38,6 +38,20 @@ enum sbx_init_kind {
 	SBX_INIT_SPAWN = 3,
 };
 
+/* Detached sandboxes (helpers/init/listen.c). Both messages are a struct sbx_init_spawn header
+ * whose other fields are zero.
+ *  SBX_INIT_LISTEN    host → init, on the channel it started the init with, once, right after
+ *                     READY; carries one fd: a bound, not yet listening SOCK_SEQPACKET Unix
+ *                     socket. The init listens on it, answers with the same header (kind
+ *                     SBX_INIT_LISTEN, no fds), and serves every connection as it serves
+ *                     the channel (SPAWN and SHUTDOWN; each new connection first receives a
+ *                     copy of the READY message); the sandbox then outlives the channel. The
+ *                     init itself must be started with "--detached" (first argument), so that
+ *                     it neither watches nor dies with the host that started it.
+ *  SBX_INIT_SHUTDOWN  any client → init: stop the sandbox now (no fds). */
+#define SBX_INIT_LISTEN   0x10
+#define SBX_INIT_SHUTDOWN 0x11
+
 /* SBX_INIT_READY flags: what the sandbox got (what it could not get is not an error). */
 #define SBX_INIT_HAS_LANDLOCK (1u << 0)
 #define SBX_INIT_HAS_CGROUP   (1u << 1)

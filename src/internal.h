@@ -26,7 +26,12 @@ struct sbx_workspace {
 	void *approval_userdata;
 	char *audit_path;         /* host path of the audit log, or NULL when off */
 	struct sbx_mcp_state *mcp; /* MCP connections and gateway (src/mcp), made on first use */
+	_Atomic int64_t last_used_ms; /* sbx_now_ms() of the last exec, spawn or tool call (the
+	                                 workspace manager's idle TTL counts from it) */
 };
+
+/* Marks the workspace as used now: every exec, spawn and tool call does (manager.c reads it). */
+void sbx_workspace_touch(sbx_workspace *ws);
 
 /* Kills and releases the backend side of every process handle still open on ws (process.c);
  * the handles stay valid and report the command as killed. */

@@ -138,6 +138,7 @@ int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *c
 	*out = (sbx_spawned){ .wait_fd = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1 };
 	if (!ws)
 		return sbx_fail(-SBX_EINVAL, "workspace is NULL");
+	sbx_workspace_touch(ws);   /* exec, process and the Bash tool all start here */
 	if ((r = check_argv(argv)) < 0 || (r = resolve_cwd(ws, cwd, &cwd_view, &cwd_fd)) < 0 ||
 	    (r = sbx_env_compose(ws->base_env, env, flags & SBX_EXEC_CLEAR_ENV, &envp)) < 0)
 		goto done;

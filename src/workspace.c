@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,6 +307,7 @@ int sbx_workspace_open(const char *config_json, sbx_workspace **out)
 		ws->ops->close(ws->state);
 		goto fail;
 	}
+	sbx_workspace_touch(ws);
 	*out = ws;
 	return 0;
 fail:
@@ -342,6 +344,12 @@ int sbx_workspace_reset(sbx_workspace *ws)
 	if ((r = restore_baseline(ws)) < 0)
 		return r;
 	return ws->ops->reset(ws->state);
+}
+
+void sbx_workspace_touch(sbx_workspace *ws)
+{
+	if (ws)
+		atomic_store(&ws->last_used_ms, sbx_now_ms());
 }
 
 const char *sbx_workspace_id(const sbx_workspace *ws)

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 
 #include "init_proto.h"
+#include "listen.h"
 #include "sandbox.h"
 #include "server.h"
 #include "spec.h"
@@ -60,6 +61,7 @@ static void send_ready(const struct init_state *st, pid_t host_pid)
 	                              .init_pid = host_pid };
 
 	snprintf(msg.cgroup_note, sizeof msg.cgroup_note, "%s", st->cgroup_note);
+	sbx_init_set_greeting(&msg, sizeof msg);   /* for a detached sandbox's later clients */
 	send(SBX_INIT_CONTROL_FD, &msg, sizeof msg, MSG_NOSIGNAL);
 }
 
@@ -274,11 +276,14 @@ static bool outer_gone(int lifeline)
 	return poll(&pfd, 1, 0) != 0;
 }
 
+/* "--detached": the sandbox outlives the host that started it (listen.c). */
+static bool detached;
+
 static int start_direct(struct init_state *st)
 {
 	char err[400] = "";
 	pid_t outer = getpid(), init;
-	int lifeline[2], host = watch_host();
+	int lifeline[2], host = detached ? -1 : watch_host();
 
 	if (join_cgroup(st, err, sizeof err) < 0 ||
 	    sbx_userns_enter(getuid(), getgid(), namespace_flags(st), err, sizeof err) < 0) {
@@ -333,7 +338,7 @@ static void close_inherited_fds(bool direct)
  * host's *thread* ended), and the host is watched through a pidfd. */
 static int start_bwrap(char **bwrap_argv)
 {
-	int host = watch_host();
+	int host = detached ? -1 : watch_host();
 	pid_t pid;
 	int err = posix_spawn(&pid, bwrap_argv[0], NULL, NULL, bwrap_argv, environ);
 
@@ -344,10 +349,25 @@ static int start_bwrap(char **bwrap_argv)
 	return wait_for_init(pid, host);
 }
 
+/* A detached sandbox leaves the host's process tree: the host reaps this first half at once,
+ * and the second, reparented, is nobody's zombie when it ends long after. */
+static void leave_host(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		send_error("fork: %s", strerror(errno));
+		_exit(1);
+	}
+	if (pid > 0)
+		_exit(0);
+}
+
 static int usage(const char *why)
 {
-	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init --proto %d --mode direct|inside\n"
-	        "       agentsbx-init --proto %d --mode bwrap -- BWRAP_ARGV...\n"
+	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init [--detached] --proto %d "
+	        "--mode direct|inside\n"
+	        "       agentsbx-init [--detached] --proto %d --mode bwrap -- BWRAP_ARGV...\n"
 	        "(started by libagentsbx; see helpers/init_proto.h)\n", why, SBX_INIT_PROTO_VERSION,
 	        SBX_INIT_PROTO_VERSION);
 	return 2;
@@ -359,6 +379,11 @@ int main(int argc, char **argv)
 	char err[400] = "";
 	struct stat sb;
 
+	if (argc > 1 && !strcmp(argv[1], "--detached")) {
+		detached = true;
+		argv++;
+		argc--;
+	}
 	bool bwrap = argc > 6 && !strcmp(argv[4], "bwrap") && !strcmp(argv[5], "--");
 
 	if ((argc != 5 && !bwrap) || strcmp(argv[1], "--proto") || strcmp(argv[2], "1") ||
@@ -367,6 +392,8 @@ int main(int argc, char **argv)
 		return usage("bad arguments");
 	if (fstat(SBX_INIT_CONTROL_FD, &sb) < 0 || !S_ISSOCK(sb.st_mode))
 		return usage("fd 3 is not the control socket");
+	if (detached)
+		leave_host();
 	if (bwrap)
 		return start_bwrap(argv + 6);   /* every fd we have is one bubblewrap needs */
 	st.direct = !strcmp(argv[4], "direct");

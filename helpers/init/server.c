@@ -1,10 +1,13 @@
 /* The exec server: PID 1 of the sandbox reads spawn requests from the control channel, forks a
  * runner for each (runner.c: the same code as agentsbx-run, without the extra exec) and reaps
  * whatever ends. When the control channel closes, it returns and the init exits, which makes
- * the kernel kill every process left in the PID namespace. */
+ * the kernel kill every process left in the PID namespace. A detached sandbox (listen.c) also
+ * serves the connections on its socket and ends only on SHUTDOWN. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include <sys/wait.h>
 
 #include "init_proto.h"
+#include "listen.h"
 #include "run_proto.h"
 #include "runner.h"
 #include "server.h"
@@ -36,6 +40,21 @@ static void close_request_fds(struct spawn_request *req)
 	for (int i = 0; i < req->nfds; i++)
 		close(req->fds[i]);
 	req->nfds = 0;
+}
+
+/* How many fds a message of this kind carries; -1 for an unknown kind. */
+static int fds_of_kind(uint32_t kind)
+{
+	switch (kind) {
+	case SBX_INIT_SPAWN:
+		return SBX_INIT_SPAWN_FDS;
+	case SBX_INIT_LISTEN:
+		return 1;
+	case SBX_INIT_SHUTDOWN:
+		return 0;
+	default:
+		return -1;
+	}
 }
 
 /* Receives one message; returns 1 for a request, 0 when the channel closed, -1 for a
@@ -64,8 +83,8 @@ static int receive_request(int ctl, struct spawn_request *req)
 			req->nfds = SBX_INIT_SPAWN_FDS;
 		memcpy(req->fds, CMSG_DATA(c), sizeof(int) * (size_t)req->nfds);
 	}
-	if (n != (ssize_t)sizeof req->head || req->head.kind != SBX_INIT_SPAWN ||
-	    req->nfds != SBX_INIT_SPAWN_FDS || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+	if (n != (ssize_t)sizeof req->head || req->nfds != fds_of_kind(req->head.kind) ||
+	    (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		close_request_fds(req);
 		return -1;
 	}
@@ -184,8 +203,40 @@ static void reap_children(void)
 		;
 }
 
+/* One message from a client. Returns false when the sandbox must stop (SHUTDOWN). */
+static bool serve_message(struct sbx_init_peers *peers, int fd, const sigset_t *saved)
+{
+	struct spawn_request req;
+	int r = receive_request(fd, &req);
+
+	if (r == 0) {
+		sbx_init_peers_drop(peers, fd);   /* the backend closed the workspace (or died) */
+		return true;
+	}
+	if (r < 0)
+		return true;
+	switch (req.head.kind) {
+	case SBX_INIT_SPAWN:
+		handle_spawn(&req, saved);
+		break;
+	case SBX_INIT_LISTEN:
+		/* Only the host that started the sandbox may make it detached. */
+		if (fd == peers->ctl)
+			sbx_init_peers_listen(peers, req.fds[0]);
+		else
+			close_request_fds(&req);
+		break;
+	case SBX_INIT_SHUTDOWN:
+		return false;
+	default:
+		break;
+	}
+	return true;
+}
+
 int sbx_init_serve(int ctl)
 {
+	struct sbx_init_peers peers;
 	sigset_t chld, saved;
 	int sigfd;
 
@@ -195,25 +246,30 @@ int sbx_init_serve(int ctl)
 	sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sigfd < 0)
 		return -errno;
-	for (;;) {
-		struct pollfd fds[2] = { { .fd = ctl, .events = POLLIN },
-		                         { .fd = sigfd, .events = POLLIN } };
-		struct spawn_request req;
+	sbx_init_peers_init(&peers, ctl);
+	/* Without a listener (the default) the channel is the only client, and its closing
+	 * ends the sandbox; a detached sandbox lives until SHUTDOWN. */
+	while (sbx_init_peers_alive(&peers)) {
+		struct pollfd fds[1 + SBX_INIT_MAX_CLIENTS + 2];
+		size_t n = 1 + sbx_init_peers_pollfds(&peers, fds + 1);
 
-		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+		fds[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+		if (poll(fds, n, -1) < 0 && errno != EINTR)
 			return -errno;
-		if (fds[1].revents) {
+		if (fds[0].revents) {
 			struct signalfd_siginfo si;
 			while (read(sigfd, &si, sizeof si) > 0)
 				;
 			reap_children();
 		}
-		if (!fds[0].revents)
-			continue;
-		int r = receive_request(ctl, &req);
-		if (r == 0)
-			return 0;     /* the backend closed the workspace (or died) */
-		if (r > 0)
-			handle_spawn(&req, &saved);
+		for (size_t i = 1; i < n; i++) {
+			if (!fds[i].revents)
+				continue;
+			if (fds[i].fd == peers.listener)
+				sbx_init_peers_accept(&peers);
+			else if (!serve_message(&peers, fds[i].fd, &saved))
+				return 0;
+		}
 	}
+	return 0;
 }

@@ -366,6 +366,178 @@ static int cmd_version(int argc, char **argv)
 	return 0;
 }
 
+
+/* ---- the workspace manager's directory: ls, attach, gc ---------------------------------- */
+
+struct mgr_options {
+	const char *base_dir;   /* NULL: the library's default */
+	const char *ttl;        /* gc: seconds */
+	int json;               /* ls: the raw list */
+};
+
+enum { OPT_BASE_DIR = 'd', OPT_TTL = 'T', OPT_JSON = 'j' };
+
+static const struct option mgr_long_options[] = {
+	{ "base-dir", required_argument, NULL, OPT_BASE_DIR },
+	{ "ttl", required_argument, NULL, OPT_TTL },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Returns the index of the first operand, or -1 with *code set. */
+static int parse_mgr_options(int argc, char **argv, const char *usage, struct mgr_options *o,
+                             int *code)
+{
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+d:T:jh", mgr_long_options, NULL)) != -1) {
+		switch (c) {
+		case OPT_BASE_DIR: o->base_dir = optarg; break;
+		case OPT_TTL: o->ttl = optarg; break;
+		case OPT_JSON: o->json = 1; break;
+		case OPT_HELP:
+			printf("usage: %s\n", usage);
+			*code = 0;
+			return -1;
+		default:
+			fprintf(stderr, "agentsbx: unknown or incomplete option '%s'\nusage: %s\n",
+			        argv[optind - 1], usage);
+			*code = 2;
+			return -1;
+		}
+	}
+	return optind;
+}
+
+/* A manager over the directory, for looking and tidying: no sweeper thread, and it sets up
+ * no workspace of its own ("local" needs nothing to check). */
+static int open_manager(const struct mgr_options *o, double ttl_s, sbx_manager **mgr)
+{
+	sbx_buf b = { 0 };
+	int r;
+
+	sbx_buf_printf(&b, "{\"workspace\":{\"backend\":\"local\"},\"sweep_interval_s\":0,"
+	               "\"ttl_s\":%.3f", ttl_s);
+	if (o->base_dir) {
+		sbx_buf_puts(&b, ",\"base_dir\":");
+		sbx_buf_json_string(&b, o->base_dir, strlen(o->base_dir));
+	}
+	sbx_buf_puts(&b, "}");
+	r = b.oom ? -SBX_ENOMEM : sbx_manager_open(b.data, mgr);
+	sbx_buf_free(&b);
+	return r < 0 ? library_error("open the workspace manager", r) : 0;
+}
+
+static const char ls_usage[] = "agentsbx ls [--base-dir DIR] [--json]";
+
+static void print_workspace_row(const sbx_json *w)
+{
+	const sbx_json *id = sbx_json_get(w, "id"), *backend = sbx_json_get(w, "backend"),
+	               *running = sbx_json_get(w, "running"), *held = sbx_json_get(w, "held"),
+	               *idle = sbx_json_get(w, "idle_s"), *dir = sbx_json_get(w, "workdir");
+
+	printf("%-44s %-8s %-8s %-5s %8lld  %s\n", id && id->str ? id->str : "?",
+	       backend && backend->str ? backend->str : "?",
+	       running && running->b ? "running" : "-", held && held->b ? "held" : "-",
+	       idle ? (long long)idle->i : -1LL, dir && dir->str ? dir->str : "-");
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+	struct mgr_options o = { 0 };
+	_cleanup_free_ char *json = NULL;
+	sbx_manager *mgr = NULL;
+	sbx_json *list = NULL;
+	char err[256];
+	int code = 0, first, r;
+
+	if ((first = parse_mgr_options(argc, argv, ls_usage, &o, &code)) < 0)
+		return code;
+	if (first != argc)
+		return fail("ls takes no operands\nusage: %s", ls_usage);
+	if ((code = open_manager(&o, 3600, &mgr)) != 0)
+		return code;
+	r = sbx_manager_list(mgr, &json);
+	sbx_manager_free(mgr);
+	if (r < 0)
+		return library_error("ls", r);
+	if (o.json) {
+		printf("%s\n", json);
+		return 0;
+	}
+	if (sbx_json_parse(json, strlen(json), &list, err, sizeof err) < 0)
+		return fail("ls: %s", err);
+	printf("%-44s %-8s %-8s %-5s %8s  %s\n", "ID", "BACKEND", "SANDBOX", "HELD", "IDLE_S",
+	       "WORKDIR");
+	for (size_t i = 0; i < list->n; i++)
+		print_workspace_row(list->items[i]);
+	sbx_json_free(list);
+	return 0;
+}
+
+static const char attach_usage[] = "agentsbx attach [--base-dir DIR] ID -- CMD [ARG...]";
+
+static int cmd_attach(int argc, char **argv)
+{
+	struct mgr_options o = { 0 };
+	sbx_manager *mgr = NULL;
+	sbx_workspace *ws = NULL;
+	sbx_result *res = NULL;
+	int code = 0, first, r;
+
+	if ((first = parse_mgr_options(argc, argv, attach_usage, &o, &code)) < 0)
+		return code;
+	int cmd = first + 1;
+	if (cmd < argc && !strcmp(argv[cmd], "--"))
+		cmd++;
+	if (first >= argc || cmd >= argc)
+		return fail("attach: expected a workspace id and a command\nusage: %s", attach_usage);
+	if ((code = open_manager(&o, 3600, &mgr)) != 0)
+		return code;
+	if ((r = sbx_manager_get_by_id(mgr, argv[first], &ws)) < 0) {
+		code = library_error("attach", r);
+		sbx_manager_free(mgr);
+		return code;
+	}
+	sbx_exec_opts opts = { .size = sizeof opts, .flags = SBX_EXEC_NO_CAPTURE,
+	                       .on_output = write_through };
+	r = sbx_exec(ws, (const char *const *)argv + cmd, &opts, &res);
+	code = r < 0 ? library_error("exec", r) : exit_code_of(res);
+	sbx_result_free(res);
+	sbx_manager_release(mgr, ws);
+	sbx_manager_free(mgr);   /* a detached sandbox runs on */
+	return code;
+}
+
+static const char gc_usage[] = "agentsbx gc [--base-dir DIR] [--ttl SECONDS]";
+
+static int cmd_gc(int argc, char **argv)
+{
+	struct mgr_options o = { 0 };
+	sbx_manager *mgr = NULL;
+	char *end = NULL;
+	double ttl = 3600;
+	int code = 0, first, closed = 0, r;
+
+	if ((first = parse_mgr_options(argc, argv, gc_usage, &o, &code)) < 0)
+		return code;
+	if (first != argc)
+		return fail("gc takes no operands\nusage: %s", gc_usage);
+	if (o.ttl && ((ttl = strtod(o.ttl, &end)) < 0 || end == o.ttl || *end))
+		return fail("gc: --ttl expects a number of seconds\nusage: %s", gc_usage);
+	/* --ttl 0: every sandbox nobody holds, however recently used. */
+	if ((code = open_manager(&o, ttl > 0 ? ttl : 0.001, &mgr)) != 0)
+		return code;
+	r = sbx_manager_gc(mgr, &closed);
+	sbx_manager_free(mgr);
+	if (r < 0)
+		return library_error("gc", r);
+	printf("stopped %d idle sandbox%s\n", closed, closed == 1 ? "" : "es");
+	return 0;
+}
+
 static int cmd_help(int argc, char **argv);
 
 struct command {
@@ -380,6 +552,9 @@ static const struct command commands[] = {
 	{ "tools", cmd_tools, tools_usage, "print the agent tools' definitions (JSON)" },
 	{ "tool", cmd_tool, tool_usage, "run one tool call and print its result (JSON)" },
 	{ "doctor", cmd_doctor, doctor_usage, "tell which backends work on this host and why" },
+	{ "ls", cmd_ls, ls_usage, "list the workspaces of a manager directory" },
+	{ "attach", cmd_attach, attach_usage, "run a command in a managed workspace, by id" },
+	{ "gc", cmd_gc, gc_usage, "stop the sandboxes nobody holds that idled beyond the TTL" },
 	{ "version", cmd_version, "agentsbx version", "print the library version" },
 	{ "help", cmd_help, "agentsbx help", "show this help" },
 };

@@ -368,6 +368,7 @@ int sbx_tool_call_session(sbx_workspace *ws, const char *session_id, const char 
 
 	if (r < 0)
 		return r;
+	sbx_workspace_touch(ws);
 	c.session_id = session_id ? session_id : DEFAULT_SESSION;
 	sbx_audit_begin(&c.rec, ws, "tool");
 	sbx_audit_str(&c.rec, "tool", name);

@@ -28,6 +28,7 @@
 #include "util/json.h"
 #include "util/path.h"
 #include "util/sandbox.h"
+#include "util/sandbox_attach.h"
 
 #define INIT_NAME "agentsbx-init"
 #define READY_TIMEOUT_MS 15000
@@ -168,6 +169,12 @@ static int parse_option(const char *backend, const char *key, const sbx_json *v,
 		if (r == 0 && strlen(o->hostname) > 64)
 			return option_error(backend, key, "longer than 64 characters");
 		return r;
+	}
+	if (!strcmp(key, "detached")) {
+		if (v->type != SBX_JSON_BOOL)
+			return option_error(backend, key, "expected true or false");
+		o->detached = v->b;
+		return 0;
 	}
 	if (!strcmp(key, "landlock")) {
 		if (v->type != SBX_JSON_BOOL)
@@ -639,7 +646,10 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 
 	/* --unshare-all only tries the user namespace; --disable-userns needs one for sure. */
 	/* The outer process that starts bwrap and watches the host (helpers/init/main.c). */
-	args3(&a, init, "--proto", "1");
+	arg(&a, init);
+	if (o->detached)
+		arg(&a, "--detached");
+	args3(&a, "--proto", "1", NULL);
 	args3(&a, "--mode", "bwrap", "--");
 	args3(&a, SBX_BWRAP_PATH, "--unshare-all", "--unshare-user");
 	if (!strcmp(sb->network_mode, "host"))
@@ -790,6 +800,8 @@ static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *cons
 {
 	static const char *const direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct",
 	                                           NULL };
+	static const char *const detached_argv[] = { INIT_NAME, "--detached", "--proto", "1",
+	                                             "--mode", "direct", NULL };
 	int *fds = malloc((4 + binds->n) * sizeof *fds), err;
 
 	if (!fds)
@@ -804,7 +816,8 @@ static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *cons
 	} else {
 		/* fd 6: the seccomp program the spec announced (built before the spec was). */
 		fds[3] = seccomp_program();
-		err = spawn_with_fds(init, direct_argv, fds, fds[3] >= 0 ? 4 : 3, err_fd, &sb->pid);
+		err = spawn_with_fds(init, sb->opts->detached ? detached_argv : direct_argv, fds,
+		                     fds[3] >= 0 ? 4 : 3, err_fd, &sb->pid);
 	}
 	free(fds);
 	return err;
@@ -923,6 +936,59 @@ static void free_sandbox(struct sbx_sandbox *sb)
 	free(sb);
 }
 
+/* ---- detached sandboxes (sandbox_attach.c) -------------------------------------------- */
+
+/* The socket lives in the state folder: a sandbox that could write there could replace it. */
+static bool protects_state_dir(const struct sbx_sandbox *sb)
+{
+	for (const char *const *p = protected_list(sb); *p; p++)
+		if (!strcmp(*p, SBX_STATE_DIR "/") || !strcmp(*p, SBX_STATE_DIR))
+			return true;
+	return false;
+}
+
+/* Under the run directory's lock: attach to the sandbox running for this workdir, or launch
+ * one (its init started with --detached) and hand it its socket. */
+static int attach_or_launch(struct sbx_sandbox *sb)
+{
+	_cleanup_close_ int run = -1, lock = -1;
+	struct sbx_init_ready ready;
+	int r, status;
+
+	if (!protects_state_dir(sb))
+		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': protected_paths must keep "
+		                "'%s/' (the detached sandbox's socket lives there)", sb->who,
+		                SBX_STATE_DIR);
+	if ((r = sbx_attach_open_run_dir(sb->root_fd, true, &run)) < 0 ||
+	    (r = sbx_attach_lock(run, &lock)) < 0)
+		return r;
+	r = sbx_attach_connect(run, sb->who, &ready, NULL, &sb->ctl);
+	if (r == 0) {
+		sb->flags = ready.flags;
+		memcpy(sb->cgroup_note, ready.cgroup_note, sizeof sb->cgroup_note);
+		return 0;
+	}
+	if (r != -SBX_ENOENT || (r = launch(sb)) < 0)
+		return r;
+	/* The first half of the detached init has exited (helpers/init/main.c, leave_host). */
+	reap(sb->pid, &status);
+	sb->pid = -1;
+	return sbx_attach_hand_listener(run, sb->ctl, sb->who);
+}
+
+/* reset: stop the running sandbox (whoever started it) and start afresh. */
+static int restart_detached(struct sbx_sandbox *sb)
+{
+	int r;
+
+	sbx_runclient_kill_all(&sb->live, false);
+	if (sb->ctl >= 0)
+		close(SBX_TAKE_FD(sb->ctl));
+	if ((r = sbx_sandbox_destroy_detached(sb->workdir, sb->id, NULL)) < 0)
+		return r;
+	return attach_or_launch(sb);
+}
+
 int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
                       const struct sbx_sandbox_options *o, enum sbx_sandbox_mode mode,
                       struct sbx_sandbox **out)
@@ -956,7 +1022,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 		free_sandbox(sb);
 		return r;
 	}
-	if ((r = launch(sb)) < 0) {
+	if ((r = sb->opts->detached ? attach_or_launch(sb) : launch(sb)) < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "%s", sbx_last_error());
 		stop_and_tidy(sb);   /* quietly: the launch's message is the one that matters */
@@ -970,6 +1036,8 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 
 int sbx_sandbox_restart(struct sbx_sandbox *sb)
 {
+	if (sb->opts->detached)
+		return restart_detached(sb);
 	sbx_runclient_kill_all(&sb->live, false);
 	stop_and_tidy(sb);
 	return launch(sb);
@@ -980,7 +1048,10 @@ void sbx_sandbox_stop(struct sbx_sandbox *sb)
 	if (!sb)
 		return;
 	sbx_runclient_kill_all(&sb->live, true);
-	stop_and_tidy(sb);
+	if (sb->opts->detached)
+		close(SBX_TAKE_FD(sb->ctl));   /* only detaches: the sandbox runs on */
+	else
+		stop_and_tidy(sb);
 	free_sandbox(sb);
 }
 
@@ -1230,6 +1301,11 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 	    (r = sbx_mcp_sandbox_binds(w->workdir, &w->opts.binds, &w->opts.n_binds)) < 0) {
 		free_ws(w);
 		return r;
+	}
+	if (w->opts.detached && cfg->workdir_is_temporary) {
+		free_ws(w);
+		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox needs "
+		                "a 'workdir' (a temporary one is removed at close)", name);
 	}
 	if (start_as_probe(name, cfg, &w->opts, &w->sb)) {
 		*state = w;

@@ -27,7 +27,10 @@ enum sbx_sandbox_mode {
  *   binds            array    [{"source": host path, "dest": path inside, "writable": false}]
  *   protected_paths  array    paths under /workspace kept read-only (replaces the defaults)
  *   landlock         bool     default true
- *   hostname         string   default "agentsbx" */
+ *   hostname         string   default "agentsbx"
+ *   detached         bool     default false: the sandbox outlives the process that opened it;
+ *                             a later open of the same workdir (any process of the same uid)
+ *                             attaches to it, and closing only detaches (sandbox_attach.h) */
 struct sbx_sandbox_options {
 	enum sbx_sandbox_mode mode;
 	char *rootfs;
@@ -36,6 +39,7 @@ struct sbx_sandbox_options {
 	char **protected_paths;       /* NULL-terminated, or NULL for the defaults */
 	bool landlock;
 	char *hostname;
+	bool detached;
 };
 
 int sbx_sandbox_parse_options(const char *backend, const char *options_json, bool allow_mode,
