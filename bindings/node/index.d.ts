@@ -185,6 +185,19 @@ export type ApprovalVerdict =
 export type ApprovalHandler =
   (request: ApprovalRequest) => ApprovalVerdict | Promise<ApprovalVerdict>;
 
+export interface McpScope {
+  agentId?: string | null;
+  sessionId?: string | null;
+}
+
+export interface McpDeclaration {
+  name: string;
+  agent: string | null;
+  session: string | null;
+  config: Record<string, unknown>;
+  error?: string;
+}
+
 export declare class Workspace implements AsyncDisposable {
   private constructor();
   /** Opens a workspace; a bad config rejects with ECONFIG naming the key. */
@@ -229,6 +242,15 @@ export declare class Workspace implements AsyncDisposable {
   offloadToolResult(sessionId: string, toolCallId: string, data: Data): Promise<string>;
   /** Resolves to "workspace:///data/<sha256><ext>". */
   offloadData(mediaType: string, data: Data): Promise<string>;
+
+  /** MCP servers, run inside the workspace. agentId/sessionId null: every (add/remove) or
+   *  the defaults (list/tools/call). */
+  mcpAdd(name: string, config: Record<string, unknown> | string, scope?: McpScope): Promise<void>;
+  mcpRemove(name: string, scope?: McpScope): Promise<void>;
+  mcpList(scope?: McpScope): Promise<McpDeclaration[]>;
+  mcpTools(name: string, scope?: McpScope): Promise<Record<string, unknown>[]>;
+  mcpCall(name: string, tool: string, args?: Record<string, unknown> | string,
+    scope?: McpScope): Promise<Record<string, unknown>>;
 
   /**
    * Installs (null: removes) the handler; later calls wait until it took effect. Requests are

@@ -62,6 +62,10 @@ function cString(value, what) {
 }
 
 /** Bytes for the library: Buffer or typed array as is, strings as UTF-8. */
+function optString(value, what) {
+  return value === null || value === undefined ? null : cString(value, what);
+}
+
 function bytes(data, what) {
   if (typeof data === 'string') return Buffer.from(data, 'utf8');
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
@@ -314,6 +318,40 @@ class Workspace {
   /** Stores bytes content-addressed; resolves to "workspace:///data/<sha256><ext>". */
   async offloadData(mediaType, data) {
     return this.#run('offloadData', [cString(mediaType, 'mediaType'), bytes(data, 'data')]);
+  }
+
+  // ---- MCP servers (run inside the workspace behind its gateway) ----
+  // agentId / sessionId null: for add/remove "every agent / session"; for list, tools and
+  // call the default agent and session.
+
+  /** Declares an MCP server: { command, args, env } as MCP clients write it. */
+  async mcpAdd(name, config, { agentId = null, sessionId = null } = {}) {
+    await this.#run('mcpAdd', [optString(agentId, 'agentId'), optString(sessionId, 'sessionId'),
+      cString(name, 'name'), cString(jsonText(config), 'config')]);
+  }
+
+  async mcpRemove(name, { agentId = null, sessionId = null } = {}) {
+    await this.#run('mcpRemove', [optString(agentId, 'agentId'),
+      optString(sessionId, 'sessionId'), cString(name, 'name')]);
+  }
+
+  /** [{ name, agent, session, config, error? }] */
+  async mcpList({ agentId = null, sessionId = null } = {}) {
+    return JSON.parse(await this.#run('mcpList', [optString(agentId, 'agentId'),
+      optString(sessionId, 'sessionId')]));
+  }
+
+  /** The server's MCP Tool objects (starting it if needed). */
+  async mcpTools(name, { agentId = null, sessionId = null } = {}) {
+    return JSON.parse(await this.#run('mcpTools', [optString(agentId, 'agentId'),
+      optString(sessionId, 'sessionId'), cString(name, 'name')]));
+  }
+
+  /** Calls a tool of the server; resolves to the MCP CallToolResult. */
+  async mcpCall(name, tool, args = {}, { agentId = null, sessionId = null } = {}) {
+    return JSON.parse(await this.#run('mcpCall', [optString(agentId, 'agentId'),
+      optString(sessionId, 'sessionId'), cString(name, 'name'), cString(tool, 'tool'),
+      cString(jsonText(args), 'args')]));
   }
 
   // ---- approval ----

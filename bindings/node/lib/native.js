@@ -118,6 +118,18 @@ const PROTOTYPES = {
   sbx_offload_data: 'int sbx_offload_data(sbx_workspace *ws, const char *media_type, ' +
     'const void *data, size_t len, _Out_ void **url_out)',
 
+  sbx_mcp_add: 'int sbx_mcp_add(sbx_workspace *ws, const char *agent_id, ' +
+    'const char *session_id, const char *name, const char *config_json)',
+  sbx_mcp_remove: 'int sbx_mcp_remove(sbx_workspace *ws, const char *agent_id, ' +
+    'const char *session_id, const char *name)',
+  sbx_mcp_list: 'int sbx_mcp_list(sbx_workspace *ws, const char *agent_id, ' +
+    'const char *session_id, _Out_ void **json_out)',
+  sbx_mcp_tools: 'int sbx_mcp_tools(sbx_workspace *ws, const char *agent_id, ' +
+    'const char *session_id, const char *name, _Out_ void **json_out)',
+  sbx_mcp_call: 'int sbx_mcp_call(sbx_workspace *ws, const char *agent_id, ' +
+    'const char *session_id, const char *name, const char *tool, const char *args_json, ' +
+    '_Out_ void **result_json)',
+
   sbx_set_approval_handler: 'int sbx_set_approval_handler(sbx_workspace *ws, ' +
     'sbx_approval_fn *fn, void *userdata)',
 };

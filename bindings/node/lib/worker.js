@@ -255,6 +255,16 @@ const operations = {
   offloadData: (ws, mediaType, data) =>
     callForString('sbx_offload_data', ws, mediaType, data, dataLength(data)),
 
+  mcpAdd: (ws, agentId, sessionId, name, config) =>
+    call('sbx_mcp_add', ws, agentId, sessionId, name, config),
+  mcpRemove: (ws, agentId, sessionId, name) =>
+    call('sbx_mcp_remove', ws, agentId, sessionId, name),
+  mcpList: (ws, agentId, sessionId) => callForString('sbx_mcp_list', ws, agentId, sessionId),
+  mcpTools: (ws, agentId, sessionId, name) =>
+    callForString('sbx_mcp_tools', ws, agentId, sessionId, name),
+  mcpCall: (ws, agentId, sessionId, name, tool, args) =>
+    callForString('sbx_mcp_call', ws, agentId, sessionId, name, tool, args),
+
   setApprovalHandler: (ws, fnPointer, userdata) =>
     call('sbx_set_approval_handler', ws, fnPointer, userdata),
 };
