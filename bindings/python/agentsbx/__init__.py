@@ -33,11 +33,13 @@ from .errors import (
     StateError,
     TimedOutError,
 )
+from .manager import Manager
 from .process import Process
 from .results import ExecResult, FileStat
 from .workspace import ApprovalHandler, ApprovalVerdict, OutputCallback, Workspace
 
 __all__ = [
+    "Manager",
     "AgentSbxError", "ApprovalHandler", "ApprovalVerdict", "BackendError", "ConfigError",
     "EscapeError", "ExecResult", "ExistsError", "FileStat", "InvalidArgumentError",
     "LibraryNotFoundError", "LimitError", "NotFoundError", "NotSupportedError", "OutputCallback",

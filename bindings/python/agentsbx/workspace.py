@@ -65,15 +65,22 @@ class Workspace:
     "{}" (the default "ns" backend, a private temporary directory).
     """
 
-    def __init__(self, config: Config = None) -> None:
+    def __init__(self, config: Config = None, *, _borrowed: Optional[c_void_p] = None,
+                 _release: Optional[Callable[[c_void_p], None]] = None) -> None:
         self._handle: Optional[c_void_p] = None
+        # Set for a workspace a Manager handed out: close() gives it back instead.
+        self._release = _release
         # An exception a callback raised, per thread (callbacks run on the calling thread),
         # re-raised once the C call that ran the callback returns.
         self._callback_errors = threading.local()
         self._approval_fn: Optional[Any] = None  # the ctypes callback the C side points to
         lib = _native.load()
         handle = c_void_p()
-        check(lib.sbx_workspace_open(None if config is None else json_text(config), byref(handle)))
+        if _borrowed is not None:
+            handle = _borrowed
+        else:
+            check(lib.sbx_workspace_open(None if config is None else json_text(config),
+                                         byref(handle)))
         self._handle = handle
         # Valid while the handle is open: copied now so they stay readable after close.
         self.id: str = decode(lib.sbx_workspace_id(handle))
@@ -86,7 +93,9 @@ class Workspace:
         """Stops everything running in the workspace and releases it (a temporary workdir is
         removed). Idempotent."""
         handle, self._handle = self._handle, None
-        if handle is not None:
+        if handle is not None and self._release is not None:
+            self._release(handle)
+        elif handle is not None:
             check(_native.load().sbx_workspace_close(handle))
             self._approval_fn = None
 
