@@ -287,3 +287,25 @@ declare const binding: {
   hasFunction: typeof hasFunction;
 };
 export default binding;
+
+export interface ManagerConfig {
+  workspace?: Record<string, unknown>;
+  base_dir?: string;
+  policy?: 'per_agent' | 'per_session' | 'per_user';
+  ttl_s?: number;
+  sweep_interval_s?: number;
+  max_workspaces?: number;
+}
+
+/** Hands out shared workspaces by (user, agent, session); a workspace's close() gives it back. */
+export declare class Manager implements AsyncDisposable {
+  static open(config?: ManagerConfig | string | null): Promise<Manager>;
+  get(userId: string, options?: { agentId?: string | null; sessionId?: string | null;
+    workspaceId?: string | null }): Promise<Workspace>;
+  getById(id: string): Promise<Workspace>;
+  closeWorkspace(id: string): Promise<void>;
+  list(): Promise<Record<string, unknown>[]>;
+  gc(): Promise<number>;
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}

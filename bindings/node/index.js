@@ -116,11 +116,14 @@ class Workspace {
   #configured = Promise.resolve(); // settles once earlier setApprovalHandler calls took effect
   #processes = new Set();
 
-  /** @internal — use Workspace.open(). */
-  constructor(opened) {
+  #release = null; // for a workspace a Manager handed out: gives it back instead of closing
+
+  /** @internal — use Workspace.open() or Manager.get(). */
+  constructor(opened, release = null) {
     const { handle, ...info } = opened;
     this.#handle = handle;
     this.#info = info;
+    this.#release = release;
   }
 
   /**
@@ -403,7 +406,8 @@ class Workspace {
     await this.#configured;
     await Promise.allSettled([...this.#processes].map((p) => p.close()));
     try {
-      await this.#gate.exclusive(() => threads().run('close', [this.#handle]));
+      await this.#gate.exclusive(() => (this.#release
+        ? this.#release(this.#handle) : threads().run('close', [this.#handle])));
     } finally {
       if (this.#approvalKey) approvalBridge().unregister(this.#approvalKey);
       this.#handle = null;
@@ -431,8 +435,78 @@ async function hasFunction(name) {
   return threads().run('has', [cString(name, 'name')]);
 }
 
+/**
+ * The workspace manager: hands out workspaces by (user, agent, session) under an isolation
+ * policy, with an idle TTL and reattach across processes (sbx_manager_*). A workspace get()
+ * returns is shared: its close() gives it back to the manager, whose idle TTL then starts.
+ */
+class Manager {
+  #handle;
+
+  /** @internal — use Manager.open(). */
+  constructor(handle) {
+    this.#handle = handle;
+  }
+
+  /** config: { workspace, base_dir, policy, ttl_s, sweep_interval_s, max_workspaces }. */
+  static async open(config = {}) {
+    const text = config === null ? '' : cString(jsonText(config), 'config');
+    return new Manager(await threads().run('managerOpen', [text]));
+  }
+
+  #live(op) {
+    if (!this.#handle) throw bindingError('ESTATE', 'the manager is closed', op);
+    return this.#handle;
+  }
+
+  #borrowed(opened) {
+    const mgr = this.#handle;
+    return new Workspace(opened, (ws) => threads().run('managerRelease', [mgr, ws]));
+  }
+
+  /** The workspace for this conversation, opened (or attached to) once and shared. */
+  async get(userId, { agentId = null, sessionId = null, workspaceId = null } = {}) {
+    return this.#borrowed(await threads().run('managerGet', [this.#live('get'),
+      cString(userId, 'userId'), optString(agentId, 'agentId'),
+      optString(sessionId, 'sessionId'), optString(workspaceId, 'workspaceId')]));
+  }
+
+  /** A workspace by its full id (for operators: bypasses the per-user scoping). */
+  async getById(id) {
+    return this.#borrowed(await threads().run('managerGetById', [this.#live('getById'),
+      cString(id, 'id')]));
+  }
+
+  /** Closes a workspace now and stops its sandbox unless another process holds it. */
+  async closeWorkspace(id) {
+    await threads().run('managerClose', [this.#live('closeWorkspace'), cString(id, 'id')]);
+  }
+
+  /** Every workspace base_dir knows. */
+  async list() {
+    return JSON.parse(await threads().run('managerList', [this.#live('list')]));
+  }
+
+  /** Sweeps now; resolves to how many workspaces it closed. */
+  async gc() {
+    return threads().run('managerGc', [this.#live('gc')]);
+  }
+
+  /** Stops the sweeper and closes this manager's workspaces. Idempotent. */
+  async close() {
+    const handle = this.#handle;
+    this.#handle = null;
+    if (handle) await threads().run('managerFree', [handle]);
+  }
+
+  [asyncDispose]() {
+    return this.close();
+  }
+}
+
 module.exports = {
   Workspace,
+  Manager,
   Process,
   AgentSbxError,
   errorCodes: CODES,

@@ -2,7 +2,7 @@
 import binding from './index.js';
 
 export const {
-  Workspace, Process, AgentSbxError, errorCodes, codeName, probeBackends, libraryInfo,
+  Workspace, Manager, Process, AgentSbxError, errorCodes, codeName, probeBackends, libraryInfo,
   hasFunction,
 } = binding;
 export default binding;

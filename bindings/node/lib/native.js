@@ -14,6 +14,7 @@ function declareTypes() {
   koffi.opaque('sbx_workspace');
   koffi.opaque('sbx_result');
   koffi.opaque('sbx_process');
+  koffi.opaque('sbx_manager');
   koffi.proto('void sbx_output_cb(int stream, const void *data, size_t len, void *userdata)');
   koffi.proto('int sbx_approval_fn(void *userdata, const char *request_json, void *reason, ' +
     'size_t reason_len)');
@@ -117,6 +118,18 @@ const PROTOTYPES = {
     '_Out_ void **path_out)',
   sbx_offload_data: 'int sbx_offload_data(sbx_workspace *ws, const char *media_type, ' +
     'const void *data, size_t len, _Out_ void **url_out)',
+
+  sbx_manager_open: 'int sbx_manager_open(const char *config_json, _Out_ sbx_manager **out)',
+  sbx_manager_get: 'int sbx_manager_get(sbx_manager *mgr, const char *user_id, ' +
+    'const char *agent_id, const char *session_id, const char *workspace_id, ' +
+    '_Out_ sbx_workspace **out)',
+  sbx_manager_get_by_id: 'int sbx_manager_get_by_id(sbx_manager *mgr, const char *id, ' +
+    '_Out_ sbx_workspace **out)',
+  sbx_manager_release: 'int sbx_manager_release(sbx_manager *mgr, sbx_workspace *ws)',
+  sbx_manager_close: 'int sbx_manager_close(sbx_manager *mgr, const char *id)',
+  sbx_manager_list: 'int sbx_manager_list(sbx_manager *mgr, _Out_ void **json_out)',
+  sbx_manager_gc: 'int sbx_manager_gc(sbx_manager *mgr, _Out_ int *closed)',
+  sbx_manager_free: 'void sbx_manager_free(sbx_manager *mgr)',
 
   sbx_mcp_add: 'int sbx_mcp_add(sbx_workspace *ws, const char *agent_id, ' +
     'const char *session_id, const char *name, const char *config_json)',

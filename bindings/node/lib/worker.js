@@ -208,8 +208,40 @@ function open(config) {
 
 const dataLength = (data) => (data ? data.length : 0);
 
+function managerOpen(config) {
+  const out = [null];
+  call('sbx_manager_open', config, out);
+  return out[0];
+}
+
+function managerGet(mgr, userId, agentId, sessionId, workspaceId) {
+  const out = [null];
+  call('sbx_manager_get', mgr, userId, agentId, sessionId, workspaceId, out);
+  return { handle: out[0], ...describe(out[0]) };
+}
+
+function managerGetById(mgr, id) {
+  const out = [null];
+  call('sbx_manager_get_by_id', mgr, id, out);
+  return { handle: out[0], ...describe(out[0]) };
+}
+
+function managerGc(mgr) {
+  const closed = [0];
+  call('sbx_manager_gc', mgr, closed);
+  return closed[0];
+}
+
 const operations = {
   open,
+  managerOpen,
+  managerGet,
+  managerGetById,
+  managerRelease: (mgr, ws) => call('sbx_manager_release', mgr, ws),
+  managerClose: (mgr, id) => call('sbx_manager_close', mgr, id),
+  managerList: (mgr) => callForString('sbx_manager_list', mgr),
+  managerGc,
+  managerFree: (mgr) => lib.fn('sbx_manager_free')(mgr),
   close: (ws) => call('sbx_workspace_close', ws),
   reset: (ws) => {
     call('sbx_workspace_reset', ws);
