@@ -6,8 +6,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +13,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "init_proto.h"
@@ -25,6 +22,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/launch.h"
 #include "util/path.h"
 #include "util/sandbox.h"
 
@@ -294,20 +292,6 @@ static char *build_spec(const struct sbx_sandbox *sb)
 		return NULL;
 	}
 	return sbx_buf_steal(&b, NULL);
-}
-
-/* A memfd holding data, positioned at 0. */
-static int memfd_with(const char *name, const void *data, size_t len)
-{
-	int fd = memfd_create(name, MFD_CLOEXEC);
-
-	if (fd < 0)
-		return sbx_fail(sbx_errno_code(errno), "memfd_create: %s", strerror(errno));
-	if (sbx_write_all(fd, data, len) < 0) {
-		close(fd);
-		return sbx_fail(-SBX_EIO, "write the %s: %s", name, strerror(errno));
-	}
-	return fd;
 }
 
 /* ---- starting the init --------------------------------------------------------------- */
@@ -670,58 +654,6 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	return a.v;
 }
 
-/* posix_spawn with the init's fds in place (fds[i] becomes 3 + i: 3 control, 4 spec,
- * 5 workspace, then bubblewrap's bind fds), a clean signal state, its own session, and
- * stderr to err_fd (or /dev/null). */
-static int spawn_with_fds(const char *path, const char *const *argv, const int *fds,
-                          size_t nfds, int err_fd, pid_t *pid)
-{
-	static const char *const env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, all;
-	int *copies = malloc((nfds + 1) * sizeof *copies), above = 10 + (int)nfds, err = 0;
-
-	if (!copies)
-		return ENOMEM;
-	/* Move the sources (stderr's too) above every target first: dup2 actions run in order,
-	 * and a source that is also a target would be overwritten before its turn. */
-	for (size_t i = 0; i < nfds; i++)
-		copies[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, above);
-	copies[nfds] = err_fd >= 0 ? fcntl(err_fd, F_DUPFD_CLOEXEC, above) : -1;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	sigemptyset(&none);
-	memset(&all, 0xff, sizeof all);
-	for (size_t i = 0; i < nfds && !err; i++)
-		err = copies[i] < 0 ? EBADF
-		                    : posix_spawn_file_actions_adddup2(&fa, copies[i], 3 + (int)i);
-	if (!err)
-		err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (!err)
-		err = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	if (!err)
-		err = copies[nfds] >= 0 ? posix_spawn_file_actions_adddup2(&fa, copies[nfds], 2)
-		                        : posix_spawn_file_actions_addopen(&fa, 2, "/dev/null",
-		                                                           O_WRONLY, 0);
-	if (!err)
-		err = posix_spawnattr_setsigmask(&attr, &none);
-	if (!err)
-		err = posix_spawnattr_setsigdefault(&attr, &all);
-	if (!err)
-		err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-		                                      POSIX_SPAWN_SETSID);
-	if (!err)
-		err = posix_spawn(pid, path, &fa, &attr, (char *const *)argv, (char *const *)env);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
-	for (size_t i = 0; i <= nfds; i++)
-		if (copies[i] >= 0)
-			close(copies[i]);
-	free(copies);
-	return err;
-}
-
 /* Reads what bubblewrap said on stderr, for the error message. */
 static void read_stderr(int fd, char *out, size_t len)
 {
@@ -799,11 +731,11 @@ static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *cons
 	if (binds->n)
 		memcpy(fds + 3, binds->v, binds->n * sizeof *fds);
 	if (sb->mode == SBX_SANDBOX_BWRAP) {
-		err = spawn_with_fds(init, bwrap, fds, 3 + binds->n, err_fd, &sb->pid);
+		err = sbx_spawn_with_fds(init, bwrap, fds, 3 + binds->n, err_fd, &sb->pid);
 	} else {
 		/* fd 6: the seccomp program the spec announced (built before the spec was). */
 		fds[3] = seccomp_program();
-		err = spawn_with_fds(init, direct_argv, fds, fds[3] >= 0 ? 4 : 3, err_fd, &sb->pid);
+		err = sbx_spawn_with_fds(init, direct_argv, fds, fds[3] >= 0 ? 4 : 3, err_fd, &sb->pid);
 	}
 	free(fds);
 	return err;
@@ -828,7 +760,7 @@ static int launch(struct sbx_sandbox *sb)
 		prepare_placeholders(sb);   /* the init does this itself when it builds the root */
 	if (!(spec = build_spec(sb)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if ((spec_fd = memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
+	if ((spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
 		return spec_fd;
 	ws_fd = fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3);
 	if (ws_fd < 0)
@@ -875,28 +807,9 @@ static int launch(struct sbx_sandbox *sb)
  * before the outer process can see it gone), then kills the outer process if it lingers. */
 static void stop_init(struct sbx_sandbox *sb)
 {
-	int status, pidfd;
-
 	if (sb->ctl >= 0)
 		close(SBX_TAKE_FD(sb->ctl));
-	if (sb->pid <= 0)
-		return;
-	/* Wait for the exit itself (a pidfd polls readable then), not in sleeps. */
-	pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
-	if (pidfd >= 0) {
-		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-		if (poll(&pfd, 1, STOP_TIMEOUT_MS) == 0)
-			kill(sb->pid, SIGKILL);
-		close(pidfd);
-	} else {
-		for (int64_t until = sbx_now_ms() + STOP_TIMEOUT_MS;
-		     waitpid(sb->pid, &status, WNOHANG) == 0; usleep(1000))
-			if (sbx_now_ms() > until) {
-				kill(sb->pid, SIGKILL);
-				break;
-			}
-	}
-	reap(sb->pid, &status);
+	sbx_reap_or_kill(sb->pid, STOP_TIMEOUT_MS);
 	sb->pid = -1;
 }
 
@@ -1047,7 +960,7 @@ int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void
 	if (!(payload = build_payload(req, limits, &head, &len)))
 		return sbx_fail(-SBX_E2BIG, "%s: command, environment and cwd exceed %u bytes",
 		                sb->who, SBX_INIT_PAYLOAD_MAX);
-	if ((payload_fd = memfd_with("agentsbx-spawn", payload, len)) < 0)
+	if ((payload_fd = sbx_memfd_with("agentsbx-spawn", payload, len)) < 0)
 		return payload_fd;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", sb->who, strerror(errno));
