@@ -219,6 +219,13 @@ static int open_state_dir(sbx_workspace *ws)
 	return fd < 0 ? -errno : fd;
 }
 
+int sbx_audit_dir_fd(sbx_workspace *ws)
+{
+	int fd = ws->audit_path ? open_state_dir(ws) : -1;
+
+	return fd >= 0 ? fd : -1;
+}
+
 /* Rotation and append happen under an flock of the state folder itself, which every writer
  * of this workspace (any process: agentsbx-proxy too) takes. */
 static void append_line(sbx_workspace *ws, const char *line, size_t len)

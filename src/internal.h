@@ -25,6 +25,8 @@ struct sbx_workspace {
 	sbx_approval_fn approval_fn;
 	void *approval_userdata;
 	char *audit_path;         /* host path of the audit log, or NULL when off */
+	pthread_mutex_t network_lock; /* one sbx_workspace_set_network at a time */
+	char network_mode[16];    /* the mode the backend enforces ("none", "allowlist", "host") */
 };
 
 /* Kills and releases the backend side of every process handle still open on ws (process.c);
