@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "init_proto.h"
+#include "proxy_proto.h"
 #include "internal.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -23,6 +24,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/launch.h"
+#include "util/netproxy.h"
 #include "util/path.h"
 #include "util/sandbox.h"
 
@@ -38,6 +40,8 @@ struct sbx_sandbox {
 	char *workdir;
 	char *id;
 	char *network_mode;
+	struct sbx_netproxy *proxy;   /* mode "allowlist": the workspace's proxy, kept across
+	                                 restarts (a reset changes the sandbox, not the policy) */
 	int root_fd;                  /* O_PATH fd of workdir, for paths beneath it */
 	char **placeholders;          /* protected paths missing at start (see below) */
 	const struct sbx_sandbox_options *opts; /* owned by the backend, outlives sb */
@@ -262,6 +266,8 @@ static char *build_spec(const struct sbx_sandbox *sb)
 	json_key_string(&b, "id", sb->id);
 	json_key_string(&b, "hostname", o->hostname);
 	json_key_string(&b, "network", sb->network_mode);
+	if (sb->proxy)
+		sbx_buf_printf(&b, "\"proxy_port\":%d,", SBX_PROXY_PORT);
 	if (o->rootfs)
 		json_key_string(&b, "rootfs", o->rootfs);
 	sbx_buf_puts(&b, "\"binds\":[");
@@ -500,8 +506,9 @@ static void bwrap_etc(struct argv_builder *a, struct string_pool *pool, bool hav
 }
 
 /* The fds bubblewrap binds (--bind-fd, --ro-bind-fd): the child gets v[i] as fd
- * BWRAP_FIRST_BIND_FD + i. Closed by the caller after the start. */
-#define BWRAP_FIRST_BIND_FD 6
+ * BWRAP_FIRST_BIND_FD + i, after the init's own (init_proto.h). Closed by the caller after
+ * the start. */
+#define BWRAP_FIRST_BIND_FD (SBX_INIT_BRIDGE_FD + 1)
 
 struct fd_list {
 	int *v;
@@ -714,29 +721,33 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 	                "ready", sb->who, (unsigned)status);
 }
 
-/* Starts the init (direct) or bubblewrap with the init's fds and bubblewrap's bind fds. */
+/* Starts the init (direct) or bubblewrap with the init's fds (init_proto.h: 3 control,
+ * 4 spec, 5 workspace, 6 seccomp program, 7 proxy bridge; -1 leaves a number closed) and,
+ * from BWRAP_FIRST_BIND_FD on, bubblewrap's bind fds. */
 static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *const *bwrap,
-                      int ctl, int spec, int workspace, const struct fd_list *binds,
+                      int ctl, int spec, int workspace, int bridge, const struct fd_list *binds,
                       int err_fd)
 {
 	static const char *const direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct",
 	                                           NULL };
-	int *fds = malloc((4 + binds->n) * sizeof *fds), err;
+	const size_t own = BWRAP_FIRST_BIND_FD - SBX_INIT_CONTROL_FD;
+	int *fds = malloc((own + binds->n) * sizeof *fds), err;
+	size_t n = own;
 
 	if (!fds)
 		return ENOMEM;
 	fds[0] = ctl;
 	fds[1] = spec;
 	fds[2] = workspace;
-	if (binds->n)
-		memcpy(fds + 3, binds->v, binds->n * sizeof *fds);
-	if (sb->mode == SBX_SANDBOX_BWRAP) {
-		err = sbx_spawn_with_fds(init, bwrap, fds, 3 + binds->n, err_fd, &sb->pid);
-	} else {
-		/* fd 6: the seccomp program the spec announced (built before the spec was). */
-		fds[3] = seccomp_program();
-		err = sbx_spawn_with_fds(init, direct_argv, fds, fds[3] >= 0 ? 4 : 3, err_fd, &sb->pid);
+	/* fd 6: the seccomp program the spec announced (built before the spec was). */
+	fds[3] = sb->mode == SBX_SANDBOX_DIRECT ? seccomp_program() : -1;
+	fds[4] = bridge;
+	if (sb->mode == SBX_SANDBOX_BWRAP && binds->n) {
+		memcpy(fds + own, binds->v, binds->n * sizeof *fds);
+		n += binds->n;
 	}
+	err = sbx_spawn_with_fds(init, sb->mode == SBX_SANDBOX_BWRAP ? bwrap : direct_argv, fds, n,
+	                         err_fd, &sb->pid);
 	free(fds);
 	return err;
 }
@@ -745,6 +756,7 @@ static int launch(struct sbx_sandbox *sb)
 {
 	_cleanup_free_ char *init = NULL, *spec = NULL;
 	_cleanup_close_ int spec_fd = -1, ws_fd = -1, child_ctl = -1, err_read = -1, err_write = -1;
+	_cleanup_close_ int bridge = -1;
 	_cleanup_free_ const char **argv = NULL;
 	struct string_pool pool = { 0 };
 	struct fd_list binds = { 0 };
@@ -782,7 +794,12 @@ static int launch(struct sbx_sandbox *sb)
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
 		}
 	}
-	err = spawn_init(sb, init, argv, child_ctl, spec_fd, ws_fd, &binds, err_write);
+	if (sb->proxy && (r = sbx_netproxy_bridge(sb->proxy, &bridge)) < 0) {
+		pool_free(&pool);
+		fd_list_close(&binds);
+		return r;
+	}
+	err = spawn_init(sb, init, argv, child_ctl, spec_fd, ws_fd, bridge, &binds, err_write);
 	pool_free(&pool);
 	fd_list_close(&binds);
 	if (err) {
@@ -825,6 +842,7 @@ static void stop_and_tidy(struct sbx_sandbox *sb)
 
 static void free_sandbox(struct sbx_sandbox *sb)
 {
+	sbx_netproxy_stop(sb->proxy);
 	sbx_runclient_set_destroy(&sb->live);
 	sbx_strv_free(sb->placeholders);
 	if (sb->root_fd >= 0)
@@ -833,6 +851,32 @@ static void free_sandbox(struct sbx_sandbox *sb)
 	free(sb->id);
 	free(sb->network_mode);
 	free(sb);
+}
+
+/* Reads a 1.2 member of the backend config only when the core's struct has it. */
+#define CFG_HAS(cfg, member) \
+	((cfg)->size >= offsetof(sbx_backend_config, member) + sizeof (cfg)->member)
+
+/* Mode "allowlist": the workspace's proxy, before the sandbox that will reach it. The config
+ * copy keeps no pointer to the policy: the core owns it, and it changes. */
+static int start_proxy(struct sbx_sandbox *sb, const sbx_backend_config *cfg)
+{
+	struct sbx_netproxy_settings s = {
+		.workspace = sb->id,
+		.network_json = CFG_HAS(cfg, network_json) ? cfg->network_json : NULL,
+		.audit_dir_fd = CFG_HAS(cfg, audit_keep) ? cfg->audit_dir_fd : -1,
+		.audit_max_bytes = CFG_HAS(cfg, audit_keep) ? cfg->audit_max_bytes : 0,
+		.audit_keep = CFG_HAS(cfg, audit_keep) ? cfg->audit_keep : 0,
+	};
+
+	sb->cfg.network_json = NULL;
+	sb->cfg.audit_dir_fd = -1;
+	if (strcmp(sb->network_mode, "allowlist") != 0)
+		return 0;
+	if (!s.network_json)
+		return sbx_fail(-SBX_ECONFIG, "%s: network mode 'allowlist' came without its policy",
+		                sb->who);
+	return sbx_netproxy_start(sb->who, &s, &sb->proxy);
 }
 
 int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
@@ -865,6 +909,10 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	if (sb->root_fd < 0) {
 		r = sbx_fail(sbx_errno_code(errno), "%s: open %s: %s", who, sb->workdir,
 		             strerror(errno));
+		free_sandbox(sb);
+		return r;
+	}
+	if ((r = start_proxy(sb, cfg)) < 0) {
 		free_sandbox(sb);
 		return r;
 	}
@@ -1198,4 +1246,38 @@ int sbx_sandbox_backend_spawn(void *state, const sbx_backend_spawn *req, void **
                               int *wait_fd)
 {
 	return sbx_sandbox_spawn(((struct sandbox_ws *)state)->sb, req, proc, wait_fd);
+}
+
+/* The mode of a validated network object. */
+static bool network_mode_is(const char *network_json, const char *mode)
+{
+	sbx_json *v = NULL;
+	const sbx_json *m;
+	char err[64];
+	bool same;
+
+	if (sbx_json_parse(network_json, strlen(network_json), &v, err, sizeof err) < 0)
+		return false;
+	m = sbx_json_get(v, "mode");
+	same = m && m->type == SBX_JSON_STRING && !strcmp(m->str, mode);
+	sbx_json_free(v);
+	return same;
+}
+
+int sbx_sandbox_set_network(struct sbx_sandbox *sb, const char *network_json)
+{
+	if (!network_mode_is(network_json, sb->network_mode))
+		return sbx_fail(-SBX_ENOSYS, "%s: the sandbox runs with network mode '%s', which "
+		                "cannot change while it runs", sb->who, sb->network_mode);
+	return sb->proxy ? sbx_netproxy_set_policy(sb->proxy, network_json) : 0;
+}
+
+int sbx_sandbox_backend_set_network(void *state, const char *network_json)
+{
+	return sbx_sandbox_set_network(((struct sandbox_ws *)state)->sb, network_json);
+}
+
+const char *const *sbx_sandbox_backend_env(void *state)
+{
+	return ((struct sandbox_ws *)state)->sb->proxy ? sbx_netproxy_env() : NULL;
 }
