@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "init/errmsg.h"
@@ -101,6 +102,13 @@ static _Noreturn void serve(const int listeners[2], int channel)
 	                       { .fd = listeners[0], .events = POLLIN },
 	                       { .fd = listeners[1], .events = POLLIN } };
 
+	struct rlimit lim;
+
+	/* Sockets in flight to the proxy count against this limit until it takes them. */
+	if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+		lim.rlim_cur = lim.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &lim);
+	}
 	setsockopt(channel, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	prctl(PR_SET_NAME, "agentsbx-bridge", 0, 0, 0);
 	for (;;) {

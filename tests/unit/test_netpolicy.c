@@ -214,6 +214,14 @@ START_TEST(test_resolved_addresses)
 	struct sbx_netaddr inside = addr("10.1.2.3"), outside = addr("10.2.0.1");
 	ck_assert(sbx_netpolicy_check_address(&p, &inside, 443, false, &v));
 	ck_assert(!sbx_netpolicy_check_address(&p, &outside, 443, false, &v));
+	/* An exact entry decides before a wildcard that also matches, wherever it is listed. */
+	struct sbx_network n2;
+	struct sbx_netpolicy p2 = policy("{\"mode\":\"allowlist\",\"allow\":[\"*.corp.test\","
+	                                 "\"db.corp.test\"]}", &n2);
+	struct sbx_netverdict v2 = check(&p2, "db.corp.test", 5432);
+	ck_assert(v2.exact_name);
+	ck_assert_str_eq(v2.rule, "network.allow[1] db.corp.test");
+	sbx_network_free(&n2);
 	/* Deny ranges apply to resolved addresses, even for exact names. */
 	struct sbx_netaddr denied = addr("203.0.113.9");
 	ck_assert(!sbx_netpolicy_check_address(&p, &denied, 443, true, &v));
