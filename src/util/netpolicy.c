@@ -611,6 +611,17 @@ static long find_rule(const struct sbx_netrule *rules, size_t n, const struct sb
 	return -1;
 }
 
+/* An exact name entry that matches t, or -1: it decides before any wildcard, since only it
+ * lets the name resolve into internal ranges. */
+static long find_exact_rule(const struct sbx_netrule *rules, size_t n,
+                            const struct sbx_nettarget *t)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rules[i].kind == SBX_NETRULE_NAME && rule_matches(&rules[i], t))
+			return (long)i;
+	return -1;
+}
+
 void sbx_netpolicy_check(const struct sbx_netpolicy *p, const struct sbx_nettarget *t,
                          struct sbx_netverdict *v)
 {
@@ -624,7 +635,8 @@ void sbx_netpolicy_check(const struct sbx_netpolicy *p, const struct sbx_nettarg
 		snprintf(v->reason, sizeof v->reason, "%s:%u is denied by %s", host, t->port, v->rule);
 		return;
 	}
-	if ((i = find_rule(p->allow, p->n_allow, t)) >= 0) {
+	if ((i = find_exact_rule(p->allow, p->n_allow, t)) >= 0 ||
+	    (i = find_rule(p->allow, p->n_allow, t)) >= 0) {
 		v->allowed = true;
 		v->exact_name = p->allow[i].kind == SBX_NETRULE_NAME;
 		name_rule(v, "allow", (size_t)i, &p->allow[i]);
