@@ -267,7 +267,6 @@ static int wait_for_init(pid_t init, int host)
 
 	close(SBX_INIT_CONTROL_FD);
 	close(SBX_INIT_WORKSPACE_FD);
-	close(SBX_INIT_BRIDGE_FD);
 	/* Without pidfds (kernels before 5.3) only the init's end is waited for. */
 	while (pfd[0].fd >= 0 && pfd[1].fd >= 0) {
 		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
@@ -316,6 +315,10 @@ static int start_direct(struct init_state *st)
 	}
 	if (init > 0) {
 		close(lifeline[0]);
+		/* Only the init holds the bridge channel: the proxy sees it close when the init ends.
+		 * (Closed here, before wait_for_init opens fds that could take its number.) */
+		if (st->spec.proxy_port)
+			close(SBX_INIT_BRIDGE_FD);
 		return wait_for_init(init, host);   /* holds lifeline[1] until it exits */
 	}
 	close(lifeline[1]);

@@ -267,6 +267,19 @@ static int count_of(const char *haystack, const char *needle)
 	return n;
 }
 
+/* How many network records hold needle, once that is n: the proxy writes a connection's
+ * record when the connection ends, which may be a moment after the client has exited. Polls
+ * for up to 5 s; returns the count seen last. */
+static int records_with(sbx_workspace *w, const char *needle, int n)
+{
+	int64_t until = bt_now_ms() + 5000;
+	int seen;
+
+	while ((seen = count_of(network_records(w), needle)) != n && bt_now_ms() < until)
+		usleep(20000);
+	return seen;
+}
+
 /* curl through the proxy as the environment sets it, the host's loopback included. */
 #define CURL "unset no_proxy NO_PROXY; curl -sS -m 20 "
 
@@ -296,11 +309,11 @@ START_TEST(test_allowed_host_reachable)
 	/* Each one is in the audit log: allowed, by which rule, how much it moved. */
 	rule = bt_fmt("\"decision\":\"allow\",\"rule\":\"network.allow[0] localhost:%d\"",
 	              srv.port);
-	ck_assert_int_eq(count_of(network_records(ws), rule), 5);
-	ck_assert_int_eq(count_of(network_records(ws), "\"protocol\":\"http\""), 1);
-	ck_assert_int_eq(count_of(network_records(ws), "\"protocol\":\"connect\""), 3);
-	ck_assert_int_eq(count_of(network_records(ws), "\"protocol\":\"socks5\""), 1);
-	ck_assert_int_eq(count_of(network_records(ws), "\"bytes_down\":0"), 0);
+	ck_assert_int_eq(records_with(ws, rule, 5), 5);
+	ck_assert_int_eq(records_with(ws, "\"protocol\":\"http\"", 1), 1);
+	ck_assert_int_eq(records_with(ws, "\"protocol\":\"connect\"", 3), 3);
+	ck_assert_int_eq(records_with(ws, "\"protocol\":\"socks5\"", 1), 1);
+	ck_assert_int_eq(records_with(ws, "\"bytes_down\":0", 0), 0);
 	ck_assert_ptr_nonnull(strstr(network_records(ws), "\"event\":\"open\",\"mode\":\"allowlist\""));
 	free(rule);
 	free(lists);
@@ -340,10 +353,9 @@ START_TEST(test_denied_host_refused_with_rule)
 	/* SOCKS5 has only a reply code for it: 2, "not allowed by ruleset". */
 	assert_output_has(ws, CURL "-x \"$ALL_PROXY\" http://db.internal.example.com/",
 	                  "(2)");
-	ck_assert_int_eq(count_of(network_records(ws), "\"decision\":\"deny\",\"rule\":\"network."
-	                                               "deny[0] *.internal.example.com\""), 4);
-	ck_assert_int_eq(count_of(network_records(ws), "\"decision\":\"deny\",\"rule\":\"default\""),
-	                 1);
+	ck_assert_int_eq(records_with(ws, "\"decision\":\"deny\",\"rule\":\"network."
+	                                               "deny[0] *.internal.example.com\"", 4), 4);
+	ck_assert_int_eq(records_with(ws, "\"decision\":\"deny\",\"rule\":\"default\"", 1), 1);
 	free(lists);
 }
 END_TEST
@@ -381,7 +393,7 @@ START_TEST(test_host_header_mismatch_refused)
 	             "HTTP/1.1\\r\\nHost: evil.example\\r\\n\\r\\n' >&3; cat <&3\"", srv.port);
 	assert_output_has(ws, cmd, "does not match the request target");
 	free(cmd);
-	ck_assert_int_eq(count_of(network_records(ws), "\"rule\":\"host-mismatch\""), 2);
+	ck_assert_int_eq(records_with(ws, "\"rule\":\"host-mismatch\"", 2), 2);
 	free(lists);
 }
 END_TEST
@@ -448,7 +460,7 @@ START_TEST(test_thousand_concurrent_connections)
 	assert_output_has(ws, cmd, "hello from 127.0.0.1");
 	free(cmd);
 	expect = bt_fmt("\"rule\":\"network.allow[0] localhost:%d\"", srv.port);
-	ck_assert_int_eq(count_of(network_records(ws), expect), 1001);
+	ck_assert_int_eq(records_with(ws, expect, 1001), 1001);
 	free(expect);
 	free(lists);
 }
@@ -487,7 +499,7 @@ START_TEST(test_slow_client_stalls_nobody)
 	ck_assert_msg(strstr(buf, "HTTP/1.1 408"), "the slow client got [%s]", buf);
 	ck_assert_int_eq(sbx_process_wait(p, 10000, NULL, NULL), 0);
 	sbx_process_free(p);
-	ck_assert_int_eq(count_of(network_records(ws), "\"rule\":\"head-timeout\""), 1);
+	ck_assert_int_eq(records_with(ws, "\"rule\":\"head-timeout\"", 1), 1);
 	free(lists);
 }
 END_TEST
@@ -527,8 +539,8 @@ START_TEST(test_policy_change_takes_effect)
 	                                               "[\"ok.test\",\"bad test\"]}"), -SBX_ECONFIG);
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "key 'network.allow[1]'"));
 	ck_assert_int_eq(sbx_workspace_set_network(ws, "{\"allow\":[]}"), -SBX_ECONFIG);
-	ck_assert_int_eq(count_of(network_records(ws), "\"event\":\"set\""), 3);
-	ck_assert_int_eq(count_of(network_records(ws), "\"result\":\"refused\""), 1);
+	ck_assert_int_eq(records_with(ws, "\"event\":\"set\"", 3), 3);
+	ck_assert_int_eq(records_with(ws, "\"result\":\"refused\"", 1), 1);
 	/* The policy outlives a reset. */
 	ck_assert_int_eq(sbx_workspace_set_network(ws, allow), 0);
 	ck_assert_int_eq(sbx_workspace_reset(ws), 0);
@@ -687,7 +699,6 @@ START_TEST(test_reaches_exactly_the_allowed_hosts)
 		"github.com", "evil.example", "203.0.113.10", "rebind.github.com",
 		"internal.github.com",
 	};
-	const char *records;
 	char *cmd;
 
 	if (!need_root())
@@ -718,11 +729,10 @@ START_TEST(test_reaches_exactly_the_allowed_hosts)
 	assert_output_has(ws, "./sbx-netprobe udp 203.0.113.11 53", "udp ENETUNREACH");
 	assert_output_has(ws, "./sbx-netprobe tcp 203.0.113.1 80", "tcp ENETUNREACH");
 	/* Every attempt through the proxy is recorded: 4 allowed, 10 refused. */
-	records = network_records(ws);
-	ck_assert_int_eq(count_of(records, "\"decision\":\"allow\""), 4);
-	ck_assert_int_eq(count_of(records, "\"decision\":\"deny\""), 10);
-	ck_assert_int_eq(count_of(records, "\"host\":\"rebind.github.com\""), 2);
-	ck_assert_int_eq(count_of(records, "\"rule\":\"internal-address\""), 4);
+	ck_assert_int_eq(records_with(ws, "\"decision\":\"allow\"", 4), 4);
+	ck_assert_int_eq(records_with(ws, "\"decision\":\"deny\"", 10), 10);
+	ck_assert_int_eq(records_with(ws, "\"host\":\"rebind.github.com\"", 2), 2);
+	ck_assert_int_eq(records_with(ws, "\"rule\":\"internal-address\"", 4), 4);
 	remove_test_hosts();
 }
 END_TEST
