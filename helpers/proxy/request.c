@@ -288,13 +288,15 @@ int sbx_http_parse(const char *buf, size_t len, struct sbx_http_request *r)
 	return SBX_PARSE_DONE;
 }
 
-/* Headers that belong to one hop, or to the proxy: never passed on to the server. */
+/* Headers that belong to one hop, or to the proxy (every Proxy-*: credentials meant for a
+ * proxy must not reach the server): never passed on. */
 static bool hop_by_hop(const char *name, size_t len)
 {
-	static const char *const names[] = { "connection", "proxy-connection", "keep-alive",
-	                                     "proxy-authorization", "proxy-authenticate", "te",
-	                                     "trailer", "upgrade", "transfer-encoding" };
+	static const char *const names[] = { "connection", "keep-alive", "te", "trailer",
+	                                     "upgrade", "transfer-encoding" };
 
+	if (len >= 6 && !strncasecmp(name, "proxy-", 6))
+		return true;
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (strlen(names[i]) == len && !strncasecmp(names[i], name, len))
 			return true;
