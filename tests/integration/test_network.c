@@ -577,6 +577,36 @@ START_TEST(test_proxy_lives_with_the_workspace)
 }
 END_TEST
 
+/* The host process dies (SIGKILL, no close): its proxy goes too, as its sandbox does. */
+START_TEST(test_proxy_dies_with_the_host)
+{
+	int before = bt_count_processes("agentsbx-proxy"), ready[2];
+	char byte = 0;
+	pid_t host;
+
+	ck_assert_int_eq(pipe(ready), 0);
+	host = fork();
+	ck_assert_int_ge(host, 0);
+	if (host == 0) {
+		sbx_workspace *w = NULL;
+
+		if (bt_open(workdir, "\"network\":{\"mode\":\"allowlist\"}", &w) != 0 ||
+		    write(ready[1], &byte, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_eq(read(ready[0], &byte, 1), 1);
+	ck_assert_int_eq(bt_count_processes("agentsbx-proxy"), before + 1);
+	kill(host, SIGKILL);
+	waitpid(host, NULL, 0);
+	ck_assert_int_eq(bt_wait_for_process_count("agentsbx-proxy", before), before);
+	ck_assert_int_eq(bt_wait_for_sandbox_gone(workdir), 0);
+	close(ready[0]);
+	close(ready[1]);
+}
+END_TEST
+
 START_TEST(test_host_mode_recorded_as_exposure)
 {
 	ws = bt_open_ok(workdir, "\"network\":{\"mode\":\"host\"}");
@@ -776,6 +806,7 @@ static Suite *network_suite(void)
 	tcase_add_test(policy, test_policy_change_takes_effect);
 	tcase_add_test(policy, test_other_modes_cannot_switch);
 	tcase_add_test(policy, test_proxy_lives_with_the_workspace);
+	tcase_add_test(policy, test_proxy_dies_with_the_host);
 	tcase_add_test(policy, test_host_mode_recorded_as_exposure);
 	tcase_add_test(policy, test_local_backend_refuses_allowlist);
 	suite_add_tcase(s, policy);
