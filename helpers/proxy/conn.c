@@ -637,9 +637,13 @@ static ssize_t write_from(int fd, struct ring *r)
 /* Half-closes follow the data: once one side has said all it will and its bytes are out,
  * the other side hears the end. The connection is done when the server's side is finished
  * and the client has its last byte, and the client has finished too (a plain request: the
- * answer is all that is wanted) or the server is gone. */
+ * answer is all that is wanted) or the server is gone. A plain request's client that has
+ * gone once its request is out wants nothing more: a server that keeps the connection open
+ * despite "Connection: close" must not hold a slot until the idle timeout. */
 static bool tunnel_done(struct sbx_conn *c)
 {
+	if (c->proto == P_HTTP && c->client_eof && !ring_len(&c->up))
+		return true;
 	if (c->client_eof && !ring_len(&c->up) && !c->up_shut && c->upstream.fd >= 0 &&
 	    c->proto != P_HTTP) {
 		shutdown(c->upstream.fd, SHUT_WR);
