@@ -6,7 +6,9 @@
  *
  *   main.c      start, settings, the loop, shutdown
  *   control.c   the control channel (policy updates) and the bridge channels (new clients)
- *   conn.c      one connection: head, decision, resolution, connect, relay, close
+ *   conn.c      one connection's life: decision, resolution, connect, deadlines, close
+ *   head.c      its request head: protocol, parse, what the head becomes
+ *   relay.c     its bytes both ways, half-closes
  *   request.c   the HTTP and SOCKS5 parsers
  *   resolver.c  getaddrinfo on worker threads
  *   record.c    the audit record of each connection */
