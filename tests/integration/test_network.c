@@ -306,13 +306,17 @@ START_TEST(test_allowed_host_reachable)
 	assert_output_has(ws, cmd, "connect HTTP/1.1 200");
 	assert_output_has(ws, cmd, "body hello from 127.0.0.1");
 	free(cmd);
+	/* SOCKS5 with the greeting and the request in one write. */
+	cmd = bt_fmt("./sbx-netprobe socks %d localhost %d", PROXY_PORT, srv.port);
+	assert_output_has(ws, cmd, "socks method 00 reply 00\nget HTTP/1.0 200 OK");
+	free(cmd);
 	/* Each one is in the audit log: allowed, by which rule, how much it moved. */
 	rule = bt_fmt("\"decision\":\"allow\",\"rule\":\"network.allow[0] localhost:%d\"",
 	              srv.port);
-	ck_assert_int_eq(records_with(ws, rule, 5), 5);
+	ck_assert_int_eq(records_with(ws, rule, 6), 6);
 	ck_assert_int_eq(records_with(ws, "\"protocol\":\"http\"", 1), 1);
 	ck_assert_int_eq(records_with(ws, "\"protocol\":\"connect\"", 3), 3);
-	ck_assert_int_eq(records_with(ws, "\"protocol\":\"socks5\"", 1), 1);
+	ck_assert_int_eq(records_with(ws, "\"protocol\":\"socks5\"", 2), 2);
 	ck_assert_int_eq(records_with(ws, "\"bytes_down\":0", 0), 0);
 	ck_assert_ptr_nonnull(strstr(network_records(ws), "\"event\":\"open\",\"mode\":\"allowlist\""));
 	free(rule);
@@ -350,11 +354,14 @@ START_TEST(test_denied_host_refused_with_rule)
 	                  "db.internal.example.com:80 is denied by network.deny[0]");
 	assert_output_has(ws, "./sbx-netprobe get 3128 other.test 443",
 	                  "other.test:443 matches no entry of network.allow");
-	/* SOCKS5 has only a reply code for it: 2, "not allowed by ruleset". */
+	/* SOCKS5 has only a reply code for it: 2, "not allowed by ruleset" (after the method
+	 * reply, also when the client sent both messages at once). */
 	assert_output_has(ws, CURL "-x \"$ALL_PROXY\" http://db.internal.example.com/",
 	                  "(2)");
+	assert_output_has(ws, "./sbx-netprobe socks 3128 db.internal.example.com 80",
+	                  "socks method 00 reply 02");
 	ck_assert_int_eq(records_with(ws, "\"decision\":\"deny\",\"rule\":\"network."
-	                                               "deny[0] *.internal.example.com\"", 4), 4);
+	                                               "deny[0] *.internal.example.com\"", 5), 5);
 	ck_assert_int_eq(records_with(ws, "\"decision\":\"deny\",\"rule\":\"default\"", 1), 1);
 	free(lists);
 }

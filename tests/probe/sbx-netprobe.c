@@ -10,6 +10,9 @@
  *                                       127.0.0.1:PROXY: CONNECT HOST:PORT, then
  *                                       "GET / HTTP/1.0"; prints both status lines and the
  *                                       body of the answer
+ *   sbx-netprobe socks PROXY HOST PORT  SOCKS5 with greeting and request sent in one write;
+ *                                       prints "socks method <m> reply <r>" (hex), then on
+ *                                       success the first line of a GET's answer
  *   sbx-netprobe flood N PROXY HOST PORT
  *                                       N connections open at once, each a CONNECT to
  *                                       HOST:PORT (an echo server) and one line echoed;
@@ -196,6 +199,53 @@ static int probe_get(int proxy_port, const char *host, const char *port)
 	return 0;
 }
 
+/* Reads exactly len bytes (or fewer at EOF); returns how many. */
+static size_t read_exactly(int fd, uint8_t *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+static int probe_socks(int proxy_port, const char *host, const char *port)
+{
+	uint8_t req[300] = { 5, 1, 0, 5, 1, 0, 3 }, reply[10] = { 0 };
+	size_t hlen = strlen(host), len;
+	char get[512], head[4096];
+	int fd = connect_proxy(proxy_port, false), p = atoi(port);
+
+	if (fd < 0 || hlen > 255) {
+		printf("proxy %s\n", outcome(errno));
+		return 0;
+	}
+	req[7] = (uint8_t)hlen;
+	memcpy(req + 8, host, hlen);
+	req[8 + hlen] = (uint8_t)(p >> 8);
+	req[9 + hlen] = (uint8_t)p;
+	len = 10 + hlen;
+	write_all(fd, (const char *)req, len);
+	read_exactly(fd, reply, 2);
+	printf("socks method %02x", reply[1]);
+	memset(reply, 0, sizeof reply);
+	read_exactly(fd, reply, sizeof reply);
+	printf(" reply %02x\n", reply[1]);
+	if (reply[1] == 0) {
+		snprintf(get, sizeof get, "GET / HTTP/1.0\r\nHost: %s\r\n\r\n", host);
+		write_all(fd, get, strlen(get));
+		read_head(fd, head, sizeof head);
+		print_status_line("get", head);
+	}
+	close(fd);
+	return 0;
+}
+
 /* ---- many at once ---------------------------------------------------------------------- */
 
 enum { F_CONNECTING, F_HEAD, F_ECHO, F_DONE, F_FAILED };
@@ -299,7 +349,7 @@ static int probe_flood(int n, int proxy_port, const char *host, const char *port
 static int usage(void)
 {
 	fprintf(stderr, "usage: sbx-netprobe tcp|udp ADDR PORT | raw | packet | ping | "
-	        "get PROXY HOST PORT | flood N PROXY HOST PORT\n");
+	        "get|socks PROXY HOST PORT | flood N PROXY HOST PORT\n");
 	return 2;
 }
 
@@ -318,6 +368,8 @@ int main(int argc, char **argv)
 		printf("ping %s\n", outcome(probe_socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP)));
 	else if (argc == 5 && !strcmp(argv[1], "get"))
 		return probe_get(atoi(argv[2]), argv[3], argv[4]);
+	else if (argc == 5 && !strcmp(argv[1], "socks"))
+		return probe_socks(atoi(argv[2]), argv[3], argv[4]);
 	else if (argc == 6 && !strcmp(argv[1], "flood"))
 		return probe_flood(atoi(argv[2]), atoi(argv[3]), argv[4], argv[5]);
 	else
