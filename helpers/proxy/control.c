@@ -105,25 +105,52 @@ static void take_policy(struct sbx_proxy *px, int fd)
 	free(text);
 }
 
+/* A bridge channel, listed so that the end can close what is still open. */
+struct sbx_bridge {
+	struct sbx_watch w;
+	struct sbx_bridge *next, **prev;
+};
+
+static void drop_bridge(struct sbx_proxy *px, struct sbx_bridge *b)
+{
+	sbx_watch_del(px, &b->w);
+	close(b->w.fd);
+	*b->prev = b->next;
+	if (b->next)
+		b->next->prev = b->prev;
+	free(b);
+}
+
+void sbx_control_close_bridges(struct sbx_proxy *px)
+{
+	while (px->bridges)
+		drop_bridge(px, px->bridges);
+}
+
 static void take_bridge(struct sbx_proxy *px, int fd)
 {
-	struct sbx_watch *w = calloc(1, sizeof *w);
+	struct sbx_bridge *b = calloc(1, sizeof *b);
 	int type = 0;
 	socklen_t len = sizeof type;
 
-	if (!w || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM) {
-		free(w);
+	if (!b || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_STREAM) {
+		free(b);
 		close(fd);
 		reply(SBX_PROXY_ERROR, "a bridge channel must be a stream socket");
 		return;
 	}
-	*w = (struct sbx_watch){ .kind = W_BRIDGE, .obj = w, .fd = fd };
-	if (sbx_watch_add(px, w, EPOLLIN) < 0) {
-		free(w);
+	b->w = (struct sbx_watch){ .kind = W_BRIDGE, .obj = b, .fd = fd };
+	if (sbx_watch_add(px, &b->w, EPOLLIN) < 0) {
+		free(b);
 		close(fd);
 		reply(SBX_PROXY_ERROR, strerror(errno));
 		return;
 	}
+	b->next = px->bridges;
+	if (b->next)
+		b->next->prev = &b->next;
+	b->prev = &px->bridges;
+	px->bridges = b;
 	reply(SBX_PROXY_OK, NULL);
 }
 
@@ -164,9 +191,7 @@ bool sbx_bridge_event(struct sbx_proxy *px, struct sbx_watch *w)
 		ssize_t n = receive_with_fd(w->fd, &byte, 1, &fd);
 
 		if (n == 0) {
-			sbx_watch_del(px, w);
-			close(w->fd);
-			free(w);
+			drop_bridge(px, w->obj);
 			return false;
 		}
 		if (n < 0)

@@ -230,5 +230,8 @@ int main(int argc, char **argv)
 	run(&px);
 	sbx_conn_close_all(&px, "the workspace closed");
 	sbx_conn_reap(&px);
+	sbx_control_close_bridges(&px);
+	sbx_network_free(&px.net);
+	free(px.conns);
 	return 0;
 }

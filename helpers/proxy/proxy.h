@@ -41,6 +41,7 @@ struct sbx_watch {
 };
 
 struct sbx_conn;
+struct sbx_bridge;
 
 struct sbx_proxy {
 	int epfd;
@@ -55,6 +56,7 @@ struct sbx_proxy {
 	uint64_t next_gen;
 	struct sbx_watch control, host, resolver_watch;
 	struct sbx_conn *graveyard;   /* closed in this batch of events, freed after it */
+	struct sbx_bridge *bridges;   /* open bridge channels (control.c) */
 	bool stopping;
 };
 
@@ -79,6 +81,8 @@ void sbx_conn_reap(struct sbx_proxy *px);
 bool sbx_control_event(struct sbx_proxy *px);
 /* Receives client fds from a bridge channel; false when the bridge is gone (w freed). */
 bool sbx_bridge_event(struct sbx_proxy *px, struct sbx_watch *w);
+/* Closes every bridge channel (the end). */
+void sbx_control_close_bridges(struct sbx_proxy *px);
 /* Parses a network object into px->net, replacing it. -1 with the reason in err. */
 int sbx_proxy_set_policy(struct sbx_proxy *px, const char *json, size_t len, char *err,
                          size_t errlen);
