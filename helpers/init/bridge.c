@@ -9,7 +9,11 @@
  * as any command) and before the exec server starts: accepting never sits in the path of an
  * exec request, and a stalled proxy stalls only the bridge. When the proxy is slow to take
  * sockets, the bridge waits up to HANDOVER_TIMEOUT for room in the channel and otherwise
- * closes the connection (the client sees it refused) rather than queueing without bound. */
+ * closes the connection (the client sees it refused) rather than queueing without bound.
+ *
+ * Like the init it is not dumpable (no command can open its fds through /proc), but it runs
+ * as the commands' uid, so a command can kill it: that takes away only its own sandbox's way
+ * out, which fails closed. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
