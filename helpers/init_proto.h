@@ -6,7 +6,10 @@
  *   fd 4: a memfd holding the sandbox spec as JSON (see init/spec.c for the keys);
  *   fd 5: (direct mode) an O_PATH fd of the host workspace directory;
  *   fd 6: (direct mode, optional) the seccomp program, built once by the library
- *         (sbx_seccomp_export); without it the init builds the filter itself.
+ *         (sbx_seccomp_export); without it the init builds the filter itself;
+ *   fd 7: (network mode "allowlist") a bridge channel to the workspace's proxy
+ *         (proxy_proto.h): the init forks a bridge that listens on the spec's proxy_port on
+ *         the sandbox's loopback and hands every connection over through it.
  * In "direct" mode the init creates the namespaces and the root itself. In "inside" mode
  * something else (bubblewrap) already did, and the init only hardens itself and serves.
  *
@@ -28,6 +31,7 @@
 #define SBX_INIT_SPEC_FD 4
 #define SBX_INIT_WORKSPACE_FD 5
 #define SBX_INIT_SECCOMP_FD 6
+#define SBX_INIT_BRIDGE_FD 7
 
 #define SBX_INIT_SPAWN_FDS 5
 #define SBX_INIT_PAYLOAD_MAX (8u << 20)

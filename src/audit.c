@@ -14,18 +14,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
+#include "util/auditlog.h"
 #include "util/cleanup.h"
 #include "util/error.h"
-#include "util/fs.h"
 
 #define STATE_DIR ".agentsbx"
-#define LOG_NAME "audit.jsonl"
 #define REDACTED "[REDACTED]"
 
 /* Names whose values are secrets (environment variables, JSON keys). */
@@ -198,7 +195,7 @@ int sbx_audit_setup(sbx_workspace *ws)
 
 	if (!ws->cfg->audit_enabled || !ws->workdir || ws->root_fd < 0)
 		return 0;
-	if (asprintf(&path, "%s/%s/%s", ws->workdir, STATE_DIR, LOG_NAME) < 0)
+	if (asprintf(&path, "%s/%s/%s", ws->workdir, STATE_DIR, SBX_AUDIT_LOG_NAME) < 0)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	ws->audit_path = SBX_TAKE_PTR(path);
 	return 0;
@@ -222,60 +219,23 @@ static int open_state_dir(sbx_workspace *ws)
 	return fd < 0 ? -errno : fd;
 }
 
-/* audit.jsonl -> audit.jsonl.1 -> ... -> audit.jsonl.<keep>; the oldest falls off. */
-static void rotate(int dirfd, int keep)
+int sbx_audit_dir_fd(sbx_workspace *ws)
 {
-	char from[64], to[64];
+	int fd = ws->audit_path ? open_state_dir(ws) : -1;
 
-	if (keep == 0) {
-		unlinkat(dirfd, LOG_NAME, 0);
-		return;
-	}
-	for (int i = keep - 1; i >= 1; i--) {
-		snprintf(from, sizeof from, "%s.%d", LOG_NAME, i);
-		snprintf(to, sizeof to, "%s.%d", LOG_NAME, i + 1);
-		renameat(dirfd, from, dirfd, to);
-	}
-	snprintf(to, sizeof to, "%s.1", LOG_NAME);
-	renameat(dirfd, LOG_NAME, dirfd, to);
+	return fd >= 0 ? fd : -1;
 }
 
 /* Rotation and append happen under an flock of the state folder itself, which every writer
- * of this workspace (any process) takes. */
+ * of this workspace (any process: agentsbx-proxy too) takes. */
 static void append_line(sbx_workspace *ws, const char *line, size_t len)
 {
-	_cleanup_close_ int dirfd = -1, fd = -1;
-	struct stat st;
+	_cleanup_close_ int dirfd = open_state_dir(ws);
 
-	if ((dirfd = open_state_dir(ws)) < 0)
-		return;
-	if (flock(dirfd, LOCK_EX) < 0)
-		return;
-	fd = openat(dirfd, LOG_NAME, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (uint64_t)st.st_size + len > ws->cfg->audit_max_bytes && st.st_size > 0) {
-		close(fd);
-		rotate(dirfd, ws->cfg->audit_keep);
-		fd = openat(dirfd, LOG_NAME, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-		            0600);
-	}
-	if (fd >= 0)
-		sbx_write_all(fd, line, len);
-	flock(dirfd, LOCK_UN);
+	sbx_auditlog_append(dirfd, line, len, ws->cfg->audit_max_bytes, ws->cfg->audit_keep);
 }
 
 /* ---- records ---- */
-
-static void iso_time(char *out, size_t len)
-{
-	struct timespec ts;
-	struct tm tm;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(out, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-	         tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
-}
 
 static bool active(const sbx_audit_rec *rec)
 {
@@ -297,7 +257,7 @@ void sbx_audit_begin(sbx_audit_rec *rec, sbx_workspace *ws, const char *kind)
 	if (!ws || !ws->audit_path)
 		return;
 	rec->ws = ws;
-	iso_time(now, sizeof now);
+	sbx_auditlog_time(now, sizeof now);
 	sbx_buf_printf(&rec->b, "{\"time\":\"%s\",\"workspace\":", now);
 	sbx_buf_json_string(&rec->b, ws->id, strlen(ws->id));
 	sbx_audit_str(rec, "kind", kind);

@@ -13,6 +13,9 @@
  * and the config has not turned the log off). Called once the workspace is open. */
 int sbx_audit_setup(sbx_workspace *ws);
 void sbx_audit_teardown(sbx_workspace *ws);
+/* A new fd of the state folder the log lives in (for helpers that append to it), or -1 when
+ * the log is off. The caller closes it. */
+int sbx_audit_dir_fd(sbx_workspace *ws);
 
 /* One record under construction: a JSON object the helpers below add members to. */
 typedef struct sbx_audit_rec {

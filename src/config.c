@@ -18,6 +18,7 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/json.h"
+#include "util/netpolicy.h"
 
 #define ENV_MAX_ENTRIES   1024
 #define ENV_NAME_MAX      256
@@ -403,43 +404,67 @@ static int parse_limits(sbx_config *cfg, const sbx_json *v)
 	return 0;
 }
 
-static int parse_network_mode(sbx_config *cfg, const sbx_json *v)
+/* The "network" object (util/netpolicy.c validates it, the same code the proxy decides
+ * with). Kept as its compact JSON for the backend and the proxy, and its mode by name. */
+static int network_from_json(const sbx_json *v, const char *who, char **mode, char **json)
 {
-	char shown[SHOWN_SIZE];
-	int rc = expect_c_string(v, "network.mode");
+	struct sbx_network net;
+	sbx_buf b = { 0 };
+	char err[512];
 
-	if (rc < 0)
-		return rc;
-	if (strcmp(v->str, "none") != 0 && strcmp(v->str, "host") != 0) {
-		show(shown, sizeof shown, "", v->str, v->len);
-		return sbx_fail(-SBX_ECONFIG, "config: key 'network.mode': unknown mode '%s' "
-		                "(expected \"none\" or \"host\")", shown);
-	}
-	free(cfg->network_mode);
-	cfg->network_mode = strdup(v->str);
-	return cfg->network_mode ? 0 : config_oom();
-}
+	if (sbx_network_parse(v, &net, err, sizeof err) < 0)
+		return sbx_fail(-SBX_ECONFIG, "%s: %s", who, err);
+	bool given = net.mode_given;
 
-/* Only "mode" for now: allow/deny lists come with the proxy, and until then refusing them is
- * safer than accepting a policy nothing enforces. */
-static int parse_network(sbx_config *cfg, const sbx_json *v)
-{
-	char path[SHOWN_SIZE];
-	int rc = expect_type(v, SBX_JSON_OBJECT, "an object", "network");
-
-	if (rc < 0)
-		return rc;
-	for (size_t i = 0; i < v->n; i++) {
-		if (v->key_lens[i] == 4 && memcmp(v->keys[i], "mode", 4) == 0) {
-			rc = parse_network_mode(cfg, v->items[i]);
-			if (rc < 0)
-				return rc;
-			continue;
-		}
-		show(path, sizeof path, "network.", v->keys[i], v->key_lens[i]);
-		return sbx_fail(-SBX_ECONFIG, "config: unknown key '%s'", path);
+	sbx_json_write(&b, v);
+	*json = sbx_buf_steal(&b, NULL);
+	*mode = given ? strdup(sbx_net_mode_name(net.mode)) : NULL;
+	sbx_network_free(&net);
+	if (!*json || (given && !*mode)) {
+		free(*json);
+		free(*mode);
+		*json = *mode = NULL;
+		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", who);
 	}
 	return 0;
+}
+
+static int parse_network(sbx_config *cfg, const sbx_json *v)
+{
+	char *mode = NULL, *json = NULL;
+	int rc = network_from_json(v, "config", &mode, &json);
+
+	if (rc < 0)
+		return rc;
+	free(cfg->network_mode);
+	free(cfg->network_json);
+	cfg->network_mode = mode;
+	cfg->network_json = json;
+	return 0;
+}
+
+int sbx_config_parse_network(const char *text, const char *who, char **mode, char **json)
+{
+	sbx_json *root = NULL;
+	char err[256];
+	int rc;
+
+	*mode = *json = NULL;
+	if (!text)
+		return sbx_fail(-SBX_EINVAL, "%s: no network object", who);
+	rc = sbx_json_parse(text, strnlen(text, SBX_CONFIG_MAX_BYTES + 1), &root, err, sizeof err);
+	if (rc == -SBX_ENOMEM)
+		return sbx_fail(rc, "%s: out of memory", who);
+	if (rc < 0)
+		return sbx_fail(-SBX_ECONFIG, "%s: %s", who, err);
+	rc = network_from_json(root, who, mode, json);
+	sbx_json_free(root);
+	if (rc == 0 && !*mode) {
+		free(*json);
+		*json = NULL;
+		rc = sbx_fail(-SBX_ECONFIG, "%s: key 'network.mode': missing", who);
+	}
+	return rc;
 }
 
 /* What reset returns the workspace to. */
@@ -688,6 +713,7 @@ void sbx_config_free(sbx_config *cfg)
 	free(cfg->id);
 	strv_free(cfg->env);
 	free(cfg->network_mode);
+	free(cfg->network_json);
 	strv_free(cfg->audit_redact);
 	free(cfg->backend_options);
 	free(cfg->json);

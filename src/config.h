@@ -27,7 +27,8 @@ typedef struct sbx_config {
 	int64_t timeout_ms;       /* 0 = none */
 	size_t max_output;        /* per stream */
 	sbx_backend_limits limits;
-	char *network_mode;       /* "none", "host", or NULL when absent */
+	char *network_mode;       /* "none", "allowlist", "host", or NULL when absent */
+	char *network_json;       /* the "network" object as compact JSON, or NULL when absent */
 	enum sbx_baseline baseline;
 	bool read_only;           /* "mode": "read-only" */
 	bool audit_enabled;       /* "audit.enabled", default true */
@@ -42,6 +43,10 @@ typedef struct sbx_config {
  * message naming the key: "config: key 'limits.pids': expected a positive integer". */
 int sbx_config_parse(const char *text, sbx_config **out);
 void sbx_config_free(sbx_config *cfg);
+
+/* Parses a "network" object given on its own (sbx_workspace_set_network): *mode is its
+ * mode, required here, *json its compact JSON. Messages start with who. */
+int sbx_config_parse_network(const char *text, const char *who, char **mode, char **json);
 
 /* Is name an acceptable id / backend name? (exposed for the manager and CLI) */
 bool sbx_config_valid_id(const char *id);

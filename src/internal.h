@@ -28,6 +28,8 @@ struct sbx_workspace {
 	struct sbx_mcp_state *mcp; /* MCP connections and gateway (src/mcp), made on first use */
 	_Atomic int64_t last_used_ms; /* sbx_now_ms() of the last exec, spawn or tool call (the
 	                                 workspace manager's idle TTL counts from it) */
+	pthread_mutex_t network_lock; /* one sbx_workspace_set_network at a time */
+	char network_mode[16];    /* the mode the backend enforces ("none", "allowlist", "host") */
 };
 
 /* Marks the workspace as used now: every exec, spawn and tool call does (manager.c reads it). */

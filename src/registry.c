@@ -212,6 +212,26 @@ struct scan_ctx {
 	bool *first;
 };
 
+/* "network": the modes the backend can enforce. "host" is there so that a harness (and
+ * doctor) can see which backends would share the host's network, and that "local" always does. */
+static void network_modes(sbx_buf *out, uint32_t caps)
+{
+	static const struct { uint32_t cap; const char *mode; } modes[] = {
+		{ SBX_BACKEND_CAP_NETWORK_NONE, "none" },
+		{ SBX_BACKEND_CAP_NETWORK_ALLOWLIST, "allowlist" },
+		{ SBX_BACKEND_CAP_NETWORK_HOST, "host" },
+	};
+	bool any = false;
+
+	sbx_buf_puts(out, ",\"network\":[");
+	for (size_t i = 0; i < SBX_ARRAY_SIZE(modes); i++)
+		if (caps & modes[i].cap) {
+			sbx_buf_printf(out, "%s\"%s\"", any ? "," : "", modes[i].mode);
+			any = true;
+		}
+	sbx_buf_puts(out, "]");
+}
+
 static void probe_one(sbx_buf *out, bool *first, const char *name, const sbx_backend_ops *ops,
                       const char *load_error)
 {
@@ -230,6 +250,8 @@ static void probe_one(sbx_buf *out, bool *first, const char *name, const sbx_bac
 	sbx_buf_json_string(out, name, strlen(name));
 	sbx_buf_printf(out, ",\"available\":%s,\"detail\":", r == 0 ? "true" : "false");
 	sbx_buf_json_string(out, detail, strlen(detail));
+	if (ops)
+		network_modes(out, ops->caps);
 	sbx_buf_puts(out, "}");
 }
 

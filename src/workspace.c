@@ -16,6 +16,7 @@
 #include "audit.h"
 #include "internal.h"
 #include "mcp/mcp.h"
+#include "network.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -191,62 +192,68 @@ static int restore_baseline(sbx_workspace *ws)
 	return sbx_fs_copy_tree(snapshot, root);
 }
 
-/* Backends that cannot enforce a network mode refuse it rather than pretend. */
-static int choose_network_mode(const sbx_workspace *ws, const char **mode)
+/* The backend's additions to every command's environment (the proxy settings of an
+ * allowlist workspace), where its table has the operation. */
+static const char *const *backend_env(const sbx_workspace *ws)
 {
-	uint32_t caps = ws->ops->caps;
-	const char *asked = ws->cfg->network_mode;
+	const sbx_backend_ops *ops = ws->ops;
 
-	if (!asked) {
-		*mode = (caps & SBX_BACKEND_CAP_NETWORK_NONE) ? "none" : "host";
-		return 0;
-	}
-	if ((strcmp(asked, "none") == 0 && !(caps & SBX_BACKEND_CAP_NETWORK_NONE)) ||
-	    (strcmp(asked, "host") == 0 && !(caps & SBX_BACKEND_CAP_NETWORK_HOST)))
-		return sbx_fail(-SBX_ECONFIG,
-		                "config: key 'network.mode': backend '%s' cannot enforce '%s'",
-		                ws->ops->name, asked);
-	*mode = asked;
-	return 0;
+	if (ops->size < offsetof(sbx_backend_ops, base_env) + sizeof ops->base_env ||
+	    !ops->base_env)
+		return NULL;
+	return ops->base_env(ws->state);
 }
 
+/* PATH and HOME, then what the backend adds, then the config's env: each layer may override
+ * the ones before it. */
 static int build_base_env(sbx_workspace *ws)
 {
 	_cleanup_free_ char *path = strdup("PATH=" SBX_DEFAULT_PATH);
 	_cleanup_free_ char *home = NULL;
 	const char *defaults[3] = { NULL };
+	char **layer = NULL, **next = NULL;
+	int r;
 
 	if (!path || asprintf(&home, "HOME=%s", ws->ops->root(ws->state)) < 0)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	defaults[0] = path;
 	defaults[1] = home;
-	char **with_defaults = NULL;
-	int r = sbx_env_compose(NULL, defaults, false, &with_defaults);
+	if ((r = sbx_env_compose(NULL, defaults, false, &layer)) < 0)
+		return r;
+	r = sbx_env_compose(layer, backend_env(ws), false, &next);
+	sbx_strv_free(layer);
 	if (r < 0)
 		return r;
-	r = sbx_env_compose(with_defaults, (const char *const *)ws->cfg->env, false, &ws->base_env);
-	sbx_strv_free(with_defaults);
+	r = sbx_env_compose(next, (const char *const *)ws->cfg->env, false, &ws->base_env);
+	sbx_strv_free(next);
 	return r;
 }
 
 static int open_backend(sbx_workspace *ws)
 {
 	const char *network_mode = NULL;
-	int r = choose_network_mode(ws, &network_mode);
+	_cleanup_close_ int audit_dir = -1;
+	int r = sbx_network_choose_mode(ws, &network_mode);
 
 	if (r < 0)
 		return r;
+	snprintf(ws->network_mode, sizeof ws->network_mode, "%s", network_mode);
+	audit_dir = sbx_audit_dir_fd(ws);
 	sbx_backend_config bc = {
 		.size = sizeof bc,
 		.id = ws->id,
 		.workdir = ws->workdir,
 		.workdir_is_temporary = ws->workdir_temporary,
-		.network_mode = network_mode,
+		.network_mode = ws->network_mode,
 		.default_timeout_ms = ws->cfg->timeout_ms,
 		.limits = ws->cfg->limits,
 		.options_json = ws->cfg->backend_options,
 		.config_json = ws->cfg->json,
 		.read_only = ws->cfg->read_only,
+		.network_json = ws->cfg->network_json,
+		.audit_dir_fd = audit_dir,
+		.audit_max_bytes = ws->cfg->audit_max_bytes,
+		.audit_keep = ws->cfg->audit_keep,
 	};
 	return ws->ops->open(&bc, &ws->state);
 }
@@ -267,6 +274,7 @@ static void free_workspace(sbx_workspace *ws)
 	sbx_audit_teardown(ws);
 	pthread_mutex_destroy(&ws->procs_lock);
 	pthread_mutex_destroy(&ws->hooks_lock);
+	pthread_mutex_destroy(&ws->network_lock);
 	free(ws);
 }
 
@@ -284,6 +292,7 @@ int sbx_workspace_open(const char *config_json, sbx_workspace **out)
 	ws->root_fd = -1;
 	pthread_mutex_init(&ws->procs_lock, NULL);
 	pthread_mutex_init(&ws->hooks_lock, NULL);
+	pthread_mutex_init(&ws->network_lock, NULL);
 	if ((r = sbx_config_parse(config_json, &ws->cfg)) < 0 ||
 	    (r = sbx_registry_find(ws->cfg->backend, &ws->ops)) < 0)
 		goto fail;
@@ -301,13 +310,14 @@ int sbx_workspace_open(const char *config_json, sbx_workspace **out)
 	}
 	if (ws->cfg->baseline == SBX_BASELINE_SNAPSHOT && (r = take_snapshot(ws)) < 0)
 		goto fail;
-	if ((r = open_backend(ws)) < 0)
+	if ((r = sbx_audit_setup(ws)) < 0 || (r = open_backend(ws)) < 0)
 		goto fail;
-	if ((r = build_base_env(ws)) < 0 || (r = sbx_audit_setup(ws)) < 0) {
+	if ((r = build_base_env(ws)) < 0) {
 		ws->ops->close(ws->state);
 		goto fail;
 	}
 	sbx_workspace_touch(ws);
+	sbx_network_audit_open(ws, ws->network_mode);
 	*out = ws;
 	return 0;
 fail:

@@ -67,9 +67,10 @@ static int local_open(const sbx_backend_config *cfg, void **state)
 	if (!cfg->workdir)
 		return sbx_fail(-SBX_EINVAL, "local: a workdir is required");
 	/* Refuse rather than silently hand out the host's network to someone who asked for none. */
-	if (cfg->network_mode && strcmp(cfg->network_mode, "none") == 0)
-		return sbx_fail(-SBX_ECONFIG, "local: network mode 'none' cannot be enforced: "
-		                "commands share the host's network (use an isolating backend)");
+	if (cfg->network_mode && strcmp(cfg->network_mode, "host") != 0)
+		return sbx_fail(-SBX_ECONFIG, "local: network mode '%s' cannot be enforced: "
+		                "commands share the host's network (use an isolating backend)",
+		                cfg->network_mode);
 	if (cfg->size >= offsetof(sbx_backend_config, limits) + sizeof cfg->limits &&
 	    cfg->limits.pids)
 		return sbx_fail(-SBX_ECONFIG, "config: key 'limits.pids': the local backend has no "

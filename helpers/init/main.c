@@ -27,6 +27,7 @@
 
 #include "init_proto.h"
 #include "listen.h"
+#include "peer.h"
 #include "sandbox.h"
 #include "server.h"
 #include "spec.h"
@@ -202,11 +203,32 @@ static int harden(struct init_state *st, char *err, size_t errlen)
 	return r;
 }
 
+/* Mode "allowlist": the bridge process (bridge.c), forked once the init is hardened and
+ * undumpable, so it is both; the init keeps none of its sockets. */
+static int start_bridge(const int listeners[2], char *err, size_t errlen)
+{
+	static const int init_fds[] = { SBX_INIT_CONTROL_FD };
+	pid_t pid = sbx_bridge_start(listeners, SBX_INIT_BRIDGE_FD, init_fds, 1, err, errlen);
+
+	close(listeners[0]);
+	if (listeners[1] >= 0)
+		close(listeners[1]);
+	close(SBX_INIT_BRIDGE_FD);
+	return pid < 0 ? (int)pid : 0;
+}
+
 static int run_init(struct init_state *st, pid_t host_pid)
 {
+	int listeners[2] = { -1, -1 };
 	char err[400] = "";
 
 	if (st->direct && build_sandbox(st, err, sizeof err) < 0) {
+		send_error("%s", err);
+		return 1;
+	}
+	/* Bound before the hardening: nothing in it should have to allow binding ports. */
+	if (st->spec.proxy_port &&
+	    sbx_bridge_listen(st->spec.proxy_port, listeners, err, sizeof err) < 0) {
 		send_error("%s", err);
 		return 1;
 	}
@@ -223,21 +245,18 @@ static int run_init(struct init_state *st, pid_t host_pid)
 		send_error("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
 		return 1;
 	}
+	if (st->spec.proxy_port && start_bridge(listeners, err, sizeof err) < 0) {
+		send_error("%s", err);
+		return 1;
+	}
 	send_ready(st, host_pid);
 	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
 }
 
-/* A pidfd of the process that made the control socket (the host), or -1. The socket closes
- * when the host dies, unless a child the host forked holds a copy; the pidfd tells anyway. */
+/* A pidfd of the host (see peer.h), or -1. */
 static int watch_host(void)
 {
-	struct ucred cred;
-	socklen_t len = sizeof cred;
-
-	if (getsockopt(SBX_INIT_CONTROL_FD, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
-	    cred.pid <= 0)
-		return -1;
-	return (int)syscall(SYS_pidfd_open, cred.pid, 0);
+	return sbx_pidfd_of_peer(SBX_INIT_CONTROL_FD);
 }
 
 /* Direct mode, outer process: waits for the init and mirrors its end; if the host dies
@@ -301,6 +320,10 @@ static int start_direct(struct init_state *st)
 	}
 	if (init > 0) {
 		close(lifeline[0]);
+		/* Only the init holds the bridge channel: the proxy sees it close when the init ends.
+		 * (Closed here, before wait_for_init opens fds that could take its number.) */
+		if (st->spec.proxy_port)
+			close(SBX_INIT_BRIDGE_FD);
 		return wait_for_init(init, host);   /* holds lifeline[1] until it exits */
 	}
 	close(lifeline[1]);
@@ -316,20 +339,27 @@ static int start_direct(struct init_state *st)
 /* Whatever else the host left open without close-on-exec (bubblewrap passes such fds on as
  * well) must not stay open in the sandbox's init: any command could open it again through
  * /proc/1/fd — a host file, or a host directory to walk out of the sandbox by. Only the
- * protocol's fds stay: 3 and 4, and 5 in direct mode. */
-static void close_inherited_fds(bool direct)
+ * protocol's fds stay: 3 and 4, 5 and 6 in direct mode, and 7 when a proxy bridge is due. */
+static void close_from(unsigned first, unsigned last)
 {
-	unsigned first = direct ? SBX_INIT_SECCOMP_FD + 1 : SBX_INIT_WORKSPACE_FD;
 	struct rlimit lim;
 
-	if (close_range(first, ~0U, 0) == 0)
+	if (first > last || close_range(first, last, 0) == 0)
 		return;
 	/* Kernels before 5.9: close what the fd limit allows. */
 	if (getrlimit(RLIMIT_NOFILE, &lim) < 0 || lim.rlim_cur == RLIM_INFINITY ||
 	    lim.rlim_cur > (1u << 20))
 		lim.rlim_cur = 1u << 20;
-	for (unsigned fd = first; fd < lim.rlim_cur; fd++)
+	for (unsigned fd = first; fd < lim.rlim_cur && fd <= last; fd++)
 		close((int)fd);
+}
+
+static void close_inherited_fds(bool direct, bool keep_bridge)
+{
+	close_from(direct ? SBX_INIT_SECCOMP_FD + 1 : SBX_INIT_WORKSPACE_FD,
+	           keep_bridge ? SBX_INIT_BRIDGE_FD - 1 : ~0U);
+	if (keep_bridge)
+		close_from(SBX_INIT_BRIDGE_FD + 1, ~0U);
 }
 
 /* "bwrap" mode: the outer process of a sandbox bubblewrap builds. It starts bwrap (the
@@ -397,10 +427,16 @@ int main(int argc, char **argv)
 	if (bwrap)
 		return start_bwrap(argv + 6);   /* every fd we have is one bubblewrap needs */
 	st.direct = !strcmp(argv[4], "direct");
-	close_inherited_fds(st.direct);
 	signal(SIGPIPE, SIG_IGN);
+	/* The spec says whether fd 7 is a bridge channel to keep. */
 	if (read_spec(&st, err, sizeof err) < 0) {
+		close_inherited_fds(st.direct, false);
 		send_error("%s", err);
+		return 1;
+	}
+	close_inherited_fds(st.direct, st.spec.proxy_port != 0);
+	if (st.spec.proxy_port && fstat(SBX_INIT_BRIDGE_FD, &sb) < 0) {
+		send_error("mode \"allowlist\" without a bridge channel on fd %d", SBX_INIT_BRIDGE_FD);
 		return 1;
 	}
 	if (st.direct)

@@ -90,9 +90,16 @@ static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *sp
 	if (!strcmp(key, "rootfs"))
 		return v->type == SBX_JSON_NULL ? 0 : take_string(v, key, &spec->rootfs, err, errlen);
 	if (!strcmp(key, "network")) {
-		if (v->type != SBX_JSON_STRING || (strcmp(v->str, "none") && strcmp(v->str, "host")))
-			return bad(err, errlen, key, "expected \"none\" or \"host\"");
+		if (v->type != SBX_JSON_STRING || (strcmp(v->str, "none") && strcmp(v->str, "host") &&
+		                                   strcmp(v->str, "allowlist")))
+			return bad(err, errlen, key, "expected \"none\", \"allowlist\" or \"host\"");
 		spec->share_network = !strcmp(v->str, "host");
+		return 0;
+	}
+	if (!strcmp(key, "proxy_port")) {
+		if (v->type != SBX_JSON_INT || v->i < 1 || v->i > 65535)
+			return bad(err, errlen, key, "expected a port number");
+		spec->proxy_port = (uint16_t)v->i;
 		return 0;
 	}
 	if (!strcmp(key, "binds"))

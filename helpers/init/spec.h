@@ -1,7 +1,8 @@
 /* The sandbox spec agentsbx-init reads from its spec fd, as JSON:
  *   id                  string   workspace id (names the cgroup)
  *   hostname            string   the sandbox's hostname
- *   network             "none" | "host"
+ *   network             "none" | "allowlist" | "host"
+ *   proxy_port          integer  mode "allowlist": the loopback port of the proxy bridge
  *   rootfs              string   a root directory to use instead of the host's /usr, ...
  *   binds               array    [{"source": host path, "dest": path inside, "writable": bool}]
  *   protected           array    paths under /workspace kept read-only (default list if absent)
@@ -23,6 +24,7 @@ struct sbx_init_spec {
 	char *id;
 	char *hostname;
 	bool share_network;
+	uint16_t proxy_port;          /* 0: no proxy bridge */
 	char *rootfs;
 	struct sbx_bind *binds;
 	size_t n_binds;

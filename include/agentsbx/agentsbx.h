@@ -95,7 +95,10 @@ SBX_API void sbx_free(void *ptr);
 
 /* Writes a JSON array describing every backend this library can reach (built-in and plugins
  * found in the plugin directories) and whether it can work on this host:
- *   [{"backend":"local","available":true,"detail":"..."}, ...]
+ *   [{"backend":"local","available":true,"detail":"...","network":["host"]}, ...]
+ * where "network" lists the network modes the backend can enforce ("none", "allowlist",
+ * "host"; only "host" means its commands always share the host's network). It is absent for
+ * a plugin that could not be loaded.
  * *json_out is released with sbx_free(). */
 SBX_API int sbx_backends_probe(char **json_out);
 
@@ -115,7 +118,28 @@ typedef struct sbx_workspace sbx_workspace;
  *   timeout_ms  integer default timeout of each exec in ms (0 = none, the default)
  *   limits      object  max_output (bytes kept per stream, default 16 MiB), cpu_seconds,
  *                       memory_bytes, file_size_bytes, open_files, processes, pids
- *   network     object  {"mode": "none" | "host"}; a backend refuses a mode it cannot enforce
+ *   network     object  what commands may reach on the network; a backend refuses a mode it
+ *                       cannot enforce (-SBX_ECONFIG naming network.mode):
+ *                        {"mode": "none"}  the default: a network of its own with only
+ *                           loopback;
+ *                        {"mode": "allowlist", "allow": [...], "deny": [...]}  a network of its
+ *                           own whose only way out is a proxy run for the workspace, which
+ *                           speaks HTTP CONNECT, plain HTTP and SOCKS5 on 127.0.0.1:3128
+ *                           inside; HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY (and lower
+ *                           case), npm's, pip's and git's proxy settings point there. Entries
+ *                           are "example.com" (that name), "*.example.com" (its subdomains),
+ *                           IP literals and CIDR ranges ("192.0.2.0/24", "2001:db8::/32"),
+ *                           each with an optional ":port" ("[2001:db8::1]:443"); at most 1024
+ *                           per list. Deny wins over allow. A name matches only name entries,
+ *                           an address asked for by number only address entries. The proxy
+ *                           resolves names itself and connects only to addresses outside
+ *                           loopback, link-local and private ranges, unless the name matched
+ *                           an exact (not wildcard) entry or an allowed range covers them. No
+ *                           "allow": everything is refused. Every connection, allowed or
+ *                           refused, is recorded in the audit log with the entry that
+ *                           decided it;
+ *                        {"mode": "host"}  the host's own network, every address and port the
+ *                           host reaches (recorded in the audit log at open)
  *   baseline    string  what sbx_workspace_reset restores: "empty", "keep" (the files stay),
  *                       or "snapshot" (the workdir as it was at open). Default: "empty" for a
  *                       temporary workdir, "keep" for a host workdir
@@ -138,6 +162,16 @@ SBX_API int sbx_workspace_close(sbx_workspace *ws);
 /* Kills every process of the workspace, restarts whatever runs them, and returns the files to
  * the configured baseline (see "baseline" above). */
 SBX_API int sbx_workspace_reset(sbx_workspace *ws);
+
+/* Changes the network policy of an open workspace. network_json is an object like the
+ * config's "network" (its "mode" required). Within mode "allowlist" the allow and deny lists
+ * are replaced: new connections follow them at once, and open connections the new lists
+ * would refuse are closed. Another mode than the workspace runs with cannot take effect in a
+ * running sandbox and is refused (-SBX_ENOSYS); to cut a workspace off, keep "allowlist" with
+ * an empty "allow". A bad object fails with -SBX_ECONFIG naming the key, and changes nothing.
+ * A backend without network policies answers -SBX_ENOSYS. Each change is recorded in the
+ * audit log. Safe to call while commands run; not concurrently with close or reset. */
+SBX_API int sbx_workspace_set_network(sbx_workspace *ws, const char *network_json);
 
 /* The workspace id. Valid while the handle is open. */
 SBX_API const char *sbx_workspace_id(const sbx_workspace *ws);

@@ -35,6 +35,8 @@ extern "C" {
 #define SBX_BACKEND_CAP_ISOLATED     (1u << 1) /* commands cannot see the host outside the root */
 #define SBX_BACKEND_CAP_NETWORK_NONE (1u << 2) /* can enforce network mode "none" */
 #define SBX_BACKEND_CAP_NETWORK_HOST (1u << 3) /* can give commands the host's network */
+#define SBX_BACKEND_CAP_NETWORK_ALLOWLIST (1u << 4) /* since 1.2: can make a proxy that checks
+                                                      the allow list the only way out */
 
 /* Resource limits from the "limits" config object; 0 = not set. */
 typedef struct sbx_backend_limits {
@@ -53,7 +55,7 @@ typedef struct sbx_backend_config {
 	const char *workdir;          /* absolute host directory (exists), or NULL for a backend
 	                                 without SBX_BACKEND_CAP_HOST_FILES and no workdir given */
 	int workdir_is_temporary;     /* 1 when the core made workdir and removes it at close */
-	const char *network_mode;     /* "none" or "host" (validated against caps) */
+	const char *network_mode;     /* "none", "allowlist" or "host" (validated against caps) */
 	int64_t default_timeout_ms;   /* 0 = none */
 	sbx_backend_limits limits;
 	const char *options_json;     /* the object under the backend's own name, "{}" if absent */
@@ -61,6 +63,14 @@ typedef struct sbx_backend_config {
 	/* Since library 1.1 (read only when size covers it): the workspace is opened read-only;
 	 * a backend that cannot keep commands from writing it must refuse to open. */
 	int read_only;
+	/* Since library 1.2 (read only when size covers it): */
+	const char *network_json;     /* the validated "network" object as JSON (mode, allow,
+	                                 deny; see agentsbx.h), or NULL when the config has none */
+	int audit_dir_fd;             /* the workspace's state folder (a directory fd, owned by the
+	                                 core: dup it to keep it) where helpers append audit records
+	                                 the way src/util/auditlog.h does; -1 when the log is off */
+	uint64_t audit_max_bytes;     /* the log's rotation size, and how many rotated files stay */
+	int audit_keep;
 } sbx_backend_config;
 
 /* One command to start. */
@@ -127,6 +137,17 @@ typedef struct sbx_backend_ops {
 	 * and everything below it. The core's own writers that act for a model (the Write and Edit
 	 * tools) keep the same rule. NULL, or a NULL function: none. */
 	const char *const *(*protected_paths)(void *state);
+	/* Since library 1.2 (older tables end before these and read as NULL). */
+	/* Changes the network policy of an open workspace: network_json is a validated "network"
+	 * object (mode given). Takes effect for new connections. A backend that cannot make a
+	 * change take effect (another mode on a running sandbox) refuses it with a message.
+	 * NULL: the core answers -SBX_ENOSYS. */
+	int (*set_network)(void *state, const char *network_json);
+	/* "NAME=value" entries the backend adds to every command's environment, after PATH and
+	 * HOME and before the config's "env" (which may override them), NULL-terminated and
+	 * valid while the workspace is open; the proxy settings of mode "allowlist", say. NULL,
+	 * or a NULL function: none. Read once, at open. */
+	const char *const *(*base_env)(void *state);
 } sbx_backend_ops;
 
 /* Registers a backend in this process (built-ins do this at load time). The table must stay

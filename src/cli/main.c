@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
+#include "config.h"
+#include "internal.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/fs.h"
@@ -328,19 +330,98 @@ static int cmd_tool(int argc, char **argv)
 	return close_workspace(ws, code);
 }
 
-static const char doctor_usage[] = "agentsbx doctor";
+static const char doctor_usage[] =
+	"agentsbx doctor [--config JSON|@FILE] [--backend NAME]";
 
-/* Prints one line per backend: name, whether it works here, and why (not). */
+static const char host_exposure[] =
+	"shares this host's network with the workspace's commands: every address and port the "
+	"host reaches, its loopback services and cloud metadata endpoint included";
+
+/* "none, allowlist, host" from a probe entry's "network" list. */
+static void print_modes(const sbx_json *modes)
+{
+	for (size_t i = 0; modes && i < modes->n; i++)
+		printf("%s%s", i ? ", " : "", modes->items[i]->str);
+	printf("%s\n", modes && modes->n ? "" : "?");
+}
+
+static bool lists_mode(const sbx_json *modes, const char *mode)
+{
+	for (size_t i = 0; modes && i < modes->n; i++)
+		if (modes->items[i]->type == SBX_JSON_STRING && !strcmp(modes->items[i]->str, mode))
+			return true;
+	return false;
+}
+
+/* Which network modes each backend can enforce, where the proxy of "allowlist" is, and which
+ * choices share the host's network. */
+static void print_network(const sbx_json *list)
+{
+	_cleanup_free_ char *proxy = NULL;
+
+	printf("\nnetwork modes each backend can enforce:\n");
+	for (size_t i = 0; i < list->n; i++) {
+		const sbx_json *name = sbx_json_get(list->items[i], "backend");
+		const sbx_json *modes = sbx_json_get(list->items[i], "network");
+
+		printf("  %-12s ", name ? name->str : "?");
+		print_modes(modes);
+	}
+	printf("mode \"host\" %s. No sandbox backend uses it unless the config says "
+	       "{\"network\":{\"mode\":\"host\"}}; a backend that lists only \"host\" always "
+	       "does.\n", host_exposure);
+	if (sbx_helper_path("agentsbx-proxy", &proxy) == 0)
+		printf("allowlist proxy: %s\n", proxy);
+	else
+		printf("allowlist proxy: not found (%s)\n", sbx_last_error());
+}
+
+/* What the configuration given with --config does to the network. */
+static int print_config_exposure(const struct ws_options *o, const sbx_json *list)
+{
+	_cleanup_free_ char *text = NULL;
+	const sbx_json *modes = NULL;
+	sbx_config *cfg = NULL;
+	const char *mode;
+	int r;
+
+	if ((r = build_config(o, &text)) != 0)
+		return r;
+	if (sbx_config_parse(text, &cfg) < 0)
+		return library_error("doctor", -SBX_ECONFIG);
+	for (size_t i = 0; i < list->n; i++) {
+		const sbx_json *name = sbx_json_get(list->items[i], "backend");
+		if (name && !strcmp(name->str, cfg->backend))
+			modes = sbx_json_get(list->items[i], "network");
+	}
+	mode = cfg->network_mode ? cfg->network_mode : lists_mode(modes, "none") ? "none" : "host";
+	printf("\nthis configuration: backend %s, network mode \"%s\"", cfg->backend, mode);
+	if (modes && !lists_mode(modes, mode))
+		printf(" — refused: the backend cannot enforce it\n");
+	else if (!strcmp(mode, "host"))
+		printf(" — EXPOSED: it %s\n", host_exposure);
+	else if (!strcmp(mode, "allowlist"))
+		printf(" — only what network.allow lists, through the proxy\n");
+	else
+		printf(" — no network beyond the sandbox's own loopback\n");
+	sbx_config_free(cfg);
+	return 0;
+}
+
+/* Prints one line per backend: name, whether it works here, and why (not); then the network
+ * modes, and with --config what that configuration exposes. */
 static int cmd_doctor(int argc, char **argv)
 {
+	struct ws_options o = { 0 };
 	_cleanup_free_ char *json = NULL;
 	sbx_json *list = NULL;
 	char err[256];
-	int r;
+	int code = 0, first, r;
 
-	if (argc > 1)
-		return fail("doctor takes no arguments\nusage: %s", doctor_usage);
-	(void)argv;
+	if ((first = parse_ws_options(argc, argv, doctor_usage, &o, &code)) < 0)
+		return code;
+	if (first != argc || o.workdir || o.timeout || o.read_stdin || o.session)
+		return fail("doctor takes only --config and --backend\nusage: %s", doctor_usage);
 	if ((r = sbx_backends_probe(&json)) < 0)
 		return library_error("doctor", r);
 	if (sbx_json_parse(json, strlen(json), &list, err, sizeof err) < 0)
@@ -354,8 +435,11 @@ static int cmd_doctor(int argc, char **argv)
 		printf("%-12s %-13s %s\n", name ? name->str : "?",
 		       ok && ok->b ? "available" : "unavailable", detail ? detail->str : "");
 	}
+	print_network(list);
+	if (o.config || o.backend)
+		code = print_config_exposure(&o, list);
 	sbx_json_free(list);
-	return 0;
+	return code;
 }
 
 static int cmd_version(int argc, char **argv)
@@ -551,7 +635,8 @@ static const struct command commands[] = {
 	{ "exec", cmd_exec, exec_usage, "run one command in a workspace opened for it" },
 	{ "tools", cmd_tools, tools_usage, "print the agent tools' definitions (JSON)" },
 	{ "tool", cmd_tool, tool_usage, "run one tool call and print its result (JSON)" },
-	{ "doctor", cmd_doctor, doctor_usage, "tell which backends work on this host and why" },
+	{ "doctor", cmd_doctor, doctor_usage,
+	  "tell which backends work here and why, and what each network mode exposes" },
 	{ "ls", cmd_ls, ls_usage, "list the workspaces of a manager directory" },
 	{ "attach", cmd_attach, attach_usage, "run a command in a managed workspace, by id" },
 	{ "gc", cmd_gc, gc_usage, "stop the sandboxes nobody holds that idled beyond the TTL" },

@@ -6,8 +6,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,10 +13,10 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "init_proto.h"
+#include "proxy_proto.h"
 #include "internal.h"
 #include "mcp/mcp.h"
 #include "util/buf.h"
@@ -26,6 +24,8 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/launch.h"
+#include "util/netproxy.h"
 #include "util/path.h"
 #include "util/sandbox.h"
 #include "util/sandbox_attach.h"
@@ -42,6 +42,8 @@ struct sbx_sandbox {
 	char *workdir;
 	char *id;
 	char *network_mode;
+	struct sbx_netproxy *proxy;   /* mode "allowlist": the workspace's proxy, kept across
+	                                 restarts (a reset changes the sandbox, not the policy) */
 	int root_fd;                  /* O_PATH fd of workdir, for paths beneath it */
 	char **placeholders;          /* protected paths missing at start (see below) */
 	const struct sbx_sandbox_options *opts; /* owned by the backend, outlives sb */
@@ -272,6 +274,8 @@ static char *build_spec(const struct sbx_sandbox *sb)
 	json_key_string(&b, "id", sb->id);
 	json_key_string(&b, "hostname", o->hostname);
 	json_key_string(&b, "network", sb->network_mode);
+	if (sb->proxy)
+		sbx_buf_printf(&b, "\"proxy_port\":%d,", SBX_PROXY_PORT);
 	if (o->rootfs)
 		json_key_string(&b, "rootfs", o->rootfs);
 	sbx_buf_puts(&b, "\"binds\":[");
@@ -302,20 +306,6 @@ static char *build_spec(const struct sbx_sandbox *sb)
 		return NULL;
 	}
 	return sbx_buf_steal(&b, NULL);
-}
-
-/* A memfd holding data, positioned at 0. */
-static int memfd_with(const char *name, const void *data, size_t len)
-{
-	int fd = memfd_create(name, MFD_CLOEXEC);
-
-	if (fd < 0)
-		return sbx_fail(sbx_errno_code(errno), "memfd_create: %s", strerror(errno));
-	if (sbx_write_all(fd, data, len) < 0) {
-		close(fd);
-		return sbx_fail(-SBX_EIO, "write the %s: %s", name, strerror(errno));
-	}
-	return fd;
 }
 
 /* ---- starting the init --------------------------------------------------------------- */
@@ -524,8 +514,9 @@ static void bwrap_etc(struct argv_builder *a, struct string_pool *pool, bool hav
 }
 
 /* The fds bubblewrap binds (--bind-fd, --ro-bind-fd): the child gets v[i] as fd
- * BWRAP_FIRST_BIND_FD + i. Closed by the caller after the start. */
-#define BWRAP_FIRST_BIND_FD 6
+ * BWRAP_FIRST_BIND_FD + i, after the init's own (init_proto.h). Closed by the caller after
+ * the start. */
+#define BWRAP_FIRST_BIND_FD (SBX_INIT_BRIDGE_FD + 1)
 
 struct fd_list {
 	int *v;
@@ -681,58 +672,6 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	return a.v;
 }
 
-/* posix_spawn with the init's fds in place (fds[i] becomes 3 + i: 3 control, 4 spec,
- * 5 workspace, then bubblewrap's bind fds), a clean signal state, its own session, and
- * stderr to err_fd (or /dev/null). */
-static int spawn_with_fds(const char *path, const char *const *argv, const int *fds,
-                          size_t nfds, int err_fd, pid_t *pid)
-{
-	static const char *const env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, all;
-	int *copies = malloc((nfds + 1) * sizeof *copies), above = 10 + (int)nfds, err = 0;
-
-	if (!copies)
-		return ENOMEM;
-	/* Move the sources (stderr's too) above every target first: dup2 actions run in order,
-	 * and a source that is also a target would be overwritten before its turn. */
-	for (size_t i = 0; i < nfds; i++)
-		copies[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, above);
-	copies[nfds] = err_fd >= 0 ? fcntl(err_fd, F_DUPFD_CLOEXEC, above) : -1;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&attr);
-	sigemptyset(&none);
-	memset(&all, 0xff, sizeof all);
-	for (size_t i = 0; i < nfds && !err; i++)
-		err = copies[i] < 0 ? EBADF
-		                    : posix_spawn_file_actions_adddup2(&fa, copies[i], 3 + (int)i);
-	if (!err)
-		err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	if (!err)
-		err = posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	if (!err)
-		err = copies[nfds] >= 0 ? posix_spawn_file_actions_adddup2(&fa, copies[nfds], 2)
-		                        : posix_spawn_file_actions_addopen(&fa, 2, "/dev/null",
-		                                                           O_WRONLY, 0);
-	if (!err)
-		err = posix_spawnattr_setsigmask(&attr, &none);
-	if (!err)
-		err = posix_spawnattr_setsigdefault(&attr, &all);
-	if (!err)
-		err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-		                                      POSIX_SPAWN_SETSID);
-	if (!err)
-		err = posix_spawn(pid, path, &fa, &attr, (char *const *)argv, (char *const *)env);
-	posix_spawnattr_destroy(&attr);
-	posix_spawn_file_actions_destroy(&fa);
-	for (size_t i = 0; i <= nfds; i++)
-		if (copies[i] >= 0)
-			close(copies[i]);
-	free(copies);
-	return err;
-}
-
 /* Reads what bubblewrap said on stderr, for the error message. */
 static void read_stderr(int fd, char *out, size_t len)
 {
@@ -793,32 +732,36 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 	                "ready", sb->who, (unsigned)status);
 }
 
-/* Starts the init (direct) or bubblewrap with the init's fds and bubblewrap's bind fds. */
+/* Starts the init (direct) or bubblewrap with the init's fds (init_proto.h: 3 control,
+ * 4 spec, 5 workspace, 6 seccomp program, 7 proxy bridge; -1 leaves a number closed) and,
+ * from BWRAP_FIRST_BIND_FD on, bubblewrap's bind fds. */
 static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *const *bwrap,
-                      int ctl, int spec, int workspace, const struct fd_list *binds,
+                      int ctl, int spec, int workspace, int bridge, const struct fd_list *binds,
                       int err_fd)
 {
 	static const char *const direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct",
 	                                           NULL };
 	static const char *const detached_argv[] = { INIT_NAME, "--detached", "--proto", "1",
 	                                             "--mode", "direct", NULL };
-	int *fds = malloc((4 + binds->n) * sizeof *fds), err;
+	const size_t own = BWRAP_FIRST_BIND_FD - SBX_INIT_CONTROL_FD;
+	int *fds = malloc((own + binds->n) * sizeof *fds), err;
+	size_t n = own;
 
 	if (!fds)
 		return ENOMEM;
 	fds[0] = ctl;
 	fds[1] = spec;
 	fds[2] = workspace;
-	if (binds->n)
-		memcpy(fds + 3, binds->v, binds->n * sizeof *fds);
-	if (sb->mode == SBX_SANDBOX_BWRAP) {
-		err = spawn_with_fds(init, bwrap, fds, 3 + binds->n, err_fd, &sb->pid);
-	} else {
-		/* fd 6: the seccomp program the spec announced (built before the spec was). */
-		fds[3] = seccomp_program();
-		err = spawn_with_fds(init, sb->opts->detached ? detached_argv : direct_argv, fds,
-		                     fds[3] >= 0 ? 4 : 3, err_fd, &sb->pid);
+	/* fd 6: the seccomp program the spec announced (built before the spec was). */
+	fds[3] = sb->mode == SBX_SANDBOX_DIRECT ? seccomp_program() : -1;
+	fds[4] = bridge;
+	if (sb->mode == SBX_SANDBOX_BWRAP && binds->n) {
+		memcpy(fds + own, binds->v, binds->n * sizeof *fds);
+		n += binds->n;
 	}
+	err = sbx_spawn_with_fds(init, sb->mode == SBX_SANDBOX_BWRAP ? bwrap
+	                         : sb->opts->detached ? detached_argv : direct_argv, fds, n, err_fd,
+	                         &sb->pid);
 	free(fds);
 	return err;
 }
@@ -827,6 +770,7 @@ static int launch(struct sbx_sandbox *sb)
 {
 	_cleanup_free_ char *init = NULL, *spec = NULL;
 	_cleanup_close_ int spec_fd = -1, ws_fd = -1, child_ctl = -1, err_read = -1, err_write = -1;
+	_cleanup_close_ int bridge = -1;
 	_cleanup_free_ const char **argv = NULL;
 	struct string_pool pool = { 0 };
 	struct fd_list binds = { 0 };
@@ -842,7 +786,7 @@ static int launch(struct sbx_sandbox *sb)
 		prepare_placeholders(sb);   /* the init does this itself when it builds the root */
 	if (!(spec = build_spec(sb)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if ((spec_fd = memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
+	if ((spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
 		return spec_fd;
 	ws_fd = fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3);
 	if (ws_fd < 0)
@@ -864,7 +808,12 @@ static int launch(struct sbx_sandbox *sb)
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
 		}
 	}
-	err = spawn_init(sb, init, argv, child_ctl, spec_fd, ws_fd, &binds, err_write);
+	if (sb->proxy && (r = sbx_netproxy_bridge(sb->proxy, &bridge)) < 0) {
+		pool_free(&pool);
+		fd_list_close(&binds);
+		return r;
+	}
+	err = spawn_init(sb, init, argv, child_ctl, spec_fd, ws_fd, bridge, &binds, err_write);
 	pool_free(&pool);
 	fd_list_close(&binds);
 	if (err) {
@@ -889,28 +838,9 @@ static int launch(struct sbx_sandbox *sb)
  * before the outer process can see it gone), then kills the outer process if it lingers. */
 static void stop_init(struct sbx_sandbox *sb)
 {
-	int status, pidfd;
-
 	if (sb->ctl >= 0)
 		close(SBX_TAKE_FD(sb->ctl));
-	if (sb->pid <= 0)
-		return;
-	/* Wait for the exit itself (a pidfd polls readable then), not in sleeps. */
-	pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
-	if (pidfd >= 0) {
-		struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-		if (poll(&pfd, 1, STOP_TIMEOUT_MS) == 0)
-			kill(sb->pid, SIGKILL);
-		close(pidfd);
-	} else {
-		for (int64_t until = sbx_now_ms() + STOP_TIMEOUT_MS;
-		     waitpid(sb->pid, &status, WNOHANG) == 0; usleep(1000))
-			if (sbx_now_ms() > until) {
-				kill(sb->pid, SIGKILL);
-				break;
-			}
-	}
-	reap(sb->pid, &status);
+	sbx_reap_or_kill(sb->pid, STOP_TIMEOUT_MS);
 	sb->pid = -1;
 }
 
@@ -926,6 +856,7 @@ static void stop_and_tidy(struct sbx_sandbox *sb)
 
 static void free_sandbox(struct sbx_sandbox *sb)
 {
+	sbx_netproxy_stop(sb->proxy);
 	sbx_runclient_set_destroy(&sb->live);
 	sbx_strv_free(sb->placeholders);
 	if (sb->root_fd >= 0)
@@ -989,6 +920,32 @@ static int restart_detached(struct sbx_sandbox *sb)
 	return attach_or_launch(sb);
 }
 
+/* Reads a 1.2 member of the backend config only when the core's struct has it. */
+#define CFG_HAS(cfg, member) \
+	((cfg)->size >= offsetof(sbx_backend_config, member) + sizeof (cfg)->member)
+
+/* Mode "allowlist": the workspace's proxy, before the sandbox that will reach it. The config
+ * copy keeps no pointer to the policy: the core owns it, and it changes. */
+static int start_proxy(struct sbx_sandbox *sb, const sbx_backend_config *cfg)
+{
+	struct sbx_netproxy_settings s = {
+		.workspace = sb->id,
+		.network_json = CFG_HAS(cfg, network_json) ? cfg->network_json : NULL,
+		.audit_dir_fd = CFG_HAS(cfg, audit_keep) ? cfg->audit_dir_fd : -1,
+		.audit_max_bytes = CFG_HAS(cfg, audit_keep) ? cfg->audit_max_bytes : 0,
+		.audit_keep = CFG_HAS(cfg, audit_keep) ? cfg->audit_keep : 0,
+	};
+
+	sb->cfg.network_json = NULL;
+	sb->cfg.audit_dir_fd = -1;
+	if (strcmp(sb->network_mode, "allowlist") != 0)
+		return 0;
+	if (!s.network_json)
+		return sbx_fail(-SBX_ECONFIG, "%s: network mode 'allowlist' came without its policy",
+		                sb->who);
+	return sbx_netproxy_start(sb->who, &s, &sb->proxy);
+}
+
 int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
                       const struct sbx_sandbox_options *o, enum sbx_sandbox_mode mode,
                       struct sbx_sandbox **out)
@@ -1019,6 +976,16 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	if (sb->root_fd < 0) {
 		r = sbx_fail(sbx_errno_code(errno), "%s: open %s: %s", who, sb->workdir,
 		             strerror(errno));
+		free_sandbox(sb);
+		return r;
+	}
+	if (sb->opts->detached && strcmp(sb->network_mode, "allowlist") == 0) {
+		free_sandbox(sb);
+		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox cannot "
+		                "use network mode 'allowlist' (its proxy lives with the host process)",
+		                who);
+	}
+	if ((r = start_proxy(sb, cfg)) < 0) {
 		free_sandbox(sb);
 		return r;
 	}
@@ -1119,7 +1086,7 @@ int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void
 	if (!(payload = build_payload(req, limits, &head, &len)))
 		return sbx_fail(-SBX_E2BIG, "%s: command, environment and cwd exceed %u bytes",
 		                sb->who, SBX_INIT_PAYLOAD_MAX);
-	if ((payload_fd = memfd_with("agentsbx-spawn", payload, len)) < 0)
+	if ((payload_fd = sbx_memfd_with("agentsbx-spawn", payload, len)) < 0)
 		return payload_fd;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", sb->who, strerror(errno));
@@ -1363,4 +1330,38 @@ int sbx_sandbox_backend_spawn(void *state, const sbx_backend_spawn *req, void **
                               int *wait_fd)
 {
 	return sbx_sandbox_spawn(((struct sandbox_ws *)state)->sb, req, proc, wait_fd);
+}
+
+/* The mode of a validated network object. */
+static bool network_mode_is(const char *network_json, const char *mode)
+{
+	sbx_json *v = NULL;
+	const sbx_json *m;
+	char err[64];
+	bool same;
+
+	if (sbx_json_parse(network_json, strlen(network_json), &v, err, sizeof err) < 0)
+		return false;
+	m = sbx_json_get(v, "mode");
+	same = m && m->type == SBX_JSON_STRING && !strcmp(m->str, mode);
+	sbx_json_free(v);
+	return same;
+}
+
+int sbx_sandbox_set_network(struct sbx_sandbox *sb, const char *network_json)
+{
+	if (!network_mode_is(network_json, sb->network_mode))
+		return sbx_fail(-SBX_ENOSYS, "%s: the sandbox runs with network mode '%s', which "
+		                "cannot change while it runs", sb->who, sb->network_mode);
+	return sb->proxy ? sbx_netproxy_set_policy(sb->proxy, network_json) : 0;
+}
+
+int sbx_sandbox_backend_set_network(void *state, const char *network_json)
+{
+	return sbx_sandbox_set_network(((struct sandbox_ws *)state)->sb, network_json);
+}
+
+const char *const *sbx_sandbox_backend_env(void *state)
+{
+	return ((struct sandbox_ws *)state)->sb->proxy ? sbx_netproxy_env() : NULL;
 }

@@ -61,6 +61,8 @@ int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void
 void sbx_sandbox_stop(struct sbx_sandbox *sb);
 /* Stops and starts it again with the same settings (reset). */
 int sbx_sandbox_restart(struct sbx_sandbox *sb);
+/* A new network policy of the same mode (mode "allowlist": the proxy's lists). */
+int sbx_sandbox_set_network(struct sbx_sandbox *sb, const char *network_json);
 
 /* What the sandbox got: SBX_INIT_HAS_* flags, and the note on a missing cgroup. */
 uint32_t sbx_sandbox_flags(const struct sbx_sandbox *sb);
@@ -85,6 +87,9 @@ const char *sbx_sandbox_backend_root(void *state);
 const char *sbx_sandbox_backend_host_dir(void *state);
 int sbx_sandbox_backend_spawn(void *state, const sbx_backend_spawn *req, void **proc,
                               int *wait_fd);
+int sbx_sandbox_backend_set_network(void *state, const char *network_json);
+/* The proxy settings of mode "allowlist" (util/netproxy.h), else NULL. */
+const char *const *sbx_sandbox_backend_env(void *state);
 
 /* The ops table of a sandbox backend: only its name, probe and open differ. */
 /* The paths the sandbox keeps read-only for commands (the configured list or the default). */
@@ -96,7 +101,8 @@ const char *const *sbx_sandbox_backend_protected(void *state);
 		.abi_version = SBX_BACKEND_ABI_VERSION,                                        \
 		.name = backend_name,                                                          \
 		.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED |                \
-		        SBX_BACKEND_CAP_NETWORK_NONE | SBX_BACKEND_CAP_NETWORK_HOST,           \
+		        SBX_BACKEND_CAP_NETWORK_NONE | SBX_BACKEND_CAP_NETWORK_HOST |          \
+		        SBX_BACKEND_CAP_NETWORK_ALLOWLIST,                                     \
 		.probe = probe_fn,                                                             \
 		.open = open_fn,                                                               \
 		.close = sbx_sandbox_backend_close,                                            \
@@ -109,5 +115,7 @@ const char *const *sbx_sandbox_backend_protected(void *state);
 		.proc_kill = sbx_runclient_kill,                                               \
 		.proc_release = sbx_runclient_release,                                         \
 		.protected_paths = sbx_sandbox_backend_protected,                              \
+		.set_network = sbx_sandbox_backend_set_network,                                \
+		.base_env = sbx_sandbox_backend_env,                                           \
 	}
 #endif

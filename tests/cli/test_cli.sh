@@ -42,6 +42,12 @@ check "flags override the config file" "hi $work/ws" "$out"
 "$cli" doctor >"$work/doctor"; check "doctor runs" 0 $?
 grep -Eq '^local +available' "$work/doctor"; check "doctor lists local" 0 $?
 grep -Eq '^ns +' "$work/doctor"; check "doctor lists ns" 0 $?
+grep -Eq '^  local +host$' "$work/doctor"; check "doctor: local only shares the host's network" 0 $?
+"$cli" doctor --config '{"network":{"mode":"host"}}' >"$work/doctor-host"
+check "doctor --config runs" 0 $?
+grep -q 'network mode "host" — EXPOSED' "$work/doctor-host"; check "doctor reports host exposure" 0 $?
+"$cli" doctor --backend ns >"$work/doctor-ns"
+grep -q 'network mode "none" — no network' "$work/doctor-ns"; check "doctor: ns defaults to none" 0 $?
 "$cli" exec -- sh -c 'test "$PWD" = /workspace'; check "ns is the default backend" 0 $?
 "$cli" version | grep -q '^agentsbx 1\.'; check "version" 0 $?
 

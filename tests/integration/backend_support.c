@@ -396,3 +396,29 @@ long bt_memory_kb(bool reset_peak)
 		fclose(f);
 	return kb;
 }
+
+void bt_install_program(sbx_workspace *ws, const char *env_name, const char *rel)
+{
+	const char *path = getenv(env_name);
+	char *data = NULL;
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	int fd;
+
+	ck_assert_msg(path && *path, "%s is not set (run through meson test)", env_name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	do {
+		if (len == cap) {
+			cap = cap ? 2 * cap : 1 << 16;
+			data = realloc(data, cap);
+			ck_assert_ptr_nonnull(data);
+		}
+		n = read(fd, data + len, cap - len);
+		if (n > 0)
+			len += (size_t)n;
+	} while (n > 0);
+	close(fd);
+	ck_assert_int_eq(sbx_file_write(ws, rel, data, len, 0755, 0), 0);
+	free(data);
+}

@@ -90,6 +90,11 @@ char *bt_shell_out(sbx_workspace *ws, const char *cmd);
  * error. */
 void bt_put(sbx_workspace *ws, const char *rel, const char *text, unsigned mode);
 
+/* Copies the host file at the path in environment variable env_name (a test program meson
+ * built, such as SBX_TEST_PROBE) into the workspace as rel, executable: the sandbox sees
+ * nothing else of the host. Fails the test when the variable is unset. */
+void bt_install_program(sbx_workspace *ws, const char *env_name, const char *rel);
+
 /* Peak resident memory of this process since the last reset (VmHWM), or VmRSS where peaks
  * cannot be reset, in KiB. */
 long bt_memory_kb(bool reset_peak);

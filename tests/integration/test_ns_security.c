@@ -638,28 +638,7 @@ END_TEST
 /* Copies the probe into the workspace (the sandbox sees nothing else of the host). */
 static void install_probe(sbx_workspace *w)
 {
-	const char *path = getenv("SBX_TEST_PROBE");
-	char *data = NULL;
-	size_t len = 0, cap = 0;
-	ssize_t n;
-	int fd;
-
-	ck_assert_msg(path && *path, "SBX_TEST_PROBE is not set (run through meson test)");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
-	do {
-		if (len == cap) {
-			cap = cap ? 2 * cap : 1 << 16;
-			data = realloc(data, cap);
-			ck_assert_ptr_nonnull(data);
-		}
-		n = read(fd, data + len, cap - len);
-		if (n > 0)
-			len += (size_t)n;
-	} while (n > 0);
-	close(fd);
-	ck_assert_int_eq(sbx_file_write(w, "sbx-probe", data, len, 0755, 0), 0);
-	free(data);
+	bt_install_program(w, "SBX_TEST_PROBE", "sbx-probe");
 }
 
 /* Runs the probe inside and returns its report (caller frees). A sanitizer build's probe

@@ -502,16 +502,49 @@ START_TEST(network_values)
 	sbx_config_free(cfg);
 
 	assert_refused("{\"network\": \"none\"}", "config: key 'network': expected an object, got string");
-	assert_refused("{\"network\": {\"mode\": \"allowlist\"}}",
-	               "config: key 'network.mode': unknown mode 'allowlist'");
+	assert_refused("{\"network\": {\"mode\": \"open\"}}",
+	               "config: key 'network.mode': unknown mode 'open'");
 	assert_refused("{\"network\": {\"mode\": \"None\"}}", "key 'network.mode'");
 	assert_refused("{\"network\": {\"mode\": \"\"}}", "key 'network.mode'");
 	assert_refused("{\"network\": {\"mode\": \"none\\u0000x\"}}", "key 'network.mode'");
 	assert_refused("{\"network\": {\"mode\": 0}}",
 	               "config: key 'network.mode': expected a string, got integer");
 	assert_refused("{\"network\": {\"mode\": \"none\", \"allow\": [\"x.com\"]}}",
-	               "config: unknown key 'network.allow'");
-	assert_refused("{\"network\": {\"deny\": []}}", "config: unknown key 'network.deny'");
+	               "config: key 'network.allow': allow and deny lists need \"mode\": "
+	               "\"allowlist\"");
+	assert_refused("{\"network\": {\"deny\": []}}", "config: key 'network.deny': allow and");
+	assert_refused("{\"network\": {\"mode\": \"none\", \"proxy\": 1}}",
+	               "config: unknown key 'network.proxy'");
+}
+END_TEST
+
+/* Allowlist policies: kept as JSON for the backend, every entry checked with a message that
+ * names its index. */
+START_TEST(network_allowlist)
+{
+	sbx_config *cfg = parse_ok("{\"network\": {\"mode\": \"allowlist\", \"allow\": "
+	                           "[\"pypi.org\", \"*.github.com:443\"], \"deny\": [\"10.0.0.0/8\"]}}");
+
+	ck_assert_str_eq(cfg->network_mode, "allowlist");
+	ck_assert_str_eq(cfg->network_json, "{\"mode\":\"allowlist\",\"allow\":[\"pypi.org\","
+	                 "\"*.github.com:443\"],\"deny\":[\"10.0.0.0/8\"]}");
+	sbx_config_free(cfg);
+	cfg = parse_ok("{\"network\": {\"mode\": \"allowlist\"}}");
+	ck_assert_str_eq(cfg->network_mode, "allowlist");
+	sbx_config_free(cfg);
+
+	assert_refused("{\"network\": {\"mode\": \"allowlist\", \"allow\": [\"a.org\", \"b.org\", "
+	               "\"c.org:99999\"]}}",
+	               "config: key 'network.allow[2]': \"c.org:99999\": port \"99999\" is not a "
+	               "number in 1..65535");
+	assert_refused("{\"network\": {\"mode\": \"allowlist\", \"allow\": [\"*\"]}}",
+	               "config: key 'network.allow[0]': \"*\": '*' alone would allow every host");
+	assert_refused("{\"network\": {\"mode\": \"allowlist\", \"deny\": [\"x\", 7]}}",
+	               "config: key 'network.deny[1]': expected a string, got integer");
+	assert_refused("{\"network\": {\"mode\": \"allowlist\", \"deny\": [\"bad\\u0001name\"]}}",
+	               "config: key 'network.deny[0]': \"bad\\x01name\": host names have only");
+	assert_refused("{\"network\": {\"mode\": \"allowlist\", \"allow\": {}}}",
+	               "config: key 'network.allow': expected an array of strings, got object");
 }
 END_TEST
 
@@ -597,6 +630,7 @@ static Suite *config_suite(void)
 	tcase_add_loop_test(tc, limit_ranges, 0, (int)(sizeof limit_cases / sizeof limit_cases[0]));
 	tcase_add_test(tc, limits_object);
 	tcase_add_test(tc, network_values);
+	tcase_add_test(tc, network_allowlist);
 	tcase_add_test(tc, backend_sections);
 	suite_add_tcase(s, tc);
 	return s;

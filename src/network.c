@@ -1,0 +1,144 @@
+/* The core's half of a workspace's network policy: which mode the backend must enforce, what
+ * the audit log says about it, and changing it on an open workspace. The backend (and for
+ * "allowlist" its proxy, helpers/proxy/) enforces; the core validates and records. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+#include "internal.h"
+#include "network.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/json.h"
+
+static uint32_t cap_of(const char *mode)
+{
+	if (!strcmp(mode, "none"))
+		return SBX_BACKEND_CAP_NETWORK_NONE;
+	if (!strcmp(mode, "allowlist"))
+		return SBX_BACKEND_CAP_NETWORK_ALLOWLIST;
+	return SBX_BACKEND_CAP_NETWORK_HOST;
+}
+
+static const char *why_not(const char *mode)
+{
+	if (!strcmp(mode, "allowlist"))
+		return ": it has no network of its own for a proxy to be the only way out of";
+	if (!strcmp(mode, "none"))
+		return ": its commands share the host's network";
+	return "";
+}
+
+int sbx_network_choose_mode(const sbx_workspace *ws, const char **mode)
+{
+	uint32_t caps = ws->ops->caps;
+	const char *asked = ws->cfg->network_mode;
+
+	if (!asked) {
+		*mode = (caps & SBX_BACKEND_CAP_NETWORK_NONE) ? "none" : "host";
+		return 0;
+	}
+	if (!(caps & cap_of(asked)))
+		return sbx_fail(-SBX_ECONFIG, "config: key 'network.mode': backend '%s' cannot "
+		                "enforce '%s'%s", ws->ops->name, asked, why_not(asked));
+	*mode = asked;
+	return 0;
+}
+
+/* The lists of a network object, for the audit record (NULL members are left out). */
+static void audit_lists(sbx_audit_rec *rec, const char *network_json)
+{
+	sbx_json *v = NULL;
+	char err[64];
+
+	if (!network_json ||
+	    sbx_json_parse(network_json, strlen(network_json), &v, err, sizeof err) < 0)
+		return;
+	for (const char *const *k = (const char *const[]){ "allow", "deny", NULL }; *k; k++) {
+		const sbx_json *list = sbx_json_get(v, *k);
+
+		if (list)
+			sbx_audit_json(rec, *k, list);
+	}
+	sbx_json_free(v);
+}
+
+static void audit_mode(sbx_audit_rec *rec, const char *mode)
+{
+	sbx_audit_str(rec, "mode", mode);
+	if (!strcmp(mode, "host"))
+		sbx_audit_str(rec, "exposure", "commands share the host's network: every address "
+		              "and port the host reaches, its loopback services included");
+}
+
+void sbx_network_audit_open(sbx_workspace *ws, const char *mode)
+{
+	sbx_audit_rec rec;
+
+	sbx_audit_begin(&rec, ws, "network");
+	sbx_audit_str(&rec, "event", "open");
+	audit_mode(&rec, mode);
+	if (!strcmp(mode, "allowlist"))
+		audit_lists(&rec, ws->cfg->network_json);
+	sbx_audit_end(&rec);
+}
+
+/* The backend's set_network, where its table has one. */
+static int backend_set_network(sbx_workspace *ws, const char *json)
+{
+	const sbx_backend_ops *ops = ws->ops;
+
+	if (ops->size < offsetof(sbx_backend_ops, set_network) + sizeof ops->set_network ||
+	    !ops->set_network)
+		return sbx_fail(-SBX_ENOSYS, "sbx_workspace_set_network: backend '%s' cannot change "
+		                "the network policy of an open workspace", ops->name);
+	return ops->set_network(ws->state, json);
+}
+
+static int apply_policy(sbx_workspace *ws, char *mode, char *json)
+{
+	const char *current = ws->network_mode;
+	int r;
+
+	if (strcmp(current, mode) != 0)
+		return sbx_fail(-SBX_ENOSYS, "sbx_workspace_set_network: key 'network.mode': the "
+		                "workspace runs with '%s', and a running sandbox cannot change to '%s' "
+		                "(open a new workspace; to cut one off, keep \"allowlist\" with an empty "
+		                "\"allow\")", current, mode);
+	if ((r = backend_set_network(ws, json)) < 0)
+		return r;
+	free(ws->cfg->network_mode);
+	free(ws->cfg->network_json);
+	ws->cfg->network_mode = mode;
+	ws->cfg->network_json = json;
+	return 0;
+}
+
+int sbx_workspace_set_network(sbx_workspace *ws, const char *network_json)
+{
+	_cleanup_free_ char *mode = NULL, *json = NULL;
+	sbx_audit_rec rec;
+	int r;
+
+	if (!ws)
+		return sbx_fail(-SBX_EINVAL, "sbx_workspace_set_network: ws must not be NULL");
+	if ((r = sbx_config_parse_network(network_json, "sbx_workspace_set_network", &mode,
+	                                  &json)) < 0)
+		return r;
+	pthread_mutex_lock(&ws->network_lock);
+	sbx_audit_begin(&rec, ws, "network");
+	sbx_audit_str(&rec, "event", "set");
+	audit_mode(&rec, mode);
+	audit_lists(&rec, json);
+	r = apply_policy(ws, mode, json);
+	if (r == 0) {
+		mode = json = NULL;     /* the config owns them now */
+		sbx_audit_str(&rec, "result", "ok");
+	} else {
+		sbx_audit_str(&rec, "result", "refused");
+		sbx_audit_str(&rec, "error", sbx_last_error());
+	}
+	sbx_audit_end(&rec);
+	pthread_mutex_unlock(&ws->network_lock);
+	return r;
+}
