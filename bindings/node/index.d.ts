@@ -243,6 +243,9 @@ export declare class Workspace implements AsyncDisposable {
   /** Resolves to "workspace:///data/<sha256><ext>". */
   offloadData(mediaType: string, data: Data): Promise<string>;
 
+  /** Replaces the allow/deny lists of an "allowlist" workspace; new connections follow. */
+  setNetwork(network: { mode?: string; allow?: string[]; deny?: string[] } | string):
+    Promise<void>;
   /** MCP servers, run inside the workspace. agentId/sessionId null: every (add/remove) or
    *  the defaults (list/tools/call). */
   mcpAdd(name: string, config: Record<string, unknown> | string, scope?: McpScope): Promise<void>;

@@ -323,6 +323,16 @@ class Workspace {
     return this.#run('offloadData', [cString(mediaType, 'mediaType'), bytes(data, 'data')]);
   }
 
+  // ---- network ----
+
+  /**
+   * Replaces the allow/deny lists of an "allowlist" workspace (the config's network object);
+   * new connections follow them at once, open ones they refuse are closed.
+   */
+  async setNetwork(network) {
+    await this.#run('setNetwork', [cString(jsonText(network), 'network')]);
+  }
+
   // ---- MCP servers (run inside the workspace behind its gateway) ----
   // agentId / sessionId null: for add/remove "every agent / session"; for list, tools and
   // call the default agent and session.

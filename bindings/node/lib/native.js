@@ -119,6 +119,8 @@ const PROTOTYPES = {
   sbx_offload_data: 'int sbx_offload_data(sbx_workspace *ws, const char *media_type, ' +
     'const void *data, size_t len, _Out_ void **url_out)',
 
+  sbx_workspace_set_network:
+    'int sbx_workspace_set_network(sbx_workspace *ws, const char *network_json)',
   sbx_manager_open: 'int sbx_manager_open(const char *config_json, _Out_ sbx_manager **out)',
   sbx_manager_get: 'int sbx_manager_get(sbx_manager *mgr, const char *user_id, ' +
     'const char *agent_id, const char *session_id, const char *workspace_id, ' +

@@ -287,6 +287,7 @@ const operations = {
   offloadData: (ws, mediaType, data) =>
     callForString('sbx_offload_data', ws, mediaType, data, dataLength(data)),
 
+  setNetwork: (ws, network) => call('sbx_workspace_set_network', ws, network),
   mcpAdd: (ws, agentId, sessionId, name, config) =>
     call('sbx_mcp_add', ws, agentId, sessionId, name, config),
   mcpRemove: (ws, agentId, sessionId, name) =>

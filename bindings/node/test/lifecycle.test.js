@@ -108,3 +108,19 @@ test('a program that closes its workspaces exits by itself', async () => {
   });
   assert.equal(stdout, 'closed\n');
 });
+
+test('network: setNetwork on an allowlist workspace', async (t) => {
+  const { unavailableReason: why } = require('./helpers');
+  const reason = await why('ns');
+  if (reason) return t.skip(reason);
+  const { Workspace: W, AgentSbxError: E } = require('..');
+  const ws = await W.open({ backend: 'ns', network: { mode: 'allowlist', allow: ['example.org'] } });
+  try {
+    assert.match((await ws.exec('env')).stdout.toString(), /HTTPS_PROXY=/);
+    await ws.setNetwork({ mode: 'allowlist', allow: ['example.com'], deny: [] });
+    await assert.rejects(ws.setNetwork({ mode: 'allowlist', allow: ['bad host name!'] }),
+      (err) => err instanceof E && err.codeName === 'ECONFIG');
+  } finally {
+    await ws.close();
+  }
+});

@@ -321,6 +321,13 @@ class Workspace:
                    owned=(url,))
         return take_str(url)
 
+    # ---- network ----
+
+    def set_network(self, network: Union[Mapping[str, Any], str]) -> None:
+        """Replaces the allow/deny lists of an "allowlist" workspace (the config's "network"
+        object); new connections follow them at once, open ones they refuse are closed."""
+        self._call("sbx_workspace_set_network", json_text(network))
+
     # ---- MCP servers (run inside the workspace behind its gateway) ----
     # agent_id / session_id None: for add/remove, "every agent / session"; for list, tools and
     # call, the default agent and session.

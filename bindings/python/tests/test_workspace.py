@@ -70,3 +70,16 @@ def test_host_workdir(tmp_path: os.PathLike[str]) -> None:
     with agentsbx.Workspace({"backend": "local", "workdir": str(tmp_path)}) as ws:
         ws.write_file("kept.txt", "kept")
     assert open(os.path.join(tmp_path, "kept.txt")).read() == "kept"
+
+
+def test_set_network_on_an_allowlist_workspace() -> None:
+    from conftest import skip_unless_backend
+    skip_unless_backend("ns")
+    with agentsbx.Workspace({"backend": "ns",
+                             "network": {"mode": "allowlist", "allow": ["example.org"]}}) as w:
+        assert "HTTPS_PROXY=" in w.exec("env").stdout_text
+        w.set_network({"mode": "allowlist", "allow": ["example.com"], "deny": []})
+        with pytest.raises(agentsbx.ConfigError):
+            w.set_network({"mode": "allowlist", "allow": ["bad host name!"]})
+        with pytest.raises(agentsbx.AgentSbxError):
+            w.set_network({"mode": "host"})
