@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "proxy_proto.h"
+#include "util/fdpass.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -72,25 +73,11 @@ static int await_reply(struct sbx_netproxy *np, const char *what)
 static int send_with_fd(struct sbx_netproxy *np, uint32_t kind, int fd)
 {
 	struct sbx_proxy_request req = { .kind = kind };
-	char control[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = &req, .iov_len = sizeof req };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-	                      .msg_controllen = sizeof control };
-	struct cmsghdr *c;
-	ssize_t n;
+	int r = sbx_send_with_fds(np->ctl, &req, sizeof req, &fd, 1);
 
-	memset(control, 0, sizeof control);
-	c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof fd);
-	do
-		n = sendmsg(np->ctl, &msg, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof req)
+	if (r < 0)
 		return sbx_fail(-SBX_EIO, "%s: the network proxy is gone: %s", np->who,
-		                n < 0 ? strerror(errno) : "short write");
+		                r == -EIO ? "short write" : strerror(-r));
 	return 0;
 }
 

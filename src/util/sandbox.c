@@ -19,6 +19,7 @@
 #include "proxy_proto.h"
 #include "internal.h"
 #include "mcp/mcp.h"
+#include "util/fdpass.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -1049,23 +1050,7 @@ static char *build_payload(const sbx_backend_spawn *req, const sbx_backend_limit
 
 static int send_spawn(int ctl, const struct sbx_init_spawn *head, const int fds[5])
 {
-	char control[CMSG_SPACE(sizeof(int) * SBX_INIT_SPAWN_FDS)];
-	struct iovec iov = { .iov_base = (void *)head, .iov_len = sizeof *head };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-	                      .msg_controllen = sizeof control };
-	struct cmsghdr *c;
-	ssize_t n;
-
-	memset(control, 0, sizeof control);
-	c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int) * SBX_INIT_SPAWN_FDS);
-	memcpy(CMSG_DATA(c), fds, sizeof(int) * SBX_INIT_SPAWN_FDS);
-	do
-		n = sendmsg(ctl, &msg, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)sizeof *head ? 0 : -(n < 0 ? errno : EIO);
+	return sbx_send_with_fds(ctl, head, sizeof *head, fds, SBX_INIT_SPAWN_FDS);
 }
 
 int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void **proc,

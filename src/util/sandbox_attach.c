@@ -20,6 +20,7 @@
 
 #include "init/sandbox.h"
 #include "internal.h"
+#include "util/fdpass.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/sandbox_attach.h"
@@ -141,23 +142,8 @@ int sbx_attach_connect(int run_fd, const char *who, struct sbx_init_ready *ready
 static int send_listener(int ctl, int listener)
 {
 	struct sbx_init_spawn head = { .kind = SBX_INIT_LISTEN };
-	char control[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = &head, .iov_len = sizeof head };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
-	                      .msg_controllen = sizeof control };
-	struct cmsghdr *c;
-	ssize_t n;
 
-	memset(control, 0, sizeof control);
-	c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &listener, sizeof listener);
-	do
-		n = sendmsg(ctl, &msg, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)sizeof head ? 0 : -(n < 0 ? errno : EIO);
+	return sbx_send_with_fds(ctl, &head, sizeof head, &listener, 1);
 }
 
 int sbx_attach_hand_listener(int run_fd, int ctl, const char *who)

@@ -31,6 +31,18 @@ void bt_begin_run(void)
 	run_dir = test_mkdtemp();
 }
 
+int bt_main(Suite *(*make_suite)(void))
+{
+	int r;
+
+	if (!bt_backend_usable())
+		return BT_EXIT_SKIP;
+	bt_begin_run();
+	r = test_run_suite(make_suite());
+	bt_end_run();
+	return r;
+}
+
 void bt_end_run(void)
 {
 	if (run_dir)
@@ -66,6 +78,19 @@ char *bt_fmt(const char *format, ...)
 	va_end(ap);
 	ck_assert_int_ge(n, 0);
 	return s;
+}
+
+const char *bt_tmp(const char *format, ...)
+{
+	static char bufs[8][8192];
+	static int next;
+	char *b = bufs[next++ % 8];
+	va_list ap;
+
+	va_start(ap, format);
+	vsnprintf(b, sizeof bufs[0], format, ap);
+	va_end(ap);
+	return b;
 }
 
 int bt_open(const char *workdir, const char *extra, sbx_workspace **out)

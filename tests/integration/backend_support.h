@@ -4,6 +4,7 @@
 #ifndef SBX_TEST_BACKEND_SUPPORT_H
 #define SBX_TEST_BACKEND_SUPPORT_H
 
+#include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,9 @@ bool bt_backend_usable(void);
  * failed check ends its forked test with _exit, past any teardown or atexit handler: only
  * the parent can clean up after it. */
 void bt_begin_run(void);
+/* main() of a per-backend suite: skips (77) when the backend cannot work here, else runs the
+ * suite between bt_begin_run and bt_end_run and returns the exit code. */
+int bt_main(Suite *(*make_suite)(void));
 void bt_end_run(void);
 
 /* A fresh temporary directory inside the run's, in static storage (16 per test process).
@@ -38,6 +42,8 @@ char *bt_mkdtemp(void);
 
 /* asprintf that fails the test instead of returning NULL. Caller frees. */
 char *bt_fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
+/* printf into one of 8 rotating static buffers of 8 KiB: nothing for a test to free. */
+const char *bt_tmp(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 /* `path` inside the workspace as its commands see it: sbx_workspace_root(ws) + "/" + rel.
  * Caller frees. */

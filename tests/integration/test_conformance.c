@@ -1041,12 +1041,5 @@ static Suite *conformance_suite(void)
 
 int main(void)
 {
-	int r;
-
-	if (!bt_backend_usable())
-		return BT_EXIT_SKIP;
-	bt_begin_run();
-	r = test_run_suite(conformance_suite());
-	bt_end_run();
-	return r;
+	return bt_main(conformance_suite);
 }

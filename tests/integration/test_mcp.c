@@ -52,20 +52,6 @@ static void teardown(void)
 	ws = NULL;
 }
 
-static const char *tf(const char *format, ...) __attribute__((format(printf, 1, 2)));
-static const char *tf(const char *format, ...)
-{
-	static char bufs[8][8192];
-	static int next;
-	char *b = bufs[next++ % 8];
-	va_list ap;
-
-	va_start(ap, format);
-	vsnprintf(b, sizeof bufs[0], format, ap);
-	va_end(ap);
-	return b;
-}
-
 static void add_ok(sbx_workspace *w, const char *agent, const char *session, const char *name,
                    const char *config)
 {
@@ -76,14 +62,14 @@ static void add_ok(sbx_workspace *w, const char *agent, const char *session, con
 
 static const char *node_server(const char *rel_script, const char *args)
 {
-	return tf("{\"command\":\"node\",\"args\":[\"%s/%s\"%s%s]}", servers_dir(), rel_script,
+	return bt_tmp("{\"command\":\"node\",\"args\":[\"%s/%s\"%s%s]}", servers_dir(), rel_script,
 	          args ? "," : "", args ? args : "");
 }
 
 static void add_filesystem(sbx_workspace *w, const char *root)
 {
 	add_ok(w, NULL, NULL, "fs", node_server("node_modules/@modelcontextprotocol/server-filesystem/"
-	                                        "dist/index.js", tf("\"%s\"", root)));
+	                                        "dist/index.js", bt_tmp("\"%s\"", root)));
 }
 
 static void add_everything(sbx_workspace *w)
@@ -112,11 +98,11 @@ START_TEST(filesystem_server_lists_the_workspace)
 	ck_assert_int_eq(sbx_mcp_tools(ws, NULL, NULL, "fs", &tools), 0);
 	ck_assert_ptr_nonnull(strstr(tools, "\"list_directory\""));
 	res = call_ok(ws, NULL, "fs", "list_directory",
-	              tf("{\"path\":\"%s\"}", sbx_workspace_root(ws)));
+	              bt_tmp("{\"path\":\"%s\"}", sbx_workspace_root(ws)));
 	ck_assert_msg(strstr(res, "hello.txt"), "%s", res);
 	sbx_free(res);
 	res = call_ok(ws, NULL, "fs", "read_text_file",
-	              tf("{\"path\":\"%s/hello.txt\"}", sbx_workspace_root(ws)));
+	              bt_tmp("{\"path\":\"%s/hello.txt\"}", sbx_workspace_root(ws)));
 	ck_assert_msg(strstr(res, "hello from the workspace"), "%s", res);
 	sbx_free(res);
 	sbx_free(tools);
@@ -134,7 +120,7 @@ START_TEST(filesystem_server_runs_inside_the_sandbox)
 		return;
 	test_put_file(outside, "secret.txt", "host secret\n", 0644);
 	add_filesystem(ws, "/");
-	res = call_ok(ws, NULL, "fs", "read_text_file", tf("{\"path\":\"%s/secret.txt\"}", outside));
+	res = call_ok(ws, NULL, "fs", "read_text_file", bt_tmp("{\"path\":\"%s/secret.txt\"}", outside));
 	ck_assert_msg(!strstr(res, "host secret") && strstr(res, "\"isError\":true"), "%s", res);
 	sbx_free(res);
 	res = call_ok(ws, NULL, "fs", "list_directory", "{\"path\":\"/workspace\"}");
@@ -200,13 +186,13 @@ START_TEST(misbehaving_servers_fail_alone)
 	char *res;
 
 	add_everything(ws);
-	add_ok(ws, NULL, NULL, "hang", tf("{\"command\":\"%s/hang-server.sh\",\"timeout\":2}",
+	add_ok(ws, NULL, NULL, "hang", bt_tmp("{\"command\":\"%s/hang-server.sh\",\"timeout\":2}",
 	                                  servers_dir()));
-	add_ok(ws, NULL, NULL, "flood", tf("{\"command\":\"%s/flood-server.sh\",\"timeout\":2}",
+	add_ok(ws, NULL, NULL, "flood", bt_tmp("{\"command\":\"%s/flood-server.sh\",\"timeout\":2}",
 	                                   servers_dir()));
-	add_ok(ws, NULL, NULL, "garbage", tf("{\"command\":\"%s/garbage-server.sh\",\"timeout\":2}",
+	add_ok(ws, NULL, NULL, "garbage", bt_tmp("{\"command\":\"%s/garbage-server.sh\",\"timeout\":2}",
 	                                     servers_dir()));
-	add_ok(ws, NULL, NULL, "crash", tf("{\"command\":\"sh\",\"args\":[\"-c\",\"read x; echo "
+	add_ok(ws, NULL, NULL, "crash", bt_tmp("{\"command\":\"sh\",\"args\":[\"-c\",\"read x; echo "
 	                                   "dying >&2; exit 3\"]}"));
 	add_ok(ws, NULL, NULL, "missing", "{\"command\":\"no-such-mcp-server\"}");
 	sbx_free(call_ok(ws, NULL, "ev", "echo", "{\"message\":\"before\"}"));
@@ -228,7 +214,7 @@ START_TEST(crashed_server_restarts)
 	char *res = NULL;
 	int r;
 
-	add_ok(ws, NULL, NULL, "c", tf("{\"command\":\"node\",\"args\":[\"%s/counter-server.js\"],"
+	add_ok(ws, NULL, NULL, "c", bt_tmp("{\"command\":\"node\",\"args\":[\"%s/counter-server.js\"],"
 	                               "\"env\":{\"MODE\":\"crash-on-call\"}}", servers_dir()));
 	r = sbx_mcp_call(ws, NULL, NULL, "c", "incr", "{}", &res);
 	ck_assert_int_eq(r, -SBX_EIO);
@@ -280,7 +266,7 @@ START_TEST(declarations_scope_persist_and_report_bad_entries)
 	sbx_free(res);
 	/* A hand-broken entry is reported for that server only. */
 	sbx_workspace_close(ws);
-	test_put_file(workdir, ".agentsbx/mcp.json", tf("{\"version\":1,\"servers\":["
+	test_put_file(workdir, ".agentsbx/mcp.json", bt_tmp("{\"version\":1,\"servers\":["
 	              "{\"agent\":null,\"session\":null,\"name\":\"broken\",\"config\":{\"args\":7}},"
 	              "{\"agent\":null,\"session\":null,\"name\":\"count\",\"config\":%s}]}",
 	              node_server("counter-server.js", NULL)), 0600);
@@ -366,7 +352,7 @@ END_TEST
 
 static Suite *mcp_suite(void)
 {
-	Suite *s = suite_create(tf("mcp-%s", bt_backend()));
+	Suite *s = suite_create(bt_tmp("mcp-%s", bt_backend()));
 	TCase *tc = tcase_create("mcp");
 
 	tcase_add_checked_fixture(tc, setup, teardown);

@@ -829,12 +829,5 @@ static Suite *network_suite(void)
 
 int main(void)
 {
-	int r;
-
-	if (!bt_backend_usable())
-		return BT_EXIT_SKIP;
-	bt_begin_run();
-	r = test_run_suite(network_suite());
-	bt_end_run();
-	return r;
+	return bt_main(network_suite);
 }

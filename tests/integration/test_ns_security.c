@@ -1448,12 +1448,5 @@ static Suite *security_suite(void)
 
 int main(void)
 {
-	int r;
-
-	if (!bt_backend_usable())
-		return BT_EXIT_SKIP;
-	bt_begin_run();
-	r = test_run_suite(security_suite());
-	bt_end_run();
-	return r;
+	return bt_main(security_suite);
 }

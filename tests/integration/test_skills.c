@@ -822,12 +822,5 @@ static Suite *skills_suite(void)
 
 int main(void)
 {
-	int r;
-
-	if (!bt_backend_usable())
-		return BT_EXIT_SKIP;
-	bt_begin_run();
-	r = test_run_suite(skills_suite());
-	bt_end_run();
-	return r;
+	return bt_main(skills_suite);
 }

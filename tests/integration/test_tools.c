@@ -30,21 +30,6 @@ static void teardown(void)
 	ws = NULL;
 }
 
-/* printf into one of 8 rotating static buffers: nothing for a test to free. */
-static const char *tf(const char *format, ...) __attribute__((format(printf, 1, 2)));
-static const char *tf(const char *format, ...)
-{
-	static char bufs[8][8192];
-	static int next;
-	char *b = bufs[next++ % 8];
-	va_list ap;
-
-	va_start(ap, format);
-	vsnprintf(b, sizeof bufs[0], format, ap);
-	va_end(ap);
-	return b;
-}
-
 static bool sandboxed(void)
 {
 	return strcmp(bt_backend(), "local") != 0;
@@ -140,7 +125,7 @@ static void expect(const char *tool, const char *args, bool ok, const char *want
 /* "<root>/<rel>" as the model writes it. */
 static const char *model_path(const char *rel)
 {
-	return tf("%s/%s", sbx_workspace_root(ws), rel);
+	return bt_tmp("%s/%s", sbx_workspace_root(ws), rel);
 }
 
 /* ---- schemas and argument checks --------------------------------------------------------- */
@@ -152,7 +137,7 @@ START_TEST(test_schemas)
 
 	ck_assert_int_eq(sbx_tools_json(ws, &json), 0);
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-		const char *needle = tf("{\"name\":\"%s\",\"description\":\"", names[i]);
+		const char *needle = bt_tmp("{\"name\":\"%s\",\"description\":\"", names[i]);
 		ck_assert_msg(strstr(json, needle), "%s missing in %s", names[i], json);
 	}
 	ck_assert_ptr_null(strstr(json, "\"name\":\"Skill\""));
@@ -245,27 +230,27 @@ START_TEST(test_bash_cwd_persists_per_session)
 
 	expect("Bash", "{\"command\":\"mkdir -p sub/deeper && cd sub\"}", true, NULL);
 	res = call("Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), tf("%s/sub\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), bt_tmp("%s/sub\n", sbx_workspace_root(ws)));
 	free(res);
 	/* Another session starts at the root. */
 	res = call_in(ws, "other", "Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), tf("%s\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), bt_tmp("%s\n", sbx_workspace_root(ws)));
 	free(res);
 	/* A failing command still moves. */
 	free(call("Bash", "{\"command\":\"cd deeper && false\"}"));
 	res = call("Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), tf("%s/sub/deeper\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), bt_tmp("%s/sub/deeper\n", sbx_workspace_root(ws)));
 	free(res);
 	/* Leaving the workspace: the next command starts at the root. */
 	free(call("Bash", "{\"command\":\"cd /\"}"));
 	res = call("Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), tf("%s\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), bt_tmp("%s\n", sbx_workspace_root(ws)));
 	free(res);
 	/* The directory vanishing meanwhile: back to the root too. */
 	free(call("Bash", "{\"command\":\"cd sub/deeper\"}"));
 	ck_assert_int_eq(sbx_file_remove(ws, "sub", SBX_REMOVE_RECURSIVE), 0);
 	res = call("Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), tf("%s\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), bt_tmp("%s\n", sbx_workspace_root(ws)));
 	ck_assert_ptr_nonnull(strstr(res, "\"cwd_reset\":true"));
 	free(res);
 }
@@ -282,7 +267,7 @@ START_TEST(test_session_survives_the_handle)
 	sbx_workspace_close(ws);
 	ws = bt_open_ok(workdir, NULL);
 	res = call("Bash", "{\"command\":\"pwd\"}");
-	ck_assert_str_eq(output_of(res), tf("%s/kept\n", sbx_workspace_root(ws)));
+	ck_assert_str_eq(output_of(res), bt_tmp("%s/kept\n", sbx_workspace_root(ws)));
 	free(res);
 	expect("Edit", "{\"file_path\":\"notes.txt\",\"old_string\":\"v1\",\"new_string\":\"v2\"}",
 	       true, "Successfully replaced 1 occurrence");
@@ -312,7 +297,7 @@ START_TEST(test_read_numbering_and_window)
 	char *res;
 
 	test_put_file(workdir, "f.txt", "one\ntwo\nthree\nfour\n", 0644);
-	res = call("Read", tf("{\"file_path\":\"%s\"}", model_path("f.txt")));
+	res = call("Read", bt_tmp("{\"file_path\":\"%s\"}", model_path("f.txt")));
 	ck_assert(ok_of(res));
 	ck_assert_str_eq(output_of(res), "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour");
 	ck_assert_ptr_nonnull(strstr(res, "\"total_lines\":4"));
@@ -371,7 +356,7 @@ START_TEST(test_read_errors_and_escapes)
 	expect("Read", "{\"file_path\":\"missing\"}", false, "File does not exist");
 	ck_assert_int_eq(mkdir(test_path_at(workdir, "d"), 0755), 0);
 	expect("Read", "{\"file_path\":\"d\"}", false, "Path is a directory, not a file");
-	expect("Read", tf("{\"file_path\":\"%s\"}", sbx_workspace_root(ws)), false,
+	expect("Read", bt_tmp("{\"file_path\":\"%s\"}", sbx_workspace_root(ws)), false,
 	       "Path is a directory");
 	expect("Read", "{\"file_path\":\"../../etc/passwd\"}", false, "Error:");
 	expect("Read", "{\"file_path\":\"/etc/passwd\"}", false, "outside the workspace");
@@ -410,7 +395,7 @@ START_TEST(test_write_new_and_read_before_write)
 	char *res = call("Write", "{\"file_path\":\"dir/new.txt\",\"content\":\"a\\nb\\n\"}");
 
 	ck_assert(ok_of(res));
-	ck_assert_str_eq(output_of(res), tf("The file %s has been written successfully "
+	ck_assert_str_eq(output_of(res), bt_tmp("The file %s has been written successfully "
 	                                        "(3 lines).", model_path("dir/new.txt")));
 	ck_assert_str_eq(str_member(res, "diff"),
 	                 "--- /dev/null\n+++ b/dir/new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n");
@@ -584,7 +569,7 @@ START_TEST(test_audit_log_redacts)
 	char *log;
 
 	ck_assert_ptr_nonnull(path);
-	ck_assert_str_eq(path, tf("%s/.agentsbx/audit.jsonl", workdir));
+	ck_assert_str_eq(path, bt_tmp("%s/.agentsbx/audit.jsonl", workdir));
 	expect("Bash", "{\"command\":\"echo sk-abcdefghijklmnopqrstuvwx; echo password=swordfish\"}",
 	       true, NULL);
 	ck_assert_int_eq(sbx_exec(ws, argv, &o, &r), 0);
@@ -658,7 +643,7 @@ START_TEST(test_instructions)
 
 	ck_assert_int_eq(sbx_workspace_instructions(ws, &text), 0);
 	ck_assert_ptr_nonnull(strstr(text, "<workspace>"));
-	ck_assert_ptr_nonnull(strstr(text, tf("workspace at %s.", sbx_workspace_root(ws))));
+	ck_assert_ptr_nonnull(strstr(text, bt_tmp("workspace at %s.", sbx_workspace_root(ws))));
 	ck_assert_ptr_null(strstr(text, "<agent-skills>"));
 	sbx_free(text);
 }
@@ -699,12 +684,5 @@ static Suite *tools_suite(void)
 
 int main(void)
 {
-	int r;
-
-	if (!bt_backend_usable())
-		return BT_EXIT_SKIP;
-	bt_begin_run();
-	r = test_run_suite(tools_suite());
-	bt_end_run();
-	return r;
+	return bt_main(tools_suite);
 }

@@ -1,0 +1,12 @@
+/* One message with file descriptors attached (SCM_RIGHTS): how the library hands fds to its
+ * helpers (the sandbox init, the network proxy). */
+#ifndef SBX_UTIL_FDPASS_H
+#define SBX_UTIL_FDPASS_H
+
+#include <stddef.h>
+
+/* Sends len bytes of data with nfds (1..8) fds in one sendmsg, without SIGPIPE, retrying on
+ * EINTR. Returns 0 when all of data went, else -errno (-EIO for a short write). */
+int sbx_send_with_fds(int sock, const void *data, size_t len, const int *fds, size_t nfds);
+
+#endif
