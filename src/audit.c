@@ -205,6 +205,9 @@ void sbx_audit_teardown(sbx_workspace *ws)
 {
 	free(ws->audit_path);
 	ws->audit_path = NULL;
+	if (ws->audit_dirfd >= 0)
+		close(ws->audit_dirfd);
+	ws->audit_dirfd = -1;
 }
 
 /* The state folder, opened beneath the root without following links (the workspace's own
@@ -228,11 +231,29 @@ int sbx_audit_dir_fd(sbx_workspace *ws)
 
 /* Rotation and append happen under an flock of the state folder itself, which every writer
  * of this workspace (any process: agentsbx-proxy too) takes. */
+/* The state folder's fd is kept between records (every exec writes one), and reopened when
+ * the folder at the root is no longer the one it names. The flock serialises processes, but
+ * threads of one process share the fd and with it the lock: hooks_lock serialises them. */
+static bool still_the_state_dir(sbx_workspace *ws)
+{
+	struct stat kept, now;
+
+	return ws->audit_dirfd >= 0 && fstat(ws->audit_dirfd, &kept) == 0 &&
+	       fstatat(ws->root_fd, STATE_DIR, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       kept.st_dev == now.st_dev && kept.st_ino == now.st_ino;
+}
+
 static void append_line(sbx_workspace *ws, const char *line, size_t len)
 {
-	_cleanup_close_ int dirfd = open_state_dir(ws);
-
-	sbx_auditlog_append(dirfd, line, len, ws->cfg->audit_max_bytes, ws->cfg->audit_keep);
+	pthread_mutex_lock(&ws->hooks_lock);
+	if (!still_the_state_dir(ws)) {
+		if (ws->audit_dirfd >= 0)
+			close(ws->audit_dirfd);
+		ws->audit_dirfd = open_state_dir(ws);
+	}
+	sbx_auditlog_append(ws->audit_dirfd, line, len, ws->cfg->audit_max_bytes,
+	                    ws->cfg->audit_keep);
+	pthread_mutex_unlock(&ws->hooks_lock);
 }
 
 /* ---- records ---- */

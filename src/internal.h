@@ -25,6 +25,7 @@ struct sbx_workspace {
 	sbx_approval_fn approval_fn;
 	void *approval_userdata;
 	char *audit_path;         /* host path of the audit log, or NULL when off */
+	int audit_dirfd;          /* the state folder, kept open for the log's appends, or -1 */
 	struct sbx_mcp_state *mcp; /* MCP connections and gateway (src/mcp), made on first use */
 	_Atomic int64_t last_used_ms; /* sbx_now_ms() of the last exec, spawn or tool call (the
 	                                 workspace manager's idle TTL counts from it) */

@@ -290,6 +290,7 @@ int sbx_workspace_open(const char *config_json, sbx_workspace **out)
 	if (!ws)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	ws->root_fd = -1;
+	ws->audit_dirfd = -1;
 	pthread_mutex_init(&ws->procs_lock, NULL);
 	pthread_mutex_init(&ws->hooks_lock, NULL);
 	pthread_mutex_init(&ws->network_lock, NULL);
