@@ -392,29 +392,29 @@ static char *splice(const char *s, const char *cut_from, const char *choice, siz
  * bounds the final count and the cap is enforced before the work grows. */
 static int expand_braces(const char *pattern, strlist *out)
 {
-	strlist todo = { 0 };
+	strlist pending = { 0 };
 	const char *seps[SBX_GLOB_MAX_ALTERNATIVES + 2];
-	int r = strlist_push(&todo, strdup(pattern));
+	int r = strlist_push(&pending, strdup(pattern));
 
-	while (r == 0 && todo.n) {
-		_cleanup_free_ char *s = todo.v[--todo.n];
+	while (r == 0 && pending.n) {
+		_cleanup_free_ char *s = pending.v[--pending.n];
 		size_t n = find_group(s, seps, SBX_ARRAY_SIZE(seps));
 
 		if (n == 0) {
 			r = strlist_push(out, SBX_TAKE_PTR(s));
 			continue;
 		}
-		if (n == SIZE_MAX || todo.n + out->n + n - 1 > SBX_GLOB_MAX_ALTERNATIVES) {
+		if (n == SIZE_MAX || pending.n + out->n + n - 1 > SBX_GLOB_MAX_ALTERNATIVES) {
 			r = sbx_fail(-SBX_EINVAL, "invalid glob pattern '%s': more than %d alternatives",
 			             pattern, SBX_GLOB_MAX_ALTERNATIVES);
 			break;
 		}
 		/* Pushed in reverse so alternatives come out in the order written. */
 		for (size_t i = n - 1; i > 0 && r == 0; i--)
-			r = strlist_push(&todo, splice(s, seps[0], seps[i - 1] + 1,
+			r = strlist_push(&pending, splice(s, seps[0], seps[i - 1] + 1,
 			                              (size_t)(seps[i] - seps[i - 1] - 1), seps[n - 1] + 1));
 	}
-	strlist_free(&todo);
+	strlist_free(&pending);
 	return r;
 }
 

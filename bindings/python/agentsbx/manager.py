@@ -4,15 +4,15 @@ TTL and reattach across processes (sbx_manager_*)."""
 from __future__ import annotations
 
 from ctypes import byref, c_int, c_void_p
-from types import TracebackType
 from typing import Any, Optional
 
 from . import _native
+from ._closing import Closing
 from ._util import check, encode, json_text, opt_encode, out_pointer, take_json
 from .workspace import Config, Workspace
 
 
-class Manager:
+class Manager(Closing):
     """Hands out workspaces by (user, agent, session). config is the JSON object of
     sbx_manager_open: workspace, base_dir, policy (per_agent | per_session | per_user), ttl_s,
     sweep_interval_s, max_workspaces.
@@ -78,13 +78,3 @@ class Manager:
         if handle is not None:
             _native.load().sbx_manager_free(handle)
 
-    def __enter__(self) -> Manager:
-        return self
-
-    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if getattr(self, "_handle", None) is not None:
-            self.close()

@@ -18,10 +18,10 @@ import ctypes
 import os
 from collections.abc import AsyncIterator
 from ctypes import c_int, c_size_t, c_void_p
-from types import TracebackType
 from typing import TYPE_CHECKING, Optional
 
 from . import _native
+from ._closing import Closing
 from ._native import SBX_STDERR, SBX_STDIN, SBX_STDOUT
 from ._util import as_bytes, check, wait_timeout_ms
 from .errors import SBX_EINVAL, SBX_EIO, SBX_ESTATE, SBX_ETIMEDOUT, TimedOutError, error_for
@@ -38,7 +38,7 @@ WAIT_POLL_FIRST = 0.001
 WAIT_POLL_MAX = 0.05
 
 
-class Process:
+class Process(Closing):
     """A command started with Workspace.spawn(). Close it (or use `with`/`async with`):
     closing kills the process tree if it still runs, reaps it and frees the handle."""
 
@@ -203,26 +203,6 @@ class Process:
 
     # ---- context managers ----
 
-    def __enter__(self) -> Process:
-        return self
-
-    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Process:
-        return self
-
-    async def __aexit__(self, exc_type: Optional[type[BaseException]],
-                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if getattr(self, "_handle", None) is not None:
-            try:
-                self.close()
-            except Exception:
-                pass
 
     # ---- internals ----
 

@@ -8,10 +8,10 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from ctypes import byref, c_size_t, c_void_p
-from types import TracebackType
 from typing import Any, Callable, Optional, Union
 
 from . import _native
+from ._closing import Closing
 from ._native import (
     APPROVAL_FN,
     OUTPUT_CB,
@@ -58,7 +58,7 @@ Env = Optional[Mapping[str, Optional[str]]]
 SHELL = "/bin/sh"
 
 
-class Workspace:
+class Workspace(Closing):
     """An isolated workspace (sbx_workspace_open). Close it, or use `with` / `async with`.
 
     config is the JSON object of sbx_workspace_open, as a dict or as JSON text; None means
@@ -107,26 +107,6 @@ class Workspace:
         """Kills every process and returns the files to the configured baseline."""
         self._call("sbx_workspace_reset")
 
-    def __enter__(self) -> Workspace:
-        return self
-
-    def __exit__(self, exc_type: Optional[type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Workspace:
-        return self
-
-    async def __aexit__(self, exc_type: Optional[type[BaseException]],
-                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if getattr(self, "_handle", None) is not None:
-            try:
-                self.close()
-            except Exception:
-                pass
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
