@@ -116,45 +116,29 @@ static int namespace_flags(const struct init_state *st)
 	return st->spec.share_network ? flags : flags | CLONE_NEWNET;
 }
 
-/* The workspace fd was opened in the host's mount namespace, and the kernel binds only
- * mounts of the caller's own namespace. Its path names the same directory in the copy this
- * namespace started with; the inode check makes sure nothing was swapped in meanwhile. */
-static int reopen_workspace(char *err, size_t errlen)
+/* The workspace: fd 5, or for a pre-started sandbox the fd its activation brings. The
+ * library opened it in the host's mount namespace; the root builder reopens it in ours. */
+static int receive_workspace(const struct init_state *st, int *fd, char *err, size_t errlen)
 {
-	char link[64], path[PATH_MAX];
-	struct stat before, after;
-	ssize_t n;
-	int fd;
+	int r;
 
-	snprintf(link, sizeof link, "/proc/self/fd/%d", SBX_INIT_WORKSPACE_FD);
-	n = readlink(link, path, sizeof path - 1);
-	if (n <= 0 || fstat(SBX_INIT_WORKSPACE_FD, &before) < 0) {
-		snprintf(err, errlen, "workspace fd: %s", strerror(errno));
-		return -1;
+	if (!st->spec.prestart) {
+		*fd = SBX_INIT_WORKSPACE_FD;
+		return 0;
 	}
-	path[n] = '\0';
-	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &after) < 0 || after.st_dev != before.st_dev ||
-	    after.st_ino != before.st_ino) {
-		snprintf(err, errlen, "workspace %.200s: %s", path,
-		         fd < 0 ? strerror(errno) : "replaced while the sandbox started");
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(SBX_INIT_WORKSPACE_FD);
-	return fd;
+	r = sbx_init_await_activation(SBX_INIT_CONTROL_FD, fd);
+	if (r < 0)
+		snprintf(err, errlen, "waiting for the workspace: %s",
+		         r == -EPIPE ? "the host closed the channel" : "unexpected request");
+	return r;
 }
 
-/* The init's own setup inside the new namespaces (direct mode). */
+/* The init's own setup inside the new namespaces (direct mode). Everything that does not
+ * depend on the workspace comes first, so a pre-started sandbox has done it before it waits. */
 static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 {
-	int workspace_fd = reopen_workspace(err, errlen);
-
-	if (workspace_fd < 0)
-		return -1;
 	struct sbx_rootfs_spec rs = {
-		.workspace_fd = workspace_fd,
+		.workspace_fd = -1,
 		.rootfs = st->spec.rootfs,
 		.binds = st->spec.binds,
 		.n_binds = st->spec.n_binds,
@@ -164,11 +148,19 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 		.hostname = st->spec.hostname,
 		.workspace_readonly = st->spec.workspace_readonly,
 	};
-	int r = sbx_rootfs_build(&rs, err, errlen);
+	struct sbx_rootfs_stage *stage = NULL;
+	int workspace_fd = -1;
+	int r = sbx_rootfs_prepare(&rs, &stage, err, errlen);
 
-	close(workspace_fd);
 	if (r == 0 && !st->spec.share_network)
 		r = sbx_net_loopback_up(err, errlen);
+	if (r == 0)
+		r = receive_workspace(st, &workspace_fd, err, errlen);
+	if (r == 0)
+		r = sbx_rootfs_finish(&rs, stage, workspace_fd, err, errlen);
+	sbx_rootfs_stage_free(stage);
+	if (workspace_fd >= 0)
+		close(workspace_fd);
 	return r;
 }
 
