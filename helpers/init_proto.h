@@ -67,6 +67,17 @@ enum sbx_init_kind {
  *                     as an ordinary start does. If the channel closes first, the init exits. */
 #define SBX_INIT_ACTIVATE 0x12
 
+/* A pre-started sandbox is no child of the host: its first process forks and exits at once
+ * (the host reaps it), so an idle spare is not among the host's children, and the second
+ * sends, as the very first message on the channel,
+ *  SBX_INIT_OUTER     outer → host: a struct sbx_init_spawn header whose other fields are
+ *                     zero, carrying one fd: a pidfd of the outer process, by which the host
+ *                     waits for the sandbox's end (and kills it if it must).
+ * It still dies with the host. A spare that gets no ACTIVATE within SBX_INIT_PRESTART_IDLE_MS
+ * ends by itself. */
+#define SBX_INIT_OUTER 0x13
+#define SBX_INIT_PRESTART_IDLE_MS 35000
+
 /* SBX_INIT_READY flags: what the sandbox got (what it could not get is not an error). */
 #define SBX_INIT_HAS_LANDLOCK (1u << 0)
 #define SBX_INIT_HAS_CGROUP   (1u << 1)

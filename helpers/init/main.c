@@ -31,6 +31,7 @@
 #include "sandbox.h"
 #include "server.h"
 #include "spec.h"
+#include "util/fdpass.h"
 
 extern char **environ;
 
@@ -126,10 +127,11 @@ static int receive_workspace(const struct init_state *st, int *fd, char *err, si
 		*fd = SBX_INIT_WORKSPACE_FD;
 		return 0;
 	}
-	r = sbx_init_await_activation(SBX_INIT_CONTROL_FD, fd);
+	r = sbx_init_await_activation(SBX_INIT_CONTROL_FD, SBX_INIT_PRESTART_IDLE_MS, fd);
 	if (r < 0)
 		snprintf(err, errlen, "waiting for the workspace: %s",
-		         r == -EPIPE ? "the host closed the channel" : "unexpected request");
+		         r == -EPIPE ? "the host closed the channel" :
+		         r == -ETIMEDOUT ? "none came" : "unexpected request");
 	return r;
 }
 
@@ -385,6 +387,24 @@ static void leave_host(void)
 		_exit(0);
 }
 
+/* A pre-started sandbox leaves the host's process tree too, yet stays tied to the host; the
+ * host learns the outer process by a pidfd (init_proto.h, SBX_INIT_OUTER). */
+static int leave_host_keeping_watch(void)
+{
+	struct sbx_init_spawn outer = { .kind = SBX_INIT_OUTER };
+	int pidfd, r;
+
+	leave_host();
+	pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (pidfd < 0) {
+		send_error("pidfd_open: %s", strerror(errno));
+		return -1;
+	}
+	r = sbx_send_with_fds(SBX_INIT_CONTROL_FD, &outer, sizeof outer, &pidfd, 1);
+	close(pidfd);
+	return r;
+}
+
 static int usage(const char *why)
 {
 	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init [--detached] --proto %d "
@@ -431,6 +451,8 @@ int main(int argc, char **argv)
 		send_error("mode \"allowlist\" without a bridge channel on fd %d", SBX_INIT_BRIDGE_FD);
 		return 1;
 	}
+	if (st.direct && st.spec.prestart && leave_host_keeping_watch() < 0)
+		return 1;
 	if (st.direct)
 		return start_direct(&st);
 	/* Inside bubblewrap the host's cgroup tree is out of reach. */

@@ -257,14 +257,18 @@ static bool serve_message(struct sbx_init_peers *peers, int fd, const sigset_t *
 	return true;
 }
 
-int sbx_init_await_activation(int ctl, int *workspace_fd)
+int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd)
 {
+	struct pollfd pfd = { .fd = ctl, .events = POLLIN };
 	struct spawn_request req;
 	int r;
 
-	do
-		r = receive_request(ctl, &req);
-	while (r < 0);
+	do {
+		r = poll(&pfd, 1, timeout_ms);
+		if (r == 0)
+			return -ETIMEDOUT;
+		r = r < 0 && errno != EINTR ? 0 : receive_request(ctl, &req);
+	} while (r < 0);
 	if (r == 0)
 		return -EPIPE;
 	if (req.head.kind != SBX_INIT_ACTIVATE) {

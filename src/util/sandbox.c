@@ -50,7 +50,9 @@ struct sbx_sandbox {
 	char **placeholders;          /* protected paths missing at start (see below) */
 	const struct sbx_sandbox_options *opts; /* owned by the backend, outlives sb */
 	int ctl;
-	pid_t pid;                    /* the outer init process (direct) or bwrap */
+	pid_t pid;                    /* the outer init process (direct) or bwrap, our child */
+	int pidfd;                    /* instead, for a sandbox that was a spare: a pidfd of its
+	                                 outer process, which is no child of ours */
 	uint32_t flags;
 	char cgroup_note[244];
 	struct sbx_runclient_set live;
@@ -206,6 +208,7 @@ int sbx_sandbox_parse_options(const char *backend, const char *options_json, boo
 	memset(o, 0, sizeof *o);
 	o->mode = allow_mode ? SBX_SANDBOX_AUTO : SBX_SANDBOX_BWRAP;
 	o->landlock = true;
+	o->prestart = allow_mode;     /* ns only: bubblewrap builds its sandboxes itself */
 	if (sbx_json_parse(text, strlen(text), &root, err, sizeof err) < 0)
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s': %s", backend, err);
 	if (root->type != SBX_JSON_OBJECT)
@@ -751,7 +754,8 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 		                msg.error.message);
 	}
 	read_stderr(err_fd, said, sizeof said);
-	reap(sb->pid, &status);
+	if (sb->pid > 0)
+		reap(sb->pid, &status);
 	sb->pid = -1;
 	if (said[0])
 		return sbx_fail(-SBX_EBACKEND, "%s: the sandbox did not start: %s", sb->who, said);
@@ -866,6 +870,7 @@ static void stop_init(struct sbx_sandbox *sb)
 		close(SBX_TAKE_FD(sb->ctl));
 	sbx_reap_or_kill(sb->pid, STOP_TIMEOUT_MS);
 	sb->pid = -1;
+	sbx_pidfd_wait_or_kill(SBX_TAKE_FD(sb->pidfd), STOP_TIMEOUT_MS);
 }
 
 /* After the init is gone: the placeholders, and the cgroup the outer process made (under this
@@ -888,14 +893,37 @@ static bool can_prestart(const struct sbx_sandbox *sb)
 	       !sb->proxy && !sb->cfg.limits.memory_bytes && !sb->cfg.limits.pids;
 }
 
-/* Starts an init of this shape and parks it without waiting: it builds itself while the
- * caller goes on. A failure costs only the next start its head start. Takes shape. */
+/* The first message of a spare: the pidfd of its outer process. */
+static int receive_outer_pidfd(int ctl, int *pidfd)
+{
+	struct pollfd pfd = { .fd = ctl, .events = POLLIN };
+	struct sbx_init_spawn msg;
+	size_t nfds = 0;
+	int r;
+
+	if (poll(&pfd, 1, READY_TIMEOUT_MS) <= 0)
+		return -ETIMEDOUT;
+	r = sbx_recv_with_fds(ctl, &msg, sizeof msg, pidfd, 1, &nfds);
+	if (r == 0 && (msg.kind != SBX_INIT_OUTER || nfds != 1)) {
+		if (nfds)
+			close(*pidfd);
+		r = -EPROTO;
+	}
+	if (r < 0)
+		*pidfd = -1;
+	return r;
+}
+
+/* Starts an init of this shape and parks it: it builds itself while the caller goes on (the
+ * wait here is only for its first process to hand over to the second). A failure costs only
+ * the next start its head start. Takes shape. */
 static void prestart(const struct sbx_sandbox *sb, const char *init, char *shape)
 {
-	struct sbx_spare s = { .shape = shape, .pid = -1, .ctl = -1, .err_fd = -1 };
+	struct sbx_spare s = { .shape = shape, .pidfd = -1, .ctl = -1, .err_fd = -1 };
 	_cleanup_close_ int spec_fd = -1, child_ctl = -1, err_write = -1;
 	struct fd_list no_binds = { 0 };
-	int sv[2], p[2];
+	int sv[2], p[2], status;
+	pid_t first;
 
 	if ((spec_fd = sbx_memfd_with("agentsbx-spec", shape, strlen(shape))) < 0 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -909,8 +937,14 @@ static void prestart(const struct sbx_sandbox *sb, const char *init, char *shape
 		err_write = p[1];
 	}
 	if (spawn_init(sb, init, NULL, child_ctl, spec_fd, -1, -1, &no_binds, err_write,
-	               &s.pid) != 0) {
-		s.pid = -1;
+	               &first) != 0) {
+		sbx_spare_discard(&s);
+		return;
+	}
+	/* The first process only forks the outer one and exits (init_proto.h, SBX_INIT_OUTER). */
+	reap(first, &status);
+	close(SBX_TAKE_FD(child_ctl));
+	if (receive_outer_pidfd(s.ctl, &s.pidfd) < 0) {
 		sbx_spare_discard(&s);
 		return;
 	}
@@ -928,10 +962,8 @@ static int launch_from_spare(struct sbx_sandbox *sb, const char *shape)
 
 	if (!sbx_spare_take(shape, &s))
 		return -SBX_ENOENT;
-	sb->pid = s.pid;
-	sb->ctl = s.ctl;
-	s.pid = -1;
-	s.ctl = -1;
+	sb->pidfd = SBX_TAKE_FD(s.pidfd);
+	sb->ctl = SBX_TAKE_FD(s.ctl);
 	note_missing_protected(sb);
 	r = sbx_send_with_fds(sb->ctl, &activate, sizeof activate, &sb->root_fd, 1);
 	if (r == 0)
@@ -965,6 +997,8 @@ static int launch(struct sbx_sandbox *sb)
 
 static void free_sandbox(struct sbx_sandbox *sb)
 {
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
 	sbx_netproxy_stop(sb->proxy);
 	sbx_runclient_set_destroy(&sb->live);
 	sbx_strv_free(sb->placeholders);
@@ -1071,6 +1105,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	sb->opts = o;
 	sb->ctl = -1;
 	sb->pid = -1;
+	sb->pidfd = -1;
 	sb->root_fd = -1;
 	memcpy(&sb->cfg, cfg, cfg->size < sizeof sb->cfg ? cfg->size : sizeof sb->cfg);
 	sb->workdir = cfg->workdir ? strdup(cfg->workdir) : NULL;

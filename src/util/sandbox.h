@@ -41,8 +41,7 @@ struct sbx_sandbox_options {
 	char *hostname;
 	bool detached;
 	bool prestart;                /* direct mode: keep the next sandbox half-built when the
-	                                 process opens them one after another (default off: it
-	                                 is a child process that outlives the workspaces) */
+	                                 process opens them one after another (default on) */
 };
 
 int sbx_sandbox_parse_options(const char *backend, const char *options_json, bool allow_mode,

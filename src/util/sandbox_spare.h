@@ -8,11 +8,11 @@
 #define SBX_UTIL_SANDBOX_SPARE_H
 
 #include <stdbool.h>
-#include <sys/types.h>
 
 struct sbx_spare {
 	char *shape;                  /* the spec it was started with: what it can serve */
-	pid_t pid;                    /* its outer init process, a child of this process */
+	int pidfd;                    /* its outer init process (no child of ours: see
+	                                 SBX_INIT_OUTER in init_proto.h) */
 	int ctl;                      /* the control channel */
 	int err_fd;                   /* what it says on stderr before the protocol runs */
 };
@@ -29,7 +29,11 @@ bool sbx_spare_wanted(const char *shape);
 /* Parks s (takes ownership); a spare already parked is discarded. */
 void sbx_spare_park(struct sbx_spare *s);
 
-/* Stops a spare: closing its channel ends the init; the outer process is reaped. */
+/* Stops a spare: closing its channel ends the init; waits for the outer process to end. */
 void sbx_spare_discard(struct sbx_spare *s);
+
+/* Waits up to timeout_ms for the process of pidfd to end, kills it if it has not, and closes
+ * pidfd. For processes that are not our children (nothing to reap). */
+void sbx_pidfd_wait_or_kill(int pidfd, int timeout_ms);
 
 #endif

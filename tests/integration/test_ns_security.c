@@ -1386,6 +1386,7 @@ END_TEST
 /* ---- pre-started sandboxes ("ns": {"prestart": true}) ----------------------------------- */
 
 #define PRESTART "\"ns\":{\"prestart\":true}"
+#define NO_PRESTART "\"ns\":{\"prestart\":false}"
 
 /* A workspace made outside /tmp: a pre-started init resolves /tmp paths differently. */
 static char *mkdtemp_outside_tmp(void)
@@ -1402,6 +1403,7 @@ static char *mkdtemp_outside_tmp(void)
 START_TEST(test_prestarted_sandboxes_stay_apart)
 {
 	int children = bt_count_children();   /* the fixture's sandbox */
+	int inits = bt_count_processes("agentsbx-init");
 	char *dirs[5];
 	char *out;
 
@@ -1419,12 +1421,16 @@ START_TEST(test_prestarted_sandboxes_stay_apart)
 		ck_assert_str_eq(out, bt_tmp("mine-%d\nagentsbx\n%sNoNewPrivs:1\n", i,
 		                             read_only ? "" : "new-written\n"));
 		free(out);
-		/* From the second open on, a spare waits besides the open sandbox. */
+		/* From the second open on, a spare (two processes) waits besides the open sandbox
+		 * (two more); neither is a child of ours once it came from a spare. */
 		if (i >= 1 && !read_only)
-			ck_assert_int_eq(bt_count_children(), children + 2);
+			ck_assert_int_eq(bt_wait_for_process_count("agentsbx-init", inits + 4),
+			                 inits + 4);
+		ck_assert_int_le(bt_count_children(), children + 1);
 		sbx_workspace_close(w);
 		ck_assert_msg(!test_exists(test_path_at(dirs[i], ".bashrc")),
 		              "a placeholder stayed behind in %s", dirs[i]);
+		ck_assert_int_eq(bt_count_children(), children);
 	}
 	for (int i = 1; i < 5; i += 2) {       /* bt_mkdtemp's go with the run's folder */
 		test_rm_rf(dirs[i]);
@@ -1433,7 +1439,7 @@ START_TEST(test_prestarted_sandboxes_stay_apart)
 }
 END_TEST
 
-/* The spare is a child of the host: it dies with it like any sandbox. */
+/* The spare is no child of the host, yet it dies with it like any sandbox. */
 START_TEST(test_prestarted_sandbox_dies_with_host)
 {
 	int before = bt_count_processes("agentsbx-init"), ready[2];
@@ -1466,6 +1472,21 @@ START_TEST(test_prestarted_sandbox_dies_with_host)
 	waitpid(child, NULL, 0);
 	ck_assert_int_eq(bt_wait_for_process_count("agentsbx-init", before), before);
 	close(ready[0]);
+}
+END_TEST
+
+/* "prestart": false: one workspace after another, and never a spare beside them. */
+START_TEST(test_no_spare_when_prestart_is_off)
+{
+	int inits = bt_count_processes("agentsbx-init");
+
+	for (int i = 0; i < 3; i++) {
+		sbx_workspace *w = bt_open_ok(bt_mkdtemp(), NO_PRESTART);
+
+		ck_assert_int_eq(bt_count_processes("agentsbx-init"), inits + 2);
+		sbx_workspace_close(w);
+		ck_assert_int_eq(bt_count_processes("agentsbx-init"), inits);
+	}
 }
 END_TEST
 
@@ -1536,6 +1557,7 @@ static Suite *security_suite(void)
 		tcase_add_checked_fixture(pre, setup, teardown);
 		tcase_add_test(pre, test_prestarted_sandboxes_stay_apart);
 		tcase_add_test(pre, test_prestarted_sandbox_dies_with_host);
+		tcase_add_test(pre, test_no_spare_when_prestart_is_off);
 		suite_add_tcase(s, pre);
 	}
 	return s;
