@@ -893,6 +893,19 @@ static bool can_prestart(const struct sbx_sandbox *sb)
 	       !sb->proxy && !sb->cfg.limits.memory_bytes && !sb->cfg.limits.pids;
 }
 
+/* What a spare must match to serve a sandbox: its spec, and the ids the init maps into its
+ * user namespace (a process that changes its uid must not get a spare of the old one). */
+static char *spare_shape(const struct sbx_sandbox *sb)
+{
+	_cleanup_free_ char *spec = build_spec(sb, true);
+	char *shape = NULL;
+
+	if (!spec || asprintf(&shape, "%u:%u %s", (unsigned)getuid(), (unsigned)getgid(),
+	                      spec) < 0)
+		return NULL;
+	return shape;
+}
+
 /* The first message of a spare: the pidfd of its outer process. */
 static int receive_outer_pidfd(int ctl, int *pidfd)
 {
@@ -925,7 +938,9 @@ static void prestart(const struct sbx_sandbox *sb, const char *init, char *shape
 	int sv[2], p[2], status;
 	pid_t first;
 
-	if ((spec_fd = sbx_memfd_with("agentsbx-spec", shape, strlen(shape))) < 0 ||
+	const char *spec = strchr(shape, '{');   /* after the "uid:gid " of spare_shape */
+
+	if ((spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		sbx_spare_discard(&s);
 		return;
@@ -986,7 +1001,7 @@ static int launch(struct sbx_sandbox *sb)
 		snprintf(why, sizeof why, "%s", sbx_last_error());
 		return sbx_fail(-SBX_EBACKEND, "%s: %s", sb->who, why);
 	}
-	if (can_prestart(sb) && !(shape = build_spec(sb, true)))
+	if (can_prestart(sb) && !(shape = spare_shape(sb)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((!shape || launch_from_spare(sb, shape) < 0) && (r = launch_fresh(sb, init)) < 0)
 		return r;

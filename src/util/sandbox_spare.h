@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 struct sbx_spare {
-	char *shape;                  /* the spec it was started with: what it can serve */
+	char *shape;                  /* "uid:gid spec" it was started with: what it can serve */
 	int pidfd;                    /* its outer init process (no child of ours: see
 	                                 SBX_INIT_OUTER in init_proto.h) */
 	int ctl;                      /* the control channel */
