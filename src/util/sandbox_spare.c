@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "util/launch.h"
 #include "util/sandbox_spare.h"
@@ -18,6 +19,7 @@
 #define SPARE_REPEAT_MS 10000
 #define SPARE_MAX_AGE_MS 30000
 #define SPARE_STOP_TIMEOUT_MS 2000
+#define SBX_P_PIDFD 3             /* idtype_t P_PIDFD (Linux 5.4); older headers lack it */
 #define SPARE_NONE { .pidfd = -1, .ctl = -1, .err_fd = -1 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -38,6 +40,7 @@ static long long now_ms(void)
 void sbx_pidfd_wait_or_kill(int pidfd, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+	siginfo_t info;
 
 	if (pidfd < 0)
 		return;
@@ -45,6 +48,9 @@ void sbx_pidfd_wait_or_kill(int pidfd, int timeout_ms)
 		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 		poll(&pfd, 1, timeout_ms);
 	}
+	/* Were we a child subreaper, the orphaned process was reparented to us: reap it (for
+	 * anyone else's child this fails with ECHILD and does nothing). */
+	waitid(SBX_P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG);
 	close(pidfd);
 }
 
@@ -104,8 +110,9 @@ bool sbx_spare_wanted(const char *shape)
 
 	pthread_mutex_lock(&lock);
 	forget_if_inherited();
-	wanted = !parked.shape && last_shape && strcmp(last_shape, shape) == 0 &&
-	         now - last_start_ms < SPARE_REPEAT_MS;
+	/* A spare of another shape gives way: the latest shape is the likeliest next. */
+	wanted = !(parked.shape && strcmp(parked.shape, shape) == 0) && last_shape &&
+	         strcmp(last_shape, shape) == 0 && now - last_start_ms < SPARE_REPEAT_MS;
 	if (!last_shape || strcmp(last_shape, shape) != 0) {
 		char *copy = strdup(shape);
 		if (copy) {

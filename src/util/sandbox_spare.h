@@ -21,9 +21,10 @@ struct sbx_spare {
  * trust its copy of /etc); returns true and fills *out, which the caller then owns. */
 bool sbx_spare_take(const char *shape, struct sbx_spare *out);
 
-/* Notes an ordinary start of this shape and says whether a spare of it should be started
- * now: when the process started one of the same shape shortly before and no spare is
- * parked. A process that opens one workspace never pays for a spare. */
+/* Notes a start of this shape and says whether a spare of it should be started now: when the
+ * process started one of the same shape shortly before and no spare of it is parked (one of
+ * another shape is then replaced). A process that opens one workspace never pays for a
+ * spare. */
 bool sbx_spare_wanted(const char *shape);
 
 /* Parks s (takes ownership); a spare already parked is discarded. */

@@ -19,6 +19,7 @@
  * A test marked KNOWN BUG fails because of a bug it found that is not fixed yet; its
  * assertions say what must hold, and stay as they are until the bug is fixed. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1383,10 +1385,16 @@ START_TEST(test_concurrent_execs_stay_apart)
 }
 END_TEST
 
-/* ---- pre-started sandboxes ("ns": {"prestart": true}) ----------------------------------- */
+/* ---- pre-started sandboxes ("ns": {"prestart": ...}) ------------------------------------ */
 
-#define PRESTART "\"ns\":{\"prestart\":true}"
-#define NO_PRESTART "\"ns\":{\"prestart\":false}"
+/* Options that make this test's sandboxes (and spares) recognisable among all others on the
+ * host: a bind of a fresh directory, which every process of theirs has in its mount table.
+ * bt_count_sandbox_processes(marker) then counts them: two per sandbox (outer and init). */
+static const char *prestart_options(const char *marker, bool prestart)
+{
+	return bt_tmp("\"ns\":{\"prestart\":%s,\"binds\":[{\"source\":\"%s\","
+	              "\"dest\":\"/opt/sbx-marker\"}]}", prestart ? "true" : "false", marker);
+}
 
 /* A workspace made outside /tmp: a pre-started init resolves /tmp paths differently. */
 static char *mkdtemp_outside_tmp(void)
@@ -1397,23 +1405,66 @@ static char *mkdtemp_outside_tmp(void)
 	return dir;
 }
 
-/* Each workspace opened one after another (the second on is served by the sandbox the one
+/* Zombies among this process's children (state Z in /proc/<pid>/stat). */
+static int count_zombie_children(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[300], buf[512], *paren;
+		int ppid = 0;
+		char state = 0;
+		FILE *f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		if (!(f = fopen(path, "re")))
+			continue;
+		buf[0] = '\0';
+		if (!fgets(buf, sizeof buf, f))
+			buf[0] = '\0';
+		fclose(f);
+		paren = strrchr(buf, ')');
+		if (paren && sscanf(paren + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid() &&
+		    state == 'Z')
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int wait_for_marked(const char *marker, int n)
+{
+	int64_t deadline = bt_now_ms() + 10000;
+	int have;
+
+	while ((have = bt_count_sandbox_processes(marker)) != n && bt_now_ms() < deadline)
+		usleep(10000);
+	return have;
+}
+
+/* Each workspace opened one after another (from the third on, served by the sandbox the one
  * before left half-built) sees its own files and nothing of the others, with every rule in
  * place; a workspace of another shape (read-only) gets a sandbox of its own. */
 START_TEST(test_prestarted_sandboxes_stay_apart)
 {
+	const char *marker = bt_mkdtemp();
 	int children = bt_count_children();   /* the fixture's sandbox */
-	int inits = bt_count_processes("agentsbx-init");
 	char *dirs[5];
 	char *out;
 
 	for (int i = 0; i < 5; i++) {
 		bool read_only = i == 4;
+		const char *opts = prestart_options(marker, true);
 		sbx_workspace *w;
 
-		dirs[i] = i % 2 ? mkdtemp_outside_tmp() : bt_mkdtemp();
+		dirs[i] = i % 2 ? mkdtemp_outside_tmp() : bt_fmt("%s", bt_mkdtemp());
 		test_put_file(dirs[i], bt_tmp("mine-%d", i), "x", 0644);
-		w = bt_open_ok(dirs[i], read_only ? PRESTART ",\"mode\":\"read-only\"" : PRESTART);
+		w = bt_open_ok(dirs[i], read_only ? bt_tmp("%s,\"mode\":\"read-only\"", opts) : opts);
 		out = bt_shell_out(w, "ls /workspace; hostname; "
 		                   "(echo x >> .bashrc) 2>/dev/null && echo bashrc-written; "
 		                   "(echo x > new) 2>/dev/null && echo new-written; "
@@ -1421,18 +1472,19 @@ START_TEST(test_prestarted_sandboxes_stay_apart)
 		ck_assert_str_eq(out, bt_tmp("mine-%d\nagentsbx\n%sNoNewPrivs:1\n", i,
 		                             read_only ? "" : "new-written\n"));
 		free(out);
-		/* From the second open on, a spare (two processes) waits besides the open sandbox
-		 * (two more); neither is a child of ours once it came from a spare. */
-		if (i >= 1 && !read_only)
-			ck_assert_int_eq(bt_wait_for_process_count("agentsbx-init", inits + 4),
-			                 inits + 4);
+		/* From the second open on, a spare waits besides the open sandbox; a sandbox that
+		 * came from a spare is no child of ours. */
+		if (i >= 1) {
+			int have = wait_for_marked(marker, 4);
+			ck_assert_msg(have == 4, "open #%d: %d processes of ours, not 4", i + 1, have);
+		}
 		ck_assert_int_le(bt_count_children(), children + 1);
 		sbx_workspace_close(w);
 		ck_assert_msg(!test_exists(test_path_at(dirs[i], ".bashrc")),
 		              "a placeholder stayed behind in %s", dirs[i]);
 		ck_assert_int_eq(bt_count_children(), children);
 	}
-	for (int i = 1; i < 5; i += 2) {       /* bt_mkdtemp's go with the run's folder */
+	for (int i = 0; i < 5; i++) {
 		test_rm_rf(dirs[i]);
 		free(dirs[i]);
 	}
@@ -1442,20 +1494,19 @@ END_TEST
 /* The spare is no child of the host, yet it dies with it like any sandbox. */
 START_TEST(test_prestarted_sandbox_dies_with_host)
 {
-	int before = bt_count_processes("agentsbx-init"), ready[2];
-	const char *dirs[3];
+	const char *marker = bt_mkdtemp(), *opts = prestart_options(marker, true);
+	const char *dirs[3] = { bt_mkdtemp(), bt_mkdtemp(), bt_mkdtemp() };
+	int ready[2];
 	pid_t child;
 	char c;
 
-	for (int i = 0; i < 3; i++)
-		dirs[i] = bt_mkdtemp();
 	ck_assert_int_eq(pipe(ready), 0);
 	child = fork();
 	ck_assert_int_ge(child, 0);
 	if (child == 0) {
 		for (int i = 0; i < 3; i++) {
 			sbx_workspace *w = NULL;
-			if (bt_open(dirs[i], PRESTART, &w) != 0)
+			if (bt_open(dirs[i], opts, &w) != 0)
 				_exit(1);
 			sbx_workspace_close(w);
 		}
@@ -1466,27 +1517,60 @@ START_TEST(test_prestarted_sandbox_dies_with_host)
 	}
 	close(ready[1]);
 	ck_assert_int_eq(read(ready[0], &c, 1), 1);
-	/* The spare: its outer process and its init. */
-	ck_assert_int_eq(bt_wait_for_process_count("agentsbx-init", before + 2), before + 2);
+	ck_assert_int_eq(wait_for_marked(marker, 2), 2);   /* the spare: outer and init */
 	kill(child, SIGKILL);
 	waitpid(child, NULL, 0);
-	ck_assert_int_eq(bt_wait_for_process_count("agentsbx-init", before), before);
+	ck_assert_int_eq(wait_for_marked(marker, 0), 0);
 	close(ready[0]);
+}
+END_TEST
+
+/* A host that is a child subreaper gets the spare's orphaned processes as children: the
+ * library reaps them as it reaps its own, no zombie stays. */
+START_TEST(test_prestarted_sandbox_reaped_by_subreaper_host)
+{
+	const char *marker = bt_mkdtemp(), *opts = prestart_options(marker, true);
+	int status;
+	pid_t child = fork();
+
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+			_exit(2);
+		for (int i = 0; i < 4; i++) {
+			sbx_workspace *w = NULL;
+			sbx_result *res = NULL;
+			const char *argv[] = { "true", NULL };
+
+			if (bt_open(bt_mkdtemp(), opts, &w) != 0 || sbx_exec(w, argv, NULL, &res) != 0)
+				_exit(3);
+			sbx_result_free(res);
+			sbx_workspace_close(w);
+			if (count_zombie_children() != 0)
+				_exit(4);
+		}
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x",
+	              (unsigned)status);
 }
 END_TEST
 
 /* "prestart": false: one workspace after another, and never a spare beside them. */
 START_TEST(test_no_spare_when_prestart_is_off)
 {
-	int inits = bt_count_processes("agentsbx-init");
+	const char *marker = bt_mkdtemp(), *opts = prestart_options(marker, false);
 
 	for (int i = 0; i < 3; i++) {
-		sbx_workspace *w = bt_open_ok(bt_mkdtemp(), NO_PRESTART);
+		sbx_workspace *w = bt_open_ok(bt_mkdtemp(), opts);
 
-		ck_assert_int_eq(bt_count_processes("agentsbx-init"), inits + 2);
+		ck_assert_int_eq(wait_for_marked(marker, 2), 2);
 		sbx_workspace_close(w);
-		ck_assert_int_eq(bt_count_processes("agentsbx-init"), inits);
+		ck_assert_int_eq(bt_count_sandbox_processes(marker), 0);
 	}
+	usleep(100000);
+	ck_assert_int_eq(bt_count_sandbox_processes(marker), 0);
 }
 END_TEST
 
@@ -1558,6 +1642,7 @@ static Suite *security_suite(void)
 		tcase_add_test(pre, test_prestarted_sandboxes_stay_apart);
 		tcase_add_test(pre, test_prestarted_sandbox_dies_with_host);
 		tcase_add_test(pre, test_no_spare_when_prestart_is_off);
+		tcase_add_test(pre, test_prestarted_sandbox_reaped_by_subreaper_host);
 		suite_add_tcase(s, pre);
 	}
 	return s;
