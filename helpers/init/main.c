@@ -291,6 +291,8 @@ static bool outer_gone(int lifeline)
 
 /* "--detached": the sandbox outlives the host that started it (listen.c). */
 static bool detached;
+/* "--prestarted": a spare (init_proto.h, SBX_INIT_OUTER); its spec says "prestart" too. */
+static bool prestarted;
 
 static int start_direct(struct init_state *st)
 {
@@ -407,8 +409,8 @@ static int leave_host_keeping_watch(void)
 
 static int usage(const char *why)
 {
-	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init [--detached] --proto %d "
-	        "--mode direct|inside\n"
+	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init [--detached|--prestarted] "
+	        "--proto %d --mode direct|inside\n"
 	        "       agentsbx-init [--detached] --proto %d --mode bwrap -- BWRAP_ARGV...\n"
 	        "(started by libagentsbx; see helpers/init_proto.h)\n", why, SBX_INIT_PROTO_VERSION,
 	        SBX_INIT_PROTO_VERSION);
@@ -425,6 +427,10 @@ int main(int argc, char **argv)
 		detached = true;
 		argv++;
 		argc--;
+	} else if (argc > 1 && !strcmp(argv[1], "--prestarted")) {
+		prestarted = true;
+		argv++;
+		argc--;
 	}
 	bool bwrap = argc > 6 && !strcmp(argv[4], "bwrap") && !strcmp(argv[5], "--");
 
@@ -436,6 +442,9 @@ int main(int argc, char **argv)
 		return usage("fd 3 is not the control socket");
 	if (detached)
 		leave_host();
+	/* First of all, so that the host waits only for this hand-over before it goes on. */
+	if (prestarted && leave_host_keeping_watch() < 0)
+		return 1;
 	if (bwrap)
 		return start_bwrap(argv + 6);   /* every fd we have is one bubblewrap needs */
 	st.direct = !strcmp(argv[4], "direct");
@@ -451,8 +460,10 @@ int main(int argc, char **argv)
 		send_error("mode \"allowlist\" without a bridge channel on fd %d", SBX_INIT_BRIDGE_FD);
 		return 1;
 	}
-	if (st.direct && st.spec.prestart && leave_host_keeping_watch() < 0)
+	if (prestarted != (st.direct && st.spec.prestart)) {
+		send_error("--prestarted and the spec's \"prestart\" disagree");
 		return 1;
+	}
 	if (st.direct)
 		return start_direct(&st);
 	/* Inside bubblewrap the host's cgroup tree is out of reach. */

@@ -774,6 +774,8 @@ static int spawn_init(const struct sbx_sandbox *sb, const char *init,
 	                                           NULL };
 	static const char *const detached_argv[] = { INIT_NAME, "--detached", "--proto", "1",
 	                                             "--mode", "direct", NULL };
+	static const char *const prestarted_argv[] = { INIT_NAME, "--prestarted", "--proto", "1",
+	                                               "--mode", "direct", NULL };
 	const size_t own = BWRAP_FIRST_BIND_FD - SBX_INIT_CONTROL_FD;
 	int *fds = malloc((own + binds->n) * sizeof *fds), err;
 	size_t n = own;
@@ -791,7 +793,9 @@ static int spawn_init(const struct sbx_sandbox *sb, const char *init,
 		n += binds->n;
 	}
 	err = sbx_spawn_with_fds(init, sb->mode == SBX_SANDBOX_BWRAP ? bwrap
-	                         : sb->opts->detached ? detached_argv : direct_argv, fds, n, err_fd,
+	                         : sb->opts->detached ? detached_argv
+	                         : workspace < 0 ? prestarted_argv /* a spare: no workspace yet */
+	                         : direct_argv, fds, n, err_fd,
 	                         pid);
 	free(fds);
 	return err;
@@ -906,36 +910,14 @@ static char *spare_shape(const struct sbx_sandbox *sb)
 	return shape;
 }
 
-/* The first message of a spare: the pidfd of its outer process. */
-static int receive_outer_pidfd(int ctl, int *pidfd)
-{
-	struct pollfd pfd = { .fd = ctl, .events = POLLIN };
-	struct sbx_init_spawn msg;
-	size_t nfds = 0;
-	int r;
-
-	if (poll(&pfd, 1, READY_TIMEOUT_MS) <= 0)
-		return -ETIMEDOUT;
-	r = sbx_recv_with_fds(ctl, &msg, sizeof msg, pidfd, 1, &nfds);
-	if (r == 0 && (msg.kind != SBX_INIT_OUTER || nfds != 1)) {
-		if (nfds)
-			close(*pidfd);
-		r = -EPROTO;
-	}
-	if (r < 0)
-		*pidfd = -1;
-	return r;
-}
-
-/* Starts an init of this shape and parks it: it builds itself while the caller goes on (the
- * wait here is only for its first process to hand over to the second). A failure costs only
- * the next start its head start. Takes shape. */
+/* Starts an init of this shape and parks it: it builds itself while the caller goes on. A
+ * failure costs only the next start its head start. Takes shape. */
 static void prestart(const struct sbx_sandbox *sb, const char *init, char *shape)
 {
 	struct sbx_spare s = { .shape = shape, .pidfd = -1, .ctl = -1, .err_fd = -1 };
 	_cleanup_close_ int spec_fd = -1, child_ctl = -1, err_write = -1;
 	struct fd_list no_binds = { 0 };
-	int sv[2], p[2], status;
+	int sv[2], p[2];
 	pid_t first;
 
 	const char *spec = strchr(shape, '{');   /* after the "uid:gid " of spare_shape */
@@ -956,13 +938,8 @@ static void prestart(const struct sbx_sandbox *sb, const char *init, char *shape
 		sbx_spare_discard(&s);
 		return;
 	}
-	/* The first process only forks the outer one and exits (init_proto.h, SBX_INIT_OUTER). */
-	reap(first, &status);
-	close(SBX_TAKE_FD(child_ctl));
-	if (receive_outer_pidfd(s.ctl, &s.pidfd) < 0) {
-		sbx_spare_discard(&s);
-		return;
-	}
+	/* The outer process's pidfd is read when the spare is taken. */
+	sbx_spare_note_first_half(first);
 	sbx_spare_park(&s);
 }
 
@@ -977,6 +954,10 @@ static int launch_from_spare(struct sbx_sandbox *sb, const char *shape)
 
 	if (!sbx_spare_take(shape, &s))
 		return -SBX_ENOENT;
+	if ((r = sbx_spare_receive_outer(&s, READY_TIMEOUT_MS)) < 0) {
+		sbx_spare_discard(&s);
+		return r;
+	}
 	sb->pidfd = SBX_TAKE_FD(s.pidfd);
 	sb->ctl = SBX_TAKE_FD(s.ctl);
 	note_missing_protected(sb);
@@ -1173,6 +1154,7 @@ void sbx_sandbox_stop(struct sbx_sandbox *sb)
 {
 	if (!sb)
 		return;
+	sbx_spare_reap_first_half();   /* no child of ours outlives a close */
 	sbx_runclient_kill_all(&sb->live, true);
 	if (sb->opts->detached)
 		close(SBX_TAKE_FD(sb->ctl));   /* only detaches: the sandbox runs on */

@@ -1,5 +1,6 @@
 /* The parked spare of this process (sandbox_spare.h). One slot, under a lock: a spare is
  * worth its idle process only to a caller that keeps opening workspaces of one shape. */
+#include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,7 +11,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "util/launch.h"
+#include "init_proto.h"
+#include "util/fdpass.h"
 #include "util/sandbox_spare.h"
 
 /* Opens further apart than this do not start spares; a spare parked longer than the maximum
@@ -27,6 +29,7 @@ static struct sbx_spare parked = SPARE_NONE;
 static pid_t parked_owner;        /* the process that parked it: a forked child must not use it */
 static long long parked_at_ms;
 static char *last_shape;
+static pid_t first_half = -1;     /* a spare's first process, exited or about to, not reaped */
 static long long last_start_ms;
 
 static long long now_ms(void)
@@ -54,8 +57,33 @@ void sbx_pidfd_wait_or_kill(int pidfd, int timeout_ms)
 	close(pidfd);
 }
 
+int sbx_spare_receive_outer(struct sbx_spare *s, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = s->ctl, .events = POLLIN };
+	struct sbx_init_spawn msg;
+	size_t nfds = 0;
+	int r;
+
+	if (s->pidfd >= 0)
+		return 0;
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return -ETIMEDOUT;
+	r = sbx_recv_with_fds(s->ctl, &msg, sizeof msg, &s->pidfd, 1, &nfds);
+	if (r == 0 && (msg.kind != SBX_INIT_OUTER || nfds != 1)) {
+		if (nfds)
+			close(s->pidfd);
+		r = -EPROTO;
+	}
+	if (r < 0)
+		s->pidfd = -1;
+	return r;
+}
+
 void sbx_spare_discard(struct sbx_spare *s)
 {
+	/* Its pidfd, if it came, to wait for the end (and reap it for a subreaper host). */
+	if (s->ctl >= 0)
+		sbx_spare_receive_outer(s, 0);
 	if (s->ctl >= 0)
 		close(s->ctl);
 	if (s->err_fd >= 0)
@@ -71,9 +99,14 @@ static void forget_if_inherited(void)
 {
 	if (!parked.shape || parked_owner == getpid())
 		return;
-	close(parked.pidfd);
-	parked.pidfd = -1;
-	sbx_spare_discard(&parked);
+	/* Not discard: that would read the parent's spare's message off the shared channel. */
+	if (parked.pidfd >= 0)
+		close(parked.pidfd);
+	close(parked.ctl);
+	if (parked.err_fd >= 0)
+		close(parked.err_fd);
+	free(parked.shape);
+	parked = (struct sbx_spare)SPARE_NONE;
 }
 
 /* Takes the parked spare out of the slot (caller holds the lock). */
@@ -83,6 +116,28 @@ static struct sbx_spare unpark(void)
 
 	parked = (struct sbx_spare)SPARE_NONE;
 	return s;
+}
+
+void sbx_spare_note_first_half(pid_t pid)
+{
+	sbx_spare_reap_first_half();
+	pthread_mutex_lock(&lock);
+	first_half = pid;
+	pthread_mutex_unlock(&lock);
+}
+
+void sbx_spare_reap_first_half(void)
+{
+	pid_t pid;
+	int status;
+
+	pthread_mutex_lock(&lock);
+	pid = first_half;
+	first_half = -1;
+	pthread_mutex_unlock(&lock);
+	/* Outside the lock; it exits right after its fork, so this does not wait long. */
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
 }
 
 bool sbx_spare_take(const char *shape, struct sbx_spare *out)

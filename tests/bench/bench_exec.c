@@ -132,7 +132,8 @@ static int bwrap_true(void *ctx)
 
 static int exec_true(void *ctx)
 {
-	const char *argv[] = { "true", NULL };
+	/* The same path as the bare spawn's: no PATH search on one side only. */
+	const char *argv[] = { "/bin/true", NULL };
 	sbx_result *res = NULL;
 	int r = sbx_exec(ctx, argv, NULL, &res);
 
@@ -270,7 +271,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		open_ws[nws++] = ws;
-		snprintf(names[nc], sizeof names[nc], "sbx_exec(true) warm, %s", backends[i]);
+		snprintf(names[nc], sizeof names[nc], "sbx_exec(/bin/true) warm, %s", backends[i]);
 		c[nc] = (struct contender){ names[nc], exec_true, ws, 1 };
 		nc++;
 		/* The same bound directory as the bwrap run, for a like-for-like cold start. */
