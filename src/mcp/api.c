@@ -158,7 +158,7 @@ static int attach(sbx_workspace *ws, sbx_mcp_state *st, struct sbx_mcp_live *l)
 	sbx_buf hello = { 0 };
 	sbx_json *doc = NULL;
 	const sbx_json *ok, *err;
-	int fd = -1, r;
+	int r;
 
 	sbx_buf_puts(&hello, "{\"op\":\"attach\",\"key\":");
 	{
@@ -170,7 +170,8 @@ static int attach(sbx_workspace *ws, sbx_mcp_state *st, struct sbx_mcp_live *l)
 	}
 	sbx_buf_printf(&hello, ",\"server\":%s}", l->spec);
 	r = hello.oom ? sbx_fail(-SBX_ENOMEM, "out of memory")
-	              : sbx_mcp_gateway_open(ws, st, hello.data, HELLO_TIMEOUT_MS, &fd, &reply);
+	              : sbx_mcp_gateway_open(ws, st, hello.data, HELLO_TIMEOUT_MS, l->name,
+	                                     l->client.timeout_ms, &l->client, &reply);
 	sbx_buf_free(&hello);
 	if (r < 0)
 		return r;
@@ -185,10 +186,9 @@ static int attach(sbx_workspace *ws, sbx_mcp_state *st, struct sbx_mcp_live *l)
 	sbx_json_free(doc);
 	free(reply);
 	if (r < 0) {
-		close(fd);
+		sbx_mcp_client_close(&l->client);
 		return r;
 	}
-	sbx_mcp_client_init(&l->client, fd, l->name, l->client.timeout_ms);
 	return sbx_mcp_client_initialize(&l->client);
 }
 
@@ -248,7 +248,7 @@ static int get_live(sbx_workspace *ws, sbx_mcp_state *st, const char *agent, con
 		free(spec);
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
-	l->client.fd = -1;
+	l->client.fd = -1;     /* no transport until attached: closing is a no-op */
 	l->client.timeout_ms = timeout_ms;
 	l->spec = spec;
 	if ((r = attach(ws, st, l)) < 0) {
@@ -347,15 +347,16 @@ out:
 static void stop_in_gateway(sbx_workspace *ws, sbx_mcp_state *st, const struct sbx_mcp_live *l)
 {
 	sbx_buf hello = { 0 }, key = { 0 };
+	sbx_mcp_client c = { 0 };
 	char *reply = NULL;
-	int fd = -1;
 
 	sbx_buf_printf(&key, "%s/%s/%s", l->agent, l->session, l->name);
 	sbx_buf_puts(&hello, "{\"op\":\"stop\",\"key\":");
 	sbx_buf_json_string(&hello, key.data ? key.data : "", key.len);
 	sbx_buf_puts(&hello, "}");
-	if (!hello.oom && sbx_mcp_gateway_open(ws, st, hello.data, HELLO_TIMEOUT_MS, &fd, &reply) == 0)
-		close(fd);
+	if (!hello.oom && sbx_mcp_gateway_open(ws, st, hello.data, HELLO_TIMEOUT_MS, l->name,
+	                                       HELLO_TIMEOUT_MS, &c, &reply) == 0)
+		sbx_mcp_client_close(&c);
 	free(reply);
 	sbx_buf_free(&hello);
 	sbx_buf_free(&key);

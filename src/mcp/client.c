@@ -18,17 +18,40 @@
 
 const char *const sbx_mcp_protocol_versions[] = { "2025-06-18", "2025-03-26", "2024-11-05", NULL };
 
-void sbx_mcp_client_init(sbx_mcp_client *c, int fd, const char *name, int timeout_ms)
-{
-	*c = (sbx_mcp_client){ .fd = fd, .name = name, .timeout_ms = timeout_ms, .next_id = 1 };
-}
+/* ---- the socket transport: MCP's stdio framing on a connection to the gateway ---- */
 
-void sbx_mcp_client_close(sbx_mcp_client *c)
+static int fd_send(sbx_mcp_client *c, const char *line, size_t len);
+static int fd_recv(sbx_mcp_client *c, int64_t deadline, char **line, size_t *len);
+
+static void fd_close(sbx_mcp_client *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
 	sbx_linebuf_free(&c->in);
+}
+
+static const sbx_mcp_transport fd_transport = { fd_send, fd_recv, fd_close };
+
+void sbx_mcp_client_init(sbx_mcp_client *c, int fd, const char *name, int timeout_ms)
+{
+	*c = (sbx_mcp_client){ .tp = &fd_transport, .fd = fd, .name = name,
+	                       .timeout_ms = timeout_ms, .next_id = 1 };
+}
+
+void sbx_mcp_client_init_transport(sbx_mcp_client *c, const sbx_mcp_transport *tp, void *data,
+                                   const char *name, int timeout_ms)
+{
+	*c = (sbx_mcp_client){ .tp = tp, .tp_data = data, .fd = -1, .name = name,
+	                       .timeout_ms = timeout_ms, .next_id = 1 };
+}
+
+void sbx_mcp_client_close(sbx_mcp_client *c)
+{
+	if (c->tp)
+		c->tp->close(c);
+	c->tp = NULL;
+	c->tp_data = NULL;
 }
 
 static int lost(sbx_mcp_client *c, const char *what)
@@ -39,6 +62,13 @@ static int lost(sbx_mcp_client *c, const char *what)
 }
 
 int sbx_mcp_client_send_line(sbx_mcp_client *c, const char *line, size_t len)
+{
+	if (!c->tp)
+		return lost(c, "closed earlier");
+	return c->tp->send(c, line, len);
+}
+
+static int fd_send(sbx_mcp_client *c, const char *line, size_t len)
 {
 	struct iovec iov[2] = { { (void *)line, len }, { (void *)(uintptr_t)"\n", 1 } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
@@ -70,7 +100,7 @@ int sbx_mcp_client_send_line(sbx_mcp_client *c, const char *line, size_t len)
 }
 
 /* Waits for and returns the next line (in the buffer, valid until the next read). */
-static int next_line(sbx_mcp_client *c, int64_t deadline, char **line, size_t *len)
+static int fd_recv(sbx_mcp_client *c, int64_t deadline, char **line, size_t *len)
 {
 	for (;;) {
 		char buf[65536];
@@ -101,6 +131,13 @@ static int next_line(sbx_mcp_client *c, int64_t deadline, char **line, size_t *l
 		if (sbx_linebuf_feed(&c->in, buf, (size_t)n) < 0)
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
+}
+
+static int next_line(sbx_mcp_client *c, int64_t deadline, char **line, size_t *len)
+{
+	if (!c->tp)
+		return lost(c, "closed earlier");
+	return c->tp->recv(c, deadline, line, len);
 }
 
 int sbx_mcp_client_read_line(sbx_mcp_client *c, int timeout_ms, char **out)

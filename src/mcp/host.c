@@ -12,7 +12,12 @@
  * send the host to another socket of the host. An agent could still kill the gateway and
  * listen in its place; it then answers the host's MCP requests itself — no more than it can
  * do already by replacing the servers' code in the workspace, and replies are untrusted
- * model input either way. */
+ * model input either way.
+ *
+ * The stream transport (stream.c) needs no socket: the gateway is a process of this handle,
+ * spoken to over its stdin and stdout. It is what backends without host files use, since
+ * the host cannot reach their state folder; there the gateway binary is first uploaded into
+ * the workspace with the backend's file API. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -24,10 +29,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "mcp/client.h"
 #include "mcp/mcp.h"
 #include "mcp/proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fs.h"
+
+#define GATEWAY_MAX_BYTES ((size_t)64 << 20)
 
 #define START_TIMEOUT_MS 15000
 
@@ -57,11 +66,48 @@ static int connect_gateway(sbx_workspace *ws, int *out)
 	return 0;
 }
 
+bool sbx_mcp_use_stream(const sbx_workspace *ws)
+{
+	if (ws->cfg->mcp_stream >= 0)
+		return ws->cfg->mcp_stream == 1;
+	return !(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES);
+}
+
+/* Copies the gateway binary into a workspace whose files the host cannot see: its commands
+ * run it from there. *exe is its path as they see it; no run folder (it logs nowhere). */
+static int upload_gateway(sbx_workspace *ws, char **exe, char **run_dir)
+{
+	_cleanup_free_ char *host_exe = NULL, *data = NULL;
+	_cleanup_close_ int fd = -1;
+	const char *root = sbx_workspace_root(ws);
+	size_t len;
+	int r;
+
+	if (!ws->ops->file_write)
+		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' has no file API to copy the MCP "
+		                "gateway into the workspace with", ws->ops->name);
+	if ((r = sbx_helper_path(SBX_MCP_GATEWAY_NAME, &host_exe)) < 0)
+		return r;
+	if ((fd = open(host_exe, O_RDONLY | O_CLOEXEC)) < 0)
+		return sbx_fail(sbx_errno_code(errno), "mcp: open %s: %s", host_exe, strerror(errno));
+	if ((r = sbx_fs_read_fd(fd, GATEWAY_MAX_BYTES, &data, &len)) < 0)
+		return sbx_fail(r, "mcp: reading %s: %s", host_exe, sbx_last_error());
+	if ((r = ws->ops->file_write(ws->state, SBX_MCP_UPLOAD_PATH, data, len, 0755, 0)) < 0)
+		return sbx_fail(r, "mcp: copying the gateway into the workspace: %s", sbx_last_error());
+	if (asprintf(exe, "%s%s%s", root, root[strlen(root) - 1] == '/' ? "" : "/",
+	             SBX_MCP_UPLOAD_PATH) < 0)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	*run_dir = NULL;
+	return 0;
+}
+
 /* Where the gateway binary and its folder are, as the workspace's commands see them. */
 static int gateway_argv(sbx_workspace *ws, char **exe, char **run_dir)
 {
 	const char *name = ws->ops->name;
 
+	if (!(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES))
+		return upload_gateway(ws, exe, run_dir);
 	if (!strcmp(name, "ns") || !strcmp(name, "bwrap")) {
 		*exe = strdup(SBX_MCP_HELPERS_VIEW "/" SBX_MCP_GATEWAY_NAME);
 		*run_dir = strdup(SBX_MCP_RUN_VIEW);
@@ -194,8 +240,28 @@ static int send_hello(int fd, const char *hello, int timeout_ms, char **reply)
 	return 0;
 }
 
-int sbx_mcp_gateway_open(sbx_workspace *ws, sbx_mcp_state *st, const char *hello,
-                         int timeout_ms, int *fd, char **reply)
+/* The handle's stream gateway, started (again, when the last one died) as needed. */
+static int stream_gateway(sbx_workspace *ws, sbx_mcp_state *st, sbx_mcp_mux **out)
+{
+	_cleanup_free_ char *exe = NULL, *run_dir = NULL;
+	int r;
+
+	if (st->mux && sbx_mcp_mux_alive(st->mux)) {
+		*out = st->mux;
+		return 0;
+	}
+	/* Channels still open on a dead one keep it until they close. */
+	sbx_mcp_mux_release(st->mux);
+	st->mux = NULL;
+	if ((r = gateway_argv(ws, &exe, &run_dir)) < 0 ||
+	    (r = sbx_mcp_mux_start(ws, exe, run_dir, &st->mux)) < 0)
+		return r;
+	*out = st->mux;
+	return 0;
+}
+
+static int open_socket(sbx_workspace *ws, sbx_mcp_state *st, const char *hello, int timeout_ms,
+                       int *fd, char **reply)
 {
 	int r = connect_gateway(ws, fd);
 
@@ -215,9 +281,29 @@ int sbx_mcp_gateway_open(sbx_workspace *ws, sbx_mcp_state *st, const char *hello
 	return r;
 }
 
+int sbx_mcp_gateway_open(sbx_workspace *ws, sbx_mcp_state *st, const char *hello,
+                         int timeout_ms, const char *name, int client_timeout_ms,
+                         sbx_mcp_client *c, char **reply)
+{
+	sbx_mcp_mux *m;
+	int fd = -1, r;
+
+	if (sbx_mcp_use_stream(ws)) {
+		if ((r = stream_gateway(ws, st, &m)) < 0)
+			return r;
+		return sbx_mcp_mux_open(m, hello, timeout_ms, name, client_timeout_ms, c, reply);
+	}
+	if ((r = open_socket(ws, st, hello, timeout_ms, &fd, reply)) < 0)
+		return r;
+	sbx_mcp_client_init(c, fd, name, client_timeout_ms);
+	return 0;
+}
+
 void sbx_mcp_gateway_stop(sbx_workspace *ws, sbx_mcp_state *st)
 {
 	if (st->gateway_started)
 		release_spawned(ws, &st->gateway, true);
 	st->gateway_started = false;
+	sbx_mcp_mux_release(st->mux);
+	st->mux = NULL;
 }

@@ -1,7 +1,8 @@
 /* MCP servers inside the workspace, on the backend SBX_TEST_BACKEND names (local, ns, bwrap),
  * against real servers from npm (tests/mcp: server-filesystem, server-everything, installed
  * by tests/mcp/install.sh) and small misbehaving ones (tests/mcp: shell scripts, counter-server.js).
- * The servers' folder is bound read-only at /opt/mcp in sandboxes. */
+ * The servers' folder is bound read-only at /opt/mcp in sandboxes. SBX_TEST_MCP_TRANSPORT=stream
+ * runs it all with the gateway on its process stream instead of its socket (proto.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,13 @@ static char *workdir;
 static sbx_workspace *ws;
 static char host_servers[4096];
 
+static bool stream_transport(void)
+{
+	const char *t = getenv("SBX_TEST_MCP_TRANSPORT");
+
+	return t && strcmp(t, "stream") == 0;
+}
+
 static bool sandboxed(void)
 {
 	return strcmp(bt_backend(), "local") != 0;
@@ -29,10 +37,11 @@ static const char *servers_dir(void)
 
 static sbx_workspace *open_on(const char *dir)
 {
+	const char *transport = stream_transport() ? "\"mcp\":{\"transport\":\"stream\"}" : NULL;
 	char *extra = sandboxed()
-		? bt_fmt("\"%s\":{\"binds\":[{\"source\":\"%s\",\"dest\":\"/opt/mcp\"}]}", bt_backend(),
-		         host_servers)
-		: NULL;
+		? bt_fmt("\"%s\":{\"binds\":[{\"source\":\"%s\",\"dest\":\"/opt/mcp\"}]}%s%s",
+		         bt_backend(), host_servers, transport ? "," : "", transport ? transport : "")
+		: transport ? bt_fmt("%s", transport) : NULL;
 	sbx_workspace *w = bt_open_ok(dir, extra);
 
 	free(extra);
@@ -106,6 +115,20 @@ START_TEST(filesystem_server_lists_the_workspace)
 	ck_assert_msg(strstr(res, "hello from the workspace"), "%s", res);
 	sbx_free(res);
 	sbx_free(tools);
+	/* The transport is the one asked for: the stream gateway has no socket. */
+	ck_assert_int_eq(access(test_path_at(workdir, ".agentsbx/mcp/gateway.sock"), F_OK) == 0,
+	                 !stream_transport());
+}
+END_TEST
+
+START_TEST(transport_config_is_checked)
+{
+	sbx_workspace *w = NULL;
+
+	ck_assert_int_eq(bt_open(NULL, "\"mcp\":{\"transport\":\"pigeon\"}", &w), -SBX_ECONFIG);
+	ck_assert_msg(strstr(sbx_last_error(), "mcp.transport"), "%s", sbx_last_error());
+	ck_assert_int_eq(bt_open(NULL, "\"mcp\":{\"transprot\":\"stream\"}", &w), -SBX_ECONFIG);
+	ck_assert_msg(strstr(sbx_last_error(), "mcp.transprot"), "%s", sbx_last_error());
 }
 END_TEST
 
@@ -290,7 +313,9 @@ START_TEST(declarations_scope_persist_and_report_bad_entries)
 END_TEST
 
 /* A second handle on the workdir finds the running gateway and its servers; when the first
- * handle's sandbox goes, the second starts a gateway of its own over the stale socket. */
+ * handle's sandbox goes, the second starts a gateway of its own over the stale socket. On the
+ * stream transport each handle has a gateway of its own from the start, which the other
+ * handle's close leaves alone. */
 START_TEST(second_handle_reconnects_to_the_gateway)
 {
 	sbx_workspace *second;
@@ -300,12 +325,16 @@ START_TEST(second_handle_reconnects_to_the_gateway)
 	sbx_free(call_ok(ws, NULL, "count", "incr", "{}"));
 	second = open_on(workdir);
 	res = call_ok(second, NULL, "count", "incr", "{}");
-	ck_assert_msg(strstr(res, "\"text\":\"2\""), "%s", res);   /* the same server process */
+	/* the same server process, or (stream) the second handle's own */
+	ck_assert_msg(strstr(res, stream_transport() ? "\"text\":\"1\"" : "\"text\":\"2\""), "%s",
+	              res);
 	sbx_free(res);
 	sbx_workspace_close(ws);
 	ws = second;
 	res = call_ok(second, NULL, "count", "incr", "{}");
-	ck_assert_msg(strstr(res, "\"text\":\"1\""), "%s", res);   /* a new one, in this sandbox */
+	/* a new one, in this sandbox, or (stream) the same one as before */
+	ck_assert_msg(strstr(res, stream_transport() ? "\"text\":\"2\"" : "\"text\":\"1\""), "%s",
+	              res);
 	sbx_free(res);
 }
 END_TEST
@@ -352,13 +381,15 @@ END_TEST
 
 static Suite *mcp_suite(void)
 {
-	Suite *s = suite_create(bt_tmp("mcp-%s", bt_backend()));
+	Suite *s = suite_create(bt_tmp("mcp-%s%s", stream_transport() ? "stream-" : "",
+	                               bt_backend()));
 	TCase *tc = tcase_create("mcp");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, filesystem_server_lists_the_workspace);
 	tcase_add_test(tc, filesystem_server_runs_inside_the_sandbox);
+	tcase_add_test(tc, transport_config_is_checked);
 	tcase_add_test(tc, everything_server_arguments_errors_and_large_results);
 	tcase_add_test(tc, misbehaving_servers_fail_alone);
 	tcase_add_test(tc, crashed_server_restarts);
