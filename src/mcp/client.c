@@ -174,15 +174,24 @@ static void answer_server_request(sbx_mcp_client *c, const sbx_json *method, con
 	sbx_buf_free(&b);
 }
 
-static void handle_notification(sbx_mcp_client *c, const sbx_json *method, const sbx_json *msg)
+/* Returns true for progress on request id: the request is alive, its timeout starts again. */
+static bool handle_notification(sbx_mcp_client *c, const sbx_json *method, const sbx_json *msg,
+                                int64_t id)
 {
-	const sbx_json *text = sbx_json_get(sbx_json_get(msg, "params"), "text");
+	const sbx_json *params = sbx_json_get(msg, "params");
+	const sbx_json *text = sbx_json_get(params, "text"), *token;
 
+	if (is_string(method, "notifications/progress")) {
+		token = sbx_json_get(params, "progressToken");
+		c->progress_seen++;
+		return token && token->type == SBX_JSON_INT && token->i == id;
+	}
 	if (is_string(method, "notifications/tools/list_changed"))
 		c->tools_changed = true;
 	else if (is_string(method, SBX_MCP_DIAG_METHOD) && text && text->type == SBX_JSON_STRING)
 		snprintf(c->diag, sizeof c->diag, "%s", text->str);
-	/* progress, logging and resource notifications carry nothing this client keeps */
+	/* logging and resource notifications carry nothing this client keeps */
+	return false;
 }
 
 static int error_response(sbx_mcp_client *c, const char *method, const sbx_json *err)
@@ -236,8 +245,8 @@ static int await_response(sbx_mcp_client *c, const char *method, int64_t id, sbx
 		idv = sbx_json_get(msg, "id");
 		if (m && idv)
 			answer_server_request(c, m, idv);
-		else if (m)
-			handle_notification(c, m, msg);
+		else if (m && handle_notification(c, m, msg, id))
+			deadline = sbx_now_ms() + c->timeout_ms;
 		else if (idv && idv->type == SBX_JSON_INT && idv->i == id) {
 			const sbx_json *err = sbx_json_get(msg, "error");
 
@@ -389,9 +398,12 @@ int sbx_mcp_client_call_tool(sbx_mcp_client *c, const char *tool, const char *ar
 	sbx_json *res = NULL;
 	int r;
 
+	/* The progress token is the request's id (the next one): a server that reports progress
+	 * keeps a long call from timing out. */
 	sbx_buf_puts(&params, "{\"name\":");
 	sbx_buf_json_string(&params, tool, strlen(tool));
-	sbx_buf_printf(&params, ",\"arguments\":%s}", args_json && *args_json ? args_json : "{}");
+	sbx_buf_printf(&params, ",\"arguments\":%s,\"_meta\":{\"progressToken\":%lld}}",
+	               args_json && *args_json ? args_json : "{}", (long long)c->next_id);
 	r = params.oom ? sbx_fail(-SBX_ENOMEM, "out of memory")
 	               : sbx_mcp_client_request(c, "tools/call", params.data, &res);
 	sbx_buf_free(&params);

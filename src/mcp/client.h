@@ -7,7 +7,7 @@
  * (notifications/cancelled) and its late answer ignored. While waiting, messages from the
  * server are handled: its requests are answered (ping; anything else "not supported", as
  * this client declares no capabilities), notifications/tools/list_changed marks the tool
- * cache stale, the gateway's diagnostics are kept for error messages, the rest is ignored. */
+ * cache stale, progress on a tools/call (its progressToken is its id) restarts its timeout, the gateway's diagnostics are kept for error messages, the rest is ignored. */
 #ifndef SBX_MCP_CLIENT_H
 #define SBX_MCP_CLIENT_H
 
@@ -43,6 +43,7 @@ typedef struct sbx_mcp_client {
 	int64_t next_id;
 	bool broken;               /* the connection is gone: reconnect */
 	bool tools_changed;        /* the server said its tool list changed */
+	unsigned progress_seen;    /* progress notifications received */
 	char protocol[32];         /* negotiated version */
 	char diag[512];            /* the gateway's last diagnostic, or "" */
 } sbx_mcp_client;

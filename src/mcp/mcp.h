@@ -59,6 +59,14 @@ bool sbx_mcp_decl_visible(const sbx_mcp_decl *d, const char *agent, const char *
 /* Checks a server entry; err names the problem. 0, -SBX_EINVAL or -SBX_ENOSYS. */
 int sbx_mcp_config_check(const sbx_json *config, char *err, size_t errlen);
 bool sbx_mcp_name_ok(const char *name);
+/* Is the entry a remote (Streamable HTTP) server's? Only meaningful after the check. */
+bool sbx_mcp_config_is_http(const sbx_json *config);
+
+/* Limits of a remote server's declaration. */
+#define SBX_MCP_URL_MAX 2048
+#define SBX_MCP_HEADERS_MAX 64
+#define SBX_MCP_HEADER_NAME_MAX 256
+#define SBX_MCP_HEADER_VALUE_MAX 8192
 
 /* ---- the handle's MCP state (api.c), ws->mcp ---- */
 
@@ -87,6 +95,14 @@ void sbx_mcp_gateway_stop(sbx_workspace *ws, sbx_mcp_state *st);
 /* Does this workspace reach its gateway through the process stream? The config's
  * "mcp": {"transport"} decides; by default backends without host files do. */
 bool sbx_mcp_use_stream(const sbx_workspace *ws);
+
+/* ---- remote servers (http.c) ---- */
+
+/* A client on the Streamable HTTP transport to the remote server config declares (checked
+ * already), allowed by the workspace's network policy (decided and audited here, and again
+ * after the policy changes). Not initialized yet. */
+int sbx_mcp_http_open(sbx_workspace *ws, const sbx_json *config, const char *name,
+                      int timeout_ms, struct sbx_mcp_client *c);
 
 /* ---- the stream transport's gateway (stream.c) ---- */
 

@@ -11,9 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <strings.h>
+
 #include "mcp/mcp.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/http.h"
+#include "util/netpolicy.h"
 
 #define FILE_NAME "mcp.json"
 #define STATE_DIR ".agentsbx"
@@ -55,6 +59,98 @@ static int check_stdio(const sbx_json *config, char *err, size_t errlen)
 	return 0;
 }
 
+/* A header name as RFC 9110 has it (a token), not one the client sets itself. */
+static const char *header_name_problem(const char *name, size_t len)
+{
+	static const char *const reserved[] = { "content-type", "content-length", "accept",
+	                                        "host", "mcp-session-id", "mcp-protocol-version",
+	                                        "transfer-encoding", "connection", "expect", NULL };
+	static const char token[] = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
+	                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+	if (!len || len > SBX_MCP_HEADER_NAME_MAX || strlen(name) != len ||
+	    strspn(name, token) != len)
+		return "is not a valid header name (letters, digits and !#$%&'*+-.^_`|~, at most 256)";
+	for (size_t i = 0; reserved[i]; i++)
+		if (!strcasecmp(name, reserved[i]))
+			return "is set by the MCP client itself and cannot be given";
+	return NULL;
+}
+
+static const char *header_value_problem(const sbx_json *v)
+{
+	if (v->type != SBX_JSON_STRING)
+		return "must be a string";
+	if (strlen(v->str) != v->len)
+		return "holds a NUL byte";
+	if (strpbrk(v->str, "\r\n"))
+		return "holds a line break (CR or LF), which would start another header";
+	if (v->len > SBX_MCP_HEADER_VALUE_MAX)
+		return "is longer than 8192 bytes";
+	return NULL;
+}
+
+static int check_headers(const sbx_json *h, char *err, size_t errlen)
+{
+	if (h->type != SBX_JSON_OBJECT)
+		return snprintf(err, errlen, "\"headers\" must be an object of strings"), -SBX_EINVAL;
+	if (h->n > SBX_MCP_HEADERS_MAX)
+		return snprintf(err, errlen, "\"headers\" has more than %d entries",
+		                SBX_MCP_HEADERS_MAX), -SBX_EINVAL;
+	for (size_t i = 0; i < h->n; i++) {
+		const char *why = header_name_problem(h->keys[i], h->key_lens[i]);
+
+		if (why || (why = header_value_problem(h->items[i])))
+			return snprintf(err, errlen, "\"headers\": \"%.64s\" %s", h->keys[i], why),
+			       -SBX_EINVAL;
+	}
+	return 0;
+}
+
+static int check_http(const sbx_json *config, char *err, size_t errlen)
+{
+	static const char *const stdio_only[] = { "command", "args", "env", "cwd", NULL };
+	const sbx_json *url = sbx_json_get(config, "url"), *v;
+	char scheme[16], host[SBX_NET_NAME_MAX + 3], why[128];
+	unsigned port;
+
+	for (size_t i = 0; stdio_only[i]; i++)
+		if (sbx_json_get(config, stdio_only[i]))
+			return snprintf(err, errlen, "\"%s\" belongs to stdio servers, not to remote "
+			                "(\"url\") ones", stdio_only[i]), -SBX_EINVAL;
+	if (!url || url->type != SBX_JSON_STRING || !url->len)
+		return snprintf(err, errlen, "\"url\" must be a non-empty string"), -SBX_EINVAL;
+	if (strlen(url->str) != url->len)
+		return snprintf(err, errlen, "\"url\" holds a NUL byte"), -SBX_EINVAL;
+	if (url->len > SBX_MCP_URL_MAX)
+		return snprintf(err, errlen, "\"url\" is longer than %d bytes", SBX_MCP_URL_MAX),
+		       -SBX_EINVAL;
+	if (strpbrk(url->str, " \t\r\n"))
+		return snprintf(err, errlen, "\"url\" holds white space or a line break"), -SBX_EINVAL;
+	if (sbx_http_url_split(url->str, scheme, sizeof scheme, host, sizeof host, &port, why,
+	                       sizeof why) < 0)
+		return snprintf(err, errlen, "\"url\" %s", why), -SBX_EINVAL;
+	if ((v = sbx_json_get(config, "headers")))
+		return check_headers(v, err, errlen);
+	return 0;
+}
+
+/* The "type" spellings MCP clients write for Streamable HTTP (Claude Code and VS Code
+ * "http", Cline "streamableHttp", the Python SDK's "streamable-http"/"streamable_http"). */
+static bool is_http_type(const char *t)
+{
+	return !strcmp(t, "http") || !strcmp(t, "streamable-http") ||
+	       !strcmp(t, "streamableHttp") || !strcmp(t, "streamable_http");
+}
+
+bool sbx_mcp_config_is_http(const sbx_json *config)
+{
+	const sbx_json *type = sbx_json_get(config, "type");
+
+	return type ? type->type == SBX_JSON_STRING && is_http_type(type->str)
+	            : sbx_json_get(config, "url") != NULL;
+}
+
 int sbx_mcp_config_check(const sbx_json *config, char *err, size_t errlen)
 {
 	static const char *const known[] = { "type", "command", "args", "env", "cwd", "url",
@@ -82,11 +178,14 @@ int sbx_mcp_config_check(const sbx_json *config, char *err, size_t errlen)
 		return snprintf(err, errlen, "\"type\" must be a string"), -SBX_EINVAL;
 	if (!type ? !sbx_json_get(config, "url") : !strcmp(type->str, "stdio"))
 		return check_stdio(config, err, errlen);
-	if (type && strcmp(type->str, "http") && strcmp(type->str, "streamable-http") &&
-	    strcmp(type->str, "sse"))
-		return snprintf(err, errlen, "\"type\" must be \"stdio\" or \"http\""), -SBX_EINVAL;
-	return snprintf(err, errlen, "remote (Streamable HTTP) MCP servers are not supported yet"),
-	       -SBX_ENOSYS;
+	if (sbx_mcp_config_is_http(config))
+		return check_http(config, err, errlen);
+	if (!strcmp(type->str, "sse"))
+		return snprintf(err, errlen, "\"type\" \"sse\" is MCP's older HTTP+SSE transport, "
+		                "which this client does not speak: give the server's Streamable HTTP "
+		                "endpoint with \"type\": \"http\""), -SBX_EINVAL;
+	return snprintf(err, errlen, "\"type\" must be \"stdio\" or \"http\" (or "
+	                "\"streamable-http\", \"streamableHttp\")"), -SBX_EINVAL;
 }
 
 static int open_state_dir(sbx_workspace *ws)

@@ -49,6 +49,7 @@ struct transfer {
 	struct sbx_http_response *resp;
 	size_t body_seen;
 	int abort_code;               /* why we stopped the transfer, 0 if we did not */
+	struct curl_slist *resolve;   /* req->resolve as libcurl takes it */
 };
 
 static size_t on_header(char *data, size_t size, size_t n, void *arg)
@@ -150,6 +151,10 @@ static void set_options(CURL *c, const struct sbx_http_request *req, struct tran
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
 	}
+	if (t->resolve) {
+		curl_easy_setopt(c, CURLOPT_RESOLVE, t->resolve);
+		curl_easy_setopt(c, CURLOPT_PROXY, "");   /* "" = no proxy, whatever the env says */
+	}
 }
 
 int sbx_http_request_do(const struct sbx_http_request *req, struct sbx_http_response *resp)
@@ -169,6 +174,8 @@ int sbx_http_request_do(const struct sbx_http_request *req, struct sbx_http_resp
 	if (!(c = curl_easy_init()))
 		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", who_of(req));
 	headers = header_list(req, &ok);
+	if (ok && req->resolve && !(t.resolve = curl_slist_append(NULL, req->resolve)))
+		ok = false;
 	if (!ok) {
 		curl_slist_free_all(headers);
 		curl_easy_cleanup(c);
@@ -178,6 +185,7 @@ int sbx_http_request_do(const struct sbx_http_request *req, struct sbx_http_resp
 	rc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
 	curl_slist_free_all(headers);
+	curl_slist_free_all(t.resolve);
 	curl_easy_cleanup(c);
 	if (t.abort_code)
 		return t.abort_code;
@@ -186,6 +194,58 @@ int sbx_http_request_do(const struct sbx_http_request *req, struct sbx_http_resp
 	if (resp->headers.oom)
 		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", who_of(req));
 	return 0;
+}
+
+static int url_part(CURLU *u, CURLUPart part, char *out, size_t len)
+{
+	char *v = NULL;
+	int r = curl_url_get(u, part, &v, 0) == CURLUE_OK && strlen(v) < len ? 0 : -1;
+
+	if (r == 0)
+		snprintf(out, len, "%s", v);
+	curl_free(v);
+	return r;
+}
+
+int sbx_http_url_split(const char *url, char *scheme, size_t scheme_len, char *host,
+                       size_t host_len, unsigned *port, char *why, size_t why_len)
+{
+	CURLU *u = curl_url();
+	char *user = NULL, *port_text = NULL;
+	int r = -SBX_EINVAL;
+
+	if (!u)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+		snprintf(why, why_len, "is not a URL libcurl can read");
+	else if (url_part(u, CURLUPART_SCHEME, scheme, scheme_len) < 0 ||
+	         (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0))
+		snprintf(why, why_len, "must start with http:// or https://");
+	else if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK)
+		snprintf(why, why_len, "must not hold a user name or password (use \"headers\")");
+	else if (url_part(u, CURLUPART_HOST, host, host_len) < 0 || !host[0])
+		snprintf(why, why_len, "has no host, or one that is too long");
+	else if (curl_url_get(u, CURLUPART_PORT, &port_text, CURLU_DEFAULT_PORT) != CURLUE_OK)
+		snprintf(why, why_len, "has a port that is not valid");
+	else
+		r = 0;
+	if (r == 0) {
+		*port = (unsigned)strtoul(port_text, NULL, 10);
+		if (host[0] == '[') {   /* an IPv6 literal comes back in brackets */
+			size_t n = strlen(host);
+
+			memmove(host, host + 1, n - 2);
+			host[n - 2] = '\0';
+		}
+		if (*port == 0 || *port > 65535) {
+			snprintf(why, why_len, "has a port that is not valid");
+			r = -SBX_EINVAL;
+		}
+	}
+	curl_free(user);
+	curl_free(port_text);
+	curl_url_cleanup(u);
+	return r;
 }
 
 void sbx_http_response_free(struct sbx_http_response *resp)

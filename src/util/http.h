@@ -31,6 +31,11 @@ struct sbx_http_request {
 	sbx_http_body_fn on_body;     /* streaming: the body goes here instead of into the buffer */
 	void *on_body_arg;
 	const char *who;              /* prefixes messages ("docker"); NULL = "http" */
+	/* Added for remote MCP servers (src/mcp/http.c): */
+	const char *resolve;          /* "host:port:address": connect to exactly this address for
+	                                 that host and port (CURLOPT_RESOLVE), the one a policy
+	                                 checked; also bypasses any proxy from the environment,
+	                                 which would make the connection go elsewhere. NULL: none */
 };
 
 struct sbx_http_response {
@@ -50,6 +55,12 @@ void sbx_http_response_free(struct sbx_http_response *resp);
  * (NUL-terminated, truncated to len). Returns false when the response has no such header. */
 bool sbx_http_response_header(const struct sbx_http_response *resp, const char *name,
                               char *out, size_t len);
+
+/* Splits an http:// or https:// URL as libcurl reads it: scheme ("http"/"https"), host
+ * (without IPv6 brackets) and port (the scheme's default when absent). -SBX_EINVAL with a
+ * reason in why for anything else (another scheme, no host, user:password@, bad port). */
+int sbx_http_url_split(const char *url, char *scheme, size_t scheme_len, char *host,
+                       size_t host_len, unsigned *port, char *why, size_t why_len);
 
 /* Sends the request on a connection of its own, reads the response head and hands the
  * connection over: *fd is the connected socket (blocking, O_CLOEXEC, the caller closes it),
