@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gateway.h"
+#include "mcp/proto.h"
 
 static struct {
 	bool active;
@@ -23,6 +24,7 @@ static struct {
 void gw_mux_start(int in_fd, int out_fd)
 {
 	mux.active = true;
+	mux.in.max = SBX_MCP_LINE_MAX + 16;   /* a longest line and its channel number */
 	mux.in_fd = in_fd;
 	mux.out_fd = out_fd;
 	fcntl(in_fd, F_SETFL, fcntl(in_fd, F_GETFL) | O_NONBLOCK);

@@ -73,32 +73,74 @@ bool sbx_mcp_use_stream(const sbx_workspace *ws)
 	return !(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES);
 }
 
+static int read_gateway_binary(char **data, size_t *len)
+{
+	_cleanup_free_ char *host_exe = NULL;
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if ((r = sbx_helper_path(SBX_MCP_GATEWAY_NAME, &host_exe)) < 0)
+		return r;
+	if ((fd = open(host_exe, O_RDONLY | O_CLOEXEC)) < 0)
+		return sbx_fail(sbx_errno_code(errno), "mcp: open %s: %s", host_exe, strerror(errno));
+	if ((r = sbx_fs_read_fd(fd, GATEWAY_MAX_BYTES, data, len)) < 0)
+		return sbx_fail(r, "mcp: reading %s: %s", host_exe, sbx_last_error());
+	return 0;
+}
+
+/* root + "/" + rel, as the workspace's commands see it. */
+static int in_root(sbx_workspace *ws, const char *rel, char **out)
+{
+	const char *root = sbx_workspace_root(ws);
+	size_t n = strlen(root);
+
+	if (asprintf(out, "%s%s%s", root, n && root[n - 1] == '/' ? "" : "/", rel) < 0)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	return 0;
+}
+
 /* Copies the gateway binary into a workspace whose files the host cannot see: its commands
- * run it from there. *exe is its path as they see it; no run folder (it logs nowhere). */
+ * run it from there. No run folder (it logs nowhere). */
 static int upload_gateway(sbx_workspace *ws, char **exe, char **run_dir)
 {
-	_cleanup_free_ char *host_exe = NULL, *data = NULL;
-	_cleanup_close_ int fd = -1;
-	const char *root = sbx_workspace_root(ws);
+	_cleanup_free_ char *data = NULL;
 	size_t len;
 	int r;
 
 	if (!ws->ops->file_write)
 		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' has no file API to copy the MCP "
 		                "gateway into the workspace with", ws->ops->name);
-	if ((r = sbx_helper_path(SBX_MCP_GATEWAY_NAME, &host_exe)) < 0)
+	if ((r = read_gateway_binary(&data, &len)) < 0)
 		return r;
-	if ((fd = open(host_exe, O_RDONLY | O_CLOEXEC)) < 0)
-		return sbx_fail(sbx_errno_code(errno), "mcp: open %s: %s", host_exe, strerror(errno));
-	if ((r = sbx_fs_read_fd(fd, GATEWAY_MAX_BYTES, &data, &len)) < 0)
-		return sbx_fail(r, "mcp: reading %s: %s", host_exe, sbx_last_error());
 	if ((r = ws->ops->file_write(ws->state, SBX_MCP_UPLOAD_PATH, data, len, 0755, 0)) < 0)
 		return sbx_fail(r, "mcp: copying the gateway into the workspace: %s", sbx_last_error());
-	if (asprintf(exe, "%s%s%s", root, root[strlen(root) - 1] == '/' ? "" : "/",
-	             SBX_MCP_UPLOAD_PATH) < 0)
-		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	*run_dir = NULL;
-	return 0;
+	return in_root(ws, SBX_MCP_UPLOAD_PATH, exe);
+}
+
+/* Another backend whose files the host sees (a plugin, a container with the workdir bound):
+ * its commands see the state folder under their root, so the gateway is copied into its run
+ * folder there and runs from it, and its socket is one the host reaches too. */
+static int copy_gateway_into_state(sbx_workspace *ws, char **exe, char **run_dir)
+{
+	_cleanup_free_ char *data = NULL;
+	_cleanup_close_ int state = -1, dir = -1;
+	size_t len;
+	int r;
+
+	if ((r = read_gateway_binary(&data, &len)) < 0)
+		return r;
+	state = openat(ws->root_fd, ".agentsbx", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (state >= 0 && (mkdirat(state, "mcp", 0700) == 0 || errno == EEXIST))
+		dir = openat(state, "mcp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return sbx_fail(sbx_errno_code(errno), "mcp: the state folder's %s: %s",
+		                SBX_MCP_RUN_DIR, strerror(errno));
+	if ((r = sbx_fs_write_atomic(dir, SBX_MCP_GATEWAY_NAME, data, len, 0755, 0)) < 0)
+		return r;
+	if ((r = in_root(ws, SBX_MCP_RUN_DIR, run_dir)) < 0)
+		return r;
+	return in_root(ws, SBX_MCP_RUN_DIR "/" SBX_MCP_GATEWAY_NAME, exe);
 }
 
 /* Where the gateway binary and its folder are, as the workspace's commands see them. */
@@ -122,8 +164,7 @@ static int gateway_argv(sbx_workspace *ws, char **exe, char **run_dir)
 			return sbx_fail(sbx_errno_code(errno), "mcp: mkdir %s: %s", *run_dir,
 			                strerror(errno));
 	} else {
-		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' cannot run the MCP gateway yet "
-		                "(ns, bwrap and local can)", name);
+		return copy_gateway_into_state(ws, exe, run_dir);
 	}
 	return *exe && *run_dir ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory");
 }

@@ -356,6 +356,7 @@ int sbx_mcp_mux_start(sbx_workspace *ws, const char *exe, const char *run_dir,
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	m->refs = 1;
 	m->ws = ws;
+	m->in.max = SBX_MCP_LINE_MAX + 16;   /* a longest line and its channel number */
 	m->next_id = 1;
 	if ((r = sbx_spawn_command(ws, argv, NULL, NULL, 0, true, &m->proc)) < 0) {
 		free(m);

@@ -32,9 +32,11 @@ static bool stream_transport(void)
 	return t && strcmp(t, "stream") == 0;
 }
 
+/* ns and bwrap; local and the test plugin (tests/plugins/testplug.c, a backend with host
+ * files that is neither: the gateway is copied into its state folder) run on the host. */
 static bool sandboxed(void)
 {
-	return strcmp(bt_backend(), "local") != 0;
+	return !strcmp(bt_backend(), "ns") || !strcmp(bt_backend(), "bwrap");
 }
 
 /* The servers' folder as the workspace's commands see it. */
@@ -758,6 +760,8 @@ int main(void)
 	int r;
 
 	snprintf(host_servers, sizeof host_servers, "%s/tests/mcp", src ? src : ".");
+	if (!strcmp(bt_backend(), "testplug") && getenv("SBX_TEST_PLUGIN_DIR"))
+		setenv("SBX_BACKEND_PATH", getenv("SBX_TEST_PLUGIN_DIR"), 1);
 	if (access(test_path_at(host_servers, "node_modules/@modelcontextprotocol/server-filesystem"),
 	           R_OK) != 0 || access("/usr/bin/node", X_OK) != 0) {
 		fprintf(stderr, "skipped: the MCP test servers are not installed (run "
