@@ -564,6 +564,21 @@ START_TEST(http_json_bodies_headers_sse_and_lost_sessions)
 	res = call_ok(w, NULL, "hc", "nothing-like-it", "{}");
 	ck_assert_msg(strstr(res, "\"isError\":true"), "%s", res);
 	sbx_free(res);
+	/* A server error is reported with its status and body. */
+	add_ok(w, NULL, NULL, "broken", http_entry("/broken"));
+	ck_assert_int_eq(sbx_mcp_call(w, NULL, NULL, "broken", "incr", "{}", &res), -SBX_EIO);
+	ck_assert_msg(strstr(sbx_last_error(), "MCP server 'broken': HTTP 500") &&
+	              strstr(sbx_last_error(), "internal trouble"), "%s", sbx_last_error());
+	/* A call slower than the declared timeout. */
+	add_ok(w, NULL, NULL, "impatient", bt_tmp("{\"url\":\"http://127.0.0.1:%d/\",\"timeout\":1}",
+	                                          http_port));
+	ck_assert_int_eq(sbx_mcp_call(w, NULL, NULL, "impatient", "slow", "{}", &res),
+	                 -SBX_ETIMEDOUT);
+	ck_assert_msg(strstr(sbx_last_error(), "MCP server 'impatient' did not answer within 1000 ms"),
+	              "%s", sbx_last_error());
+	res = call_ok(w, NULL, "impatient", "incr", "{}");   /* the session goes on */
+	ck_assert_msg(strstr(res, "\"text\":\"1\""), "%s", res);
+	sbx_free(res);
 }
 END_TEST
 

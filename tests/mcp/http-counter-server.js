@@ -4,7 +4,8 @@
 // multi-line data, a notification before the answer, CRLF line ends).
 // Usage: PORT=<port> node http-counter-server.js   (prints "listening" once it does)
 // Tools: "incr" (a per-session counter), "forget" (drops every session), "tricky-sse",
-// "headers" (the request headers it got, as text).
+// "headers" (the request headers it got, as text), "slow" (answers after 3 s).
+// Every request to the path /broken gets a 500.
 const http = require('http');
 const crypto = require('crypto');
 const sessions = new Map();
@@ -15,6 +16,7 @@ const tools = [
   { name: 'tricky-sse', description: 'Answers over an awkward SSE stream',
     inputSchema: { type: 'object' } },
   { name: 'headers', description: 'Shows the request headers', inputSchema: { type: 'object' } },
+  { name: 'slow', description: 'Answers after 3 s', inputSchema: { type: 'object' } },
 ];
 
 function reply(res, status, body, headers = {}) {
@@ -56,6 +58,8 @@ function handle(req, res, msg) {
       error: { code: -32601, message: 'no such method' } });
   const name = msg.params.name;
   if (name === 'tricky-sse') return trickySse(res, msg.id);
+  if (name === 'slow') return setTimeout(() => reply(res, 200, { jsonrpc: '2.0', id: msg.id,
+    result: { content: [{ type: 'text', text: 'late' }] } }), 3000);
   let text;
   if (name === 'incr') text = String(++s.count);
   else if (name === 'forget') { sessions.clear(); text = 'forgotten'; }
@@ -71,6 +75,10 @@ http.createServer((req, res) => {
     return reply(res, 200);
   }
   if (req.method !== 'POST') return reply(res, 405);
+  if (req.url === '/broken') {
+    res.writeHead(500, { 'Content-Type': 'text/plain' });
+    return res.end('internal trouble');
+  }
   let body = '';
   req.on('data', (d) => { body += d; });
   req.on('end', () => {
