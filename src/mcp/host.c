@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,11 +100,37 @@ static int in_root(sbx_workspace *ws, const char *rel, char **out)
 	return 0;
 }
 
+/* 64-bit FNV-1a: names an uploaded binary by its content. */
+static uint64_t content_hash(const char *data, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)data[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Is rel already in the workspace with this size? (Then its content-derived name says the
+ * content is the same too.) */
+static bool already_there(sbx_workspace *ws, const char *rel, size_t len)
+{
+	sbx_stat st = { .size = sizeof st };
+
+	if (!ws->ops->file_stat || ws->ops->file_stat(ws->state, rel, &st) < 0) {
+		sbx_error_clear();
+		return false;
+	}
+	return st.type == SBX_FILE_REGULAR && st.file_size == len;
+}
+
 /* Copies the gateway binary into a workspace whose files the host cannot see: its commands
- * run it from there. No run folder (it logs nowhere). */
+ * run it from there. The name carries a hash of the content, so a copy a running gateway
+ * executes is never rewritten (ETXTBSY), and one that is there already is not sent again.
+ * No run folder (it logs nowhere). */
 static int upload_gateway(sbx_workspace *ws, char **exe, char **run_dir)
 {
 	_cleanup_free_ char *data = NULL;
+	char rel[64];
 	size_t len;
 	int r;
 
@@ -112,10 +139,19 @@ static int upload_gateway(sbx_workspace *ws, char **exe, char **run_dir)
 		                "gateway into the workspace with", ws->ops->name);
 	if ((r = read_gateway_binary(&data, &len)) < 0)
 		return r;
-	if ((r = ws->ops->file_write(ws->state, SBX_MCP_UPLOAD_PATH, data, len, 0755, 0)) < 0)
-		return sbx_fail(r, "mcp: copying the gateway into the workspace: %s", sbx_last_error());
+	snprintf(rel, sizeof rel, "%s-%016llx", SBX_MCP_UPLOAD_PATH,
+	         (unsigned long long)content_hash(data, len));
+	if (!already_there(ws, rel, len)) {
+		if (ws->ops->file_mkdir &&
+		    (r = ws->ops->file_mkdir(ws->state, SBX_MCP_UPLOAD_DIR, 0755)) < 0 &&
+		    r != -SBX_EEXIST)
+			return r;
+		if ((r = ws->ops->file_write(ws->state, rel, data, len, 0755, 0)) < 0)
+			return sbx_fail(r, "mcp: copying the gateway into the workspace: %s",
+			                sbx_last_error());
+	}
 	*run_dir = NULL;
-	return in_root(ws, SBX_MCP_UPLOAD_PATH, exe);
+	return in_root(ws, rel, exe);
 }
 
 /* Another backend whose files the host sees (a plugin, a container with the workdir bound):

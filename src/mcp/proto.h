@@ -40,8 +40,10 @@
 #define SBX_MCP_RUN_VIEW "/tmp/.agentsbx-mcp"
 /* The first argument that selects the stream transport. */
 #define SBX_MCP_STDIO_FLAG "--stdio"
-/* Where the gateway binary is uploaded on backends without host files (root-relative). */
-#define SBX_MCP_UPLOAD_PATH ".agentsbx-mcp-gateway"
+/* Where the gateway binary is uploaded on backends without host files (root-relative; a
+ * hash of its content is appended). */
+#define SBX_MCP_UPLOAD_DIR ".agentsbx"
+#define SBX_MCP_UPLOAD_PATH SBX_MCP_UPLOAD_DIR "/mcp-gateway"
 
 /* The longest JSON-RPC line either side accepts; longer lines are dropped and reported. */
 #define SBX_MCP_LINE_MAX ((size_t)32 << 20)

@@ -3,7 +3,8 @@
  *                               "config": {"command": ..., "args": [...], "env": {...}}}]}
  * agent/session null means "every": a declaration made without ids applies to all agents and
  * sessions, one with only an agent to all sessions of that agent. An entry that does not check
- * out is kept and reported (with "error") for that server only: the others still work. */
+ * out is kept and reported (with "error") for that server only: the others still work.
+ * Backends without host files keep the file inside the workspace (their file API). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -190,15 +191,79 @@ int sbx_mcp_config_check(const sbx_json *config, char *err, size_t errlen)
 
 static int open_state_dir(sbx_workspace *ws)
 {
-	int fd;
+	int fd = openat(ws->root_fd, STATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (ws->root_fd < 0)
-		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' keeps no state folder on this host",
-		                ws->ops->name);
-	fd = openat(ws->root_fd, STATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return sbx_fail(sbx_errno_code(errno), "mcp: open %s: %s", STATE_DIR, strerror(errno));
 	return fd;
+}
+
+/* A backend without host files keeps the state folder inside the workspace, reached with its
+ * file API like any other file there. */
+static int remote_read(sbx_workspace *ws, char **text, size_t *len)
+{
+	int r;
+
+	if (!ws->ops->file_read)
+		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' has no file API to keep the MCP "
+		                "declarations with", ws->ops->name);
+	r = ws->ops->file_read(ws->state, STATE_DIR "/" FILE_NAME, text, len);
+	if (r == -SBX_ENOENT) {
+		sbx_error_clear();
+		*text = NULL;
+		return 0;
+	}
+	if (r == 0 && *len > FILE_MAX) {
+		free(*text);
+		return sbx_fail(-SBX_EFBIG, "mcp: %s/%s is larger than %zu bytes", STATE_DIR,
+		                FILE_NAME, FILE_MAX);
+	}
+	return r;
+}
+
+static int remote_write(sbx_workspace *ws, const char *text, size_t len)
+{
+	int r;
+
+	if (!ws->ops->file_write || !ws->ops->file_mkdir)
+		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' has no file API to keep the MCP "
+		                "declarations with", ws->ops->name);
+	if ((r = ws->ops->file_mkdir(ws->state, STATE_DIR, 0755)) < 0 && r != -SBX_EEXIST)
+		return r;
+	return ws->ops->file_write(ws->state, STATE_DIR "/" FILE_NAME, text, len, 0600, 0);
+}
+
+/* The declarations file's text, or *text NULL when there is none yet. */
+static int read_decls_file(sbx_workspace *ws, char **text, size_t *len)
+{
+	int dirfd, fd, r;
+
+	*text = NULL;
+	if (ws->root_fd < 0)
+		return remote_read(ws, text, len);
+	if ((dirfd = open_state_dir(ws)) < 0)
+		return dirfd;
+	fd = openat(dirfd, FILE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dirfd);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : sbx_fail(sbx_errno_code(errno), "mcp: open %s/%s: %s",
+		                                      STATE_DIR, FILE_NAME, strerror(errno));
+	r = sbx_fs_read_fd(fd, FILE_MAX, text, len);
+	close(fd);
+	return r;
+}
+
+static int write_decls_file(sbx_workspace *ws, const char *text, size_t len)
+{
+	int dirfd, r;
+
+	if (ws->root_fd < 0)
+		return remote_write(ws, text, len);
+	if ((dirfd = open_state_dir(ws)) < 0)
+		return dirfd;
+	r = sbx_fs_write_atomic(dirfd, FILE_NAME, text, len, 0600, 0);
+	close(dirfd);
+	return r;
 }
 
 static char *dup_id(const sbx_json *v)
@@ -234,20 +299,11 @@ int sbx_mcp_decls_load(sbx_workspace *ws, sbx_mcp_decl **decls, size_t *n)
 	size_t len;
 	sbx_json *doc = NULL;
 	const sbx_json *servers;
-	int dirfd, fd, r;
+	int r;
 
 	*decls = NULL;
 	*n = 0;
-	if ((dirfd = open_state_dir(ws)) < 0)
-		return dirfd;
-	fd = openat(dirfd, FILE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	close(dirfd);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : sbx_fail(sbx_errno_code(errno), "mcp: open %s/%s: %s",
-		                                      STATE_DIR, FILE_NAME, strerror(errno));
-	r = sbx_fs_read_fd(fd, FILE_MAX, &text, &len);
-	close(fd);
-	if (r < 0)
+	if ((r = read_decls_file(ws, &text, &len)) < 0 || !text)
 		return r;
 	r = sbx_json_parse(text, len, &doc, perr, sizeof perr);
 	free(text);
@@ -280,7 +336,7 @@ static void write_id(sbx_buf *b, const char *id)
 int sbx_mcp_decls_save(sbx_workspace *ws, const sbx_mcp_decl *decls, size_t n)
 {
 	sbx_buf b = { 0 };
-	int dirfd, r;
+	int r;
 
 	sbx_buf_puts(&b, "{\"version\":1,\"servers\":[");
 	for (size_t i = 0; i < n; i++) {
@@ -302,12 +358,7 @@ int sbx_mcp_decls_save(sbx_workspace *ws, const sbx_mcp_decl *decls, size_t n)
 		sbx_buf_free(&b);
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
-	if ((dirfd = open_state_dir(ws)) < 0) {
-		sbx_buf_free(&b);
-		return dirfd;
-	}
-	r = sbx_fs_write_atomic(dirfd, FILE_NAME, b.data, b.len, 0600, 0);
-	close(dirfd);
+	r = write_decls_file(ws, b.data, b.len);
 	sbx_buf_free(&b);
 	return r;
 }

@@ -25,11 +25,12 @@ static char *workdir;
 static sbx_workspace *ws;
 static char host_servers[4096];
 
+/* Asked for, or the default: remoteplug (testplug without host files) has no socket path. */
 static bool stream_transport(void)
 {
 	const char *t = getenv("SBX_TEST_MCP_TRANSPORT");
 
-	return t && strcmp(t, "stream") == 0;
+	return (t && strcmp(t, "stream") == 0) || !strcmp(bt_backend(), "remoteplug");
 }
 
 /* ns and bwrap; local and the test plugin (tests/plugins/testplug.c, a backend with host
@@ -737,7 +738,7 @@ END_TEST
 
 static Suite *mcp_suite(void)
 {
-	Suite *s = suite_create(bt_tmp("mcp-%s%s", stream_transport() ? "stream-" : "",
+	Suite *s = suite_create(bt_tmp("mcp-%s%s", getenv("SBX_TEST_MCP_TRANSPORT") ? "stream-" : "",
 	                               bt_backend()));
 	TCase *tc = tcase_create("mcp");
 
@@ -755,7 +756,7 @@ static Suite *mcp_suite(void)
 	tcase_add_test(tc, mcp_tools_in_the_toolbox);
 	suite_add_tcase(s, tc);
 	/* Remote servers do not go through the gateway: once per backend is enough. */
-	if (!stream_transport()) {
+	if (!getenv("SBX_TEST_MCP_TRANSPORT")) {
 		tc = tcase_create("http");
 		tcase_add_checked_fixture(tc, setup, http_teardown);
 		tcase_set_timeout(tc, 120);
@@ -775,7 +776,7 @@ int main(void)
 	int r;
 
 	snprintf(host_servers, sizeof host_servers, "%s/tests/mcp", src ? src : ".");
-	if (!strcmp(bt_backend(), "testplug") && getenv("SBX_TEST_PLUGIN_DIR"))
+	if (strstr(bt_backend(), "plug") && getenv("SBX_TEST_PLUGIN_DIR"))
 		setenv("SBX_BACKEND_PATH", getenv("SBX_TEST_PLUGIN_DIR"), 1);
 	if (access(test_path_at(host_servers, "node_modules/@modelcontextprotocol/server-filesystem"),
 	           R_OK) != 0 || access("/usr/bin/node", X_OK) != 0) {
