@@ -220,6 +220,7 @@ static void cancel(sbx_mcp_client *c, int64_t id)
 static int await_response(sbx_mcp_client *c, const char *method, int64_t id, sbx_json **result)
 {
 	int64_t deadline = sbx_now_ms() + c->timeout_ms;
+	int64_t hard_deadline = sbx_now_ms() + SBX_MCP_CALL_MAX_MS;
 
 	for (;;) {
 		char perr[128], *line;
@@ -246,7 +247,8 @@ static int await_response(sbx_mcp_client *c, const char *method, int64_t id, sbx
 		if (m && idv)
 			answer_server_request(c, m, idv);
 		else if (m && handle_notification(c, m, msg, id))
-			deadline = sbx_now_ms() + c->timeout_ms;
+			deadline = sbx_now_ms() + c->timeout_ms < hard_deadline
+			           ? sbx_now_ms() + c->timeout_ms : hard_deadline;
 		else if (idv && idv->type == SBX_JSON_INT && idv->i == id) {
 			const sbx_json *err = sbx_json_get(msg, "error");
 

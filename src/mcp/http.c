@@ -43,6 +43,7 @@ struct http_conn {
 	char *policy_seen;           /* ... as it was then (mode + rules) */
 	char pin[SBX_MCP_URL_MAX + 80];
 	char session[SESSION_ID_MAX];
+	int timeout_ms;              /* the client's, per request */
 	bool reinitializing;
 	char **inbox;                /* messages received, not yet taken */
 	size_t in_head, in_n, in_cap;
@@ -60,6 +61,8 @@ struct post {
 	sbx_buf data;                /* SSE: the event's data lines */
 	bool event_is_message;
 	int error;                   /* set by the callback when it gives up */
+	int64_t deadline;            /* moved on by progress on the request */
+	int64_t hard_deadline;       /* never moved */
 };
 
 /* ---- the inbox ---- */
@@ -97,18 +100,37 @@ static void inbox_clear(struct http_conn *h)
 
 /* ---- reading a response ---- */
 
-static bool json_id_is(const sbx_json *msg, const char *want_id)
+static bool json_text_is(const sbx_json *v, const char *text)
 {
-	const sbx_json *id = sbx_json_get(msg, "id");
 	sbx_buf b = { 0 };
 	bool same;
 
-	if (!id || sbx_json_get(msg, "method"))
+	if (!v)
 		return false;
-	sbx_json_write(&b, id);
-	same = !b.oom && b.len == strlen(want_id) && memcmp(b.data, want_id, b.len) == 0;
+	sbx_json_write(&b, v);
+	same = !b.oom && b.len == strlen(text) && memcmp(b.data, text, b.len) == 0;
 	sbx_buf_free(&b);
 	return same;
+}
+
+static bool json_id_is(const sbx_json *msg, const char *want_id)
+{
+	return !sbx_json_get(msg, "method") && json_text_is(sbx_json_get(msg, "id"), want_id);
+}
+
+/* Progress on the request (the client makes a call's progressToken its id): as on the
+ * gateway's transports, the request's timeout starts again, up to the hard limit. */
+static void note_progress(struct post *p, const sbx_json *msg, int timeout_ms)
+{
+	const sbx_json *m = sbx_json_get(msg, "method");
+	int64_t next;
+
+	if (!p->want_id || !m || m->type != SBX_JSON_STRING ||
+	    strcmp(m->str, "notifications/progress") != 0 ||
+	    !json_text_is(sbx_json_get(sbx_json_get(msg, "params"), "progressToken"), p->want_id))
+		return;
+	next = sbx_now_ms() + timeout_ms;
+	p->deadline = next < p->hard_deadline ? next : p->hard_deadline;
 }
 
 /* A message of the response (a JSON body's, or an SSE event's data): queued, and noted when
@@ -136,6 +158,7 @@ static int take_message(struct post *p, const char *text, size_t len)
 		r = inbox_push(p->h, text, len);
 		if (p->want_id && json_id_is(msg, p->want_id))
 			p->answered = true;
+		note_progress(p, msg, p->h->timeout_ms);
 	}
 	sbx_json_free(msg);
 	return r;
@@ -238,6 +261,16 @@ static int on_body(void *arg, const char *data, size_t len)
 		return r;
 	}
 	return p->answered ? -SBX_ESTATE : 0;   /* -SBX_ESTATE: stop, all is here */
+}
+
+/* util/http's clock: the request's own deadline, which progress moves. */
+static int on_tick(void *arg)
+{
+	struct post *p = arg;
+
+	if (sbx_now_ms() < p->deadline)
+		return 0;
+	return -SBX_ETIMEDOUT;
 }
 
 /* ---- sending ---- */
@@ -350,12 +383,15 @@ static int post_once(sbx_mcp_client *c, struct http_conn *h, const char *msg, si
 {
 	char session_hdr[SESSION_ID_MAX + 20], version_hdr[sizeof c->protocol + 32], sid[512];
 	struct sbx_http_response resp = { 0 };
-	struct post p = { .h = h, .resp = &resp, .want_id = want_id };
+	int64_t now = sbx_now_ms();
+	struct post p = { .h = h, .resp = &resp, .want_id = want_id,
+	                  .deadline = now + c->timeout_ms, .hard_deadline = now + SBX_MCP_CALL_MAX_MS };
 	const char **headers = build_headers(c, h, session_hdr, version_hdr);
 	struct sbx_http_request req = {
 		.method = "POST", .url = h->url, .headers = headers, .body = msg, .body_len = len,
-		.timeout_ms = c->timeout_ms, .max_body = STREAM_MAX, .on_body = on_body,
+		.timeout_ms = SBX_MCP_CALL_MAX_MS, .max_body = STREAM_MAX, .on_body = on_body,
 		.on_body_arg = &p, .who = h->who, .resolve = h->pin[0] ? h->pin : NULL,
+		.on_tick = on_tick, .on_tick_arg = &p,
 	};
 	int r;
 
@@ -508,6 +544,7 @@ int sbx_mcp_http_open(sbx_workspace *ws, const sbx_json *config, const char *nam
 	if (!h)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	h->ws = ws;
+	h->timeout_ms = timeout_ms;
 	snprintf(h->who, sizeof h->who, "MCP server '%s'", name);
 	sbx_mcp_client_init_transport(c, &http_transport, h, name, timeout_ms);
 	/* The declaration was checked when added and when loaded; this cannot fail but on memory. */

@@ -48,6 +48,10 @@
 /* The longest JSON-RPC line either side accepts; longer lines are dropped and reported. */
 #define SBX_MCP_LINE_MAX ((size_t)32 << 20)
 
+/* The longest a request may take however much progress its server reports (the timeout
+ * starts again with each progress notification, up to this). */
+#define SBX_MCP_CALL_MAX_MS (3600 * 1000)
+
 /* JSON-RPC error code the gateway uses when the server process exited or could not start. */
 #define SBX_MCP_ERR_SERVER_GONE (-32099)
 /* Gateway diagnostics (the server wrote non-JSON, an over-long line): params {"text"}. */

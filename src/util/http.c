@@ -93,6 +93,21 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
+/* libcurl's progress meter, used as a clock for req->on_tick. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+	struct transfer *t = arg;
+	int r = t->req->on_tick(t->req->on_tick_arg);
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	if (r < 0) {
+		t->abort_code = r;
+		return 1;
+	}
+	return 0;
+}
+
 static int curl_failure(const struct sbx_http_request *req, CURLcode c, const char *detail)
 {
 	int code = c == CURLE_OPERATION_TIMEDOUT ? -SBX_ETIMEDOUT : -SBX_EIO;
@@ -150,6 +165,11 @@ static void set_options(CURL *c, const struct sbx_http_request *req, struct tran
 	if (req->body) {
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
 		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+	}
+	if (req->on_tick) {
+		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(c, CURLOPT_XFERINFODATA, t);
+		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	}
 	if (t->resolve) {
 		curl_easy_setopt(c, CURLOPT_RESOLVE, t->resolve);

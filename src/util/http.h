@@ -36,6 +36,10 @@ struct sbx_http_request {
 	                                 that host and port (CURLOPT_RESOLVE), the one a policy
 	                                 checked; also bypasses any proxy from the environment,
 	                                 which would make the connection go elsewhere. NULL: none */
+	int (*on_tick)(void *arg);    /* called now and then during the transfer (at least once a
+	                                 second, with or without data): a negative return aborts
+	                                 it and becomes the result — a deadline the caller moves */
+	void *on_tick_arg;
 };
 
 struct sbx_http_response {

@@ -200,6 +200,15 @@ START_TEST(everything_server_arguments_errors_and_large_results)
 	res = call_ok(ws, NULL, "ev", "trigger-long-running-operation", "{\"duration\":1,\"steps\":4}");
 	ck_assert_msg(strstr(res, "completed"), "%s", res);
 	sbx_free(res);
+	/* Progress restarts the timeout: 6 s of work in 12 steps outlives a 3 s timeout (long
+	 * enough for node to start the server and answer initialize). */
+	add_ok(ws, NULL, NULL, "evp", bt_tmp("{\"command\":\"node\",\"args\":[\"%s/node_modules/"
+	                                 "@modelcontextprotocol/server-everything/dist/index.js\","
+	                                 "\"stdio\"],\"timeout\":3}", servers_dir()));
+	res = call_ok(ws, NULL, "evp", "trigger-long-running-operation",
+	              "{\"duration\":6,\"steps\":12}");
+	ck_assert_msg(strstr(res, "completed"), "%s", res);
+	sbx_free(res);
 }
 END_TEST
 
@@ -519,6 +528,13 @@ START_TEST(http_server_tools_calls_and_results)
 	/* Progress notifications on the call's SSE stream, then its answer. */
 	res = call_ok(w, NULL, "web", "trigger-long-running-operation",
 	              "{\"duration\":1,\"steps\":4}");
+	ck_assert_msg(strstr(res, "completed"), "%s", res);
+	sbx_free(res);
+	/* Progress on the stream restarts the timeout, as on the gateway. */
+	add_ok(w, NULL, NULL, "webp", bt_tmp("{\"url\":\"http://127.0.0.1:%d/mcp\",\"timeout\":3}",
+	                                     http_port));
+	res = call_ok(w, NULL, "webp", "trigger-long-running-operation",
+	              "{\"duration\":6,\"steps\":12}");
 	ck_assert_msg(strstr(res, "completed"), "%s", res);
 	sbx_free(res);
 	/* Sessions are per (agent, session), as for stdio servers. */
