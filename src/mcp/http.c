@@ -276,7 +276,7 @@ static int on_tick(void *arg)
 /* ---- sending ---- */
 
 /* Is the policy the one this connection was allowed under? A change decides again. */
-static int check_policy(sbx_mcp_client *c, struct http_conn *h)
+static int check_policy(struct http_conn *h)
 {
 	sbx_workspace *ws = h->ws;
 	char *now;
@@ -297,7 +297,6 @@ static int check_policy(sbx_mcp_client *c, struct http_conn *h)
 	h->decided = false;
 	if ((r = sbx_network_host_connect(ws, h->who, h->host, h->port, h->pin, sizeof h->pin)) < 0)
 		return r;
-	(void)c;
 	h->decided = true;
 	return 0;
 }
@@ -408,10 +407,12 @@ static int post_once(sbx_mcp_client *c, struct http_conn *h, const char *msg, si
 		r = status_error(c, h, resp.status, &p.body);
 	if (r == 0 && !p.failed_status && !p.sse && p.body.len)
 		r = take_message(&p, p.body.data, p.body.len);
-	if (r == 0 && p.sse && p.line.len)
-		r = sse_line(&p, p.line.data, p.line.len);   /* a last line without its newline */
-	if (r == 0 && p.sse)
-		r = sse_line(&p, "", 0);                     /* and an event without its blank line */
+	/* A stream that ended by itself may end in a line without its newline, or an event
+	 * without its blank line; one we stopped holds only the start of what came next. */
+	if (r == 0 && p.sse && !p.answered && p.line.len)
+		r = sse_line(&p, p.line.data, p.line.len);
+	if (r == 0 && p.sse && !p.answered)
+		r = sse_line(&p, "", 0);
 	if (r == 0 && !p.failed_status &&
 	    sbx_http_response_header(&resp, "Mcp-Session-Id", sid, sizeof sid)) {
 		if (!session_id_ok(sid))
@@ -433,7 +434,7 @@ static int http_send(sbx_mcp_client *c, const char *msg, size_t len)
 	struct http_conn *h = c->tp_data;
 	char *want_id = request_id_of(msg, len);
 	long status = 0;
-	int r = check_policy(c, h);
+	int r = check_policy(h);
 
 	if (r == 0)
 		r = post_once(c, h, msg, len, want_id, &status);
@@ -556,7 +557,7 @@ int sbx_mcp_http_open(sbx_workspace *ws, const sbx_json *config, const char *nam
 	else
 		r = copy_headers(h, sbx_json_get(config, "headers"));
 	if (r == 0)
-		r = check_policy(c, h);
+		r = check_policy(h);
 	if (r < 0)
 		sbx_mcp_client_close(c);
 	return r;
