@@ -565,6 +565,32 @@ static int parse_audit(sbx_config *cfg, const sbx_json *v)
 	return rc;
 }
 
+/* MCP: {"transport": "socket" | "stream"} — how the host reaches the workspace's MCP
+ * gateway (src/mcp/proto.h). Absent: the backend's capabilities decide. */
+static int parse_mcp(sbx_config *cfg, const sbx_json *v)
+{
+	char shown[SHOWN_SIZE];
+	int rc = expect_type(v, SBX_JSON_OBJECT, "an object", "mcp");
+
+	for (size_t i = 0; rc == 0 && i < v->n; i++) {
+		const sbx_json *item = v->items[i];
+
+		if (v->key_lens[i] != strlen(v->keys[i]) || strcmp(v->keys[i], "transport") != 0) {
+			show(shown, sizeof shown, "mcp.", v->keys[i], v->key_lens[i]);
+			return sbx_fail(-SBX_ECONFIG, "config: unknown key '%s'", shown);
+		}
+		if ((rc = expect_c_string(item, "mcp.transport")) < 0)
+			return rc;
+		if (strcmp(item->str, "socket") != 0 && strcmp(item->str, "stream") != 0) {
+			show(shown, sizeof shown, "", item->str, item->len);
+			return sbx_fail(-SBX_ECONFIG, "config: key 'mcp.transport': unknown value '%s' "
+			                "(expected \"socket\" or \"stream\")", shown);
+		}
+		cfg->mcp_stream = strcmp(item->str, "stream") == 0 ? 1 : 0;
+	}
+	return rc;
+}
+
 typedef int (*key_parser)(sbx_config *cfg, const sbx_json *v);
 
 static const struct {
@@ -581,6 +607,7 @@ static const struct {
 	{ "baseline", parse_baseline },
 	{ "mode", parse_mode },
 	{ "audit", parse_audit },
+	{ "mcp", parse_mcp },
 };
 
 static bool find_top_level_key(const char *name, key_parser *parse)
@@ -640,6 +667,7 @@ static int config_new(const char *text, sbx_config **out)
 		return config_oom();
 	cfg->max_output = SBX_DEFAULT_MAX_OUTPUT;
 	cfg->audit_enabled = true;
+	cfg->mcp_stream = -1;
 	cfg->audit_max_bytes = SBX_AUDIT_DEFAULT_MAX_BYTES;
 	cfg->audit_keep = SBX_AUDIT_DEFAULT_KEEP;
 	cfg->backend = strdup(SBX_DEFAULT_BACKEND);

@@ -35,6 +35,7 @@ typedef struct sbx_config {
 	uint64_t audit_max_bytes; /* rotate the log beyond this size */
 	int audit_keep;           /* rotated logs kept */
 	char **audit_redact;      /* secrets never written to the log, or NULL */
+	int mcp_stream;           /* "mcp.transport": 1 stream, 0 socket, -1 not given */
 	char *backend_options;    /* JSON text of the object under the backend's name, or "{}" */
 	char *json;               /* the whole config as given (or "{}") */
 } sbx_config;

@@ -11,6 +11,10 @@
 
 void gw_conn_send(struct gw_conn *c, const char *line, size_t len)
 {
+	if (c->mux) {
+		gw_mux_send(c->ch, line, len);
+		return;
+	}
 	sbx_buf_append(&c->out, line, len);
 	sbx_buf_append(&c->out, "\n", 1);
 }
@@ -111,6 +115,21 @@ static void handle_hello(struct gw_conn *c, const char *line, size_t len)
 	sbx_json_free(hello);
 }
 
+void gw_conn_on_line(struct gw_conn *c, const char *line, size_t len)
+{
+	if (c->closing)
+		return;
+	if (!c->greeted)
+		handle_hello(c, line, len);
+	else if (c->server && len)
+		gw_server_from_host(c->server, line, len);
+}
+
+size_t gw_conn_backlog(const struct gw_conn *c)
+{
+	return c->mux ? gw_mux_backlog() : c->out.len - c->out_off;
+}
+
 void gw_conn_on_input(struct gw_conn *c)
 {
 	char buf[65536], *line;
@@ -128,10 +147,8 @@ void gw_conn_on_input(struct gw_conn *c)
 	while (!c->closing && (r = sbx_linebuf_next(&c->in, &line, &len)) != SBX_LINE_NONE) {
 		if (r == SBX_LINE_DROPPED)
 			gw_send_error(c, "null", -32600, "the message is longer than 32 MiB");
-		else if (!c->greeted)
-			handle_hello(c, line, len);
-		else if (c->server && len)
-			gw_server_from_host(c->server, line, len);
+		else
+			gw_conn_on_line(c, line, len);
 	}
 }
 
@@ -159,7 +176,10 @@ void gw_conn_free(struct gw_conn *c)
 {
 	if (c->server && c->server->conn == c)
 		c->server->conn = NULL;
-	close(c->fd);
+	if (c->mux)
+		gw_mux_send(c->ch, NULL, 0);   /* tells the host the channel is closed */
+	else
+		close(c->fd);
 	sbx_linebuf_free(&c->in);
 	sbx_buf_free(&c->out);
 	free(c);

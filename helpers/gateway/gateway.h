@@ -46,7 +46,9 @@ struct gw_server {
 };
 
 struct gw_conn {
-	int fd;
+	int fd;                   /* -1 for a channel of the stream transport */
+	bool mux;                 /* a channel: its lines go through mux.c's stdout queue */
+	uint32_t ch;              /* the channel's number */
 	sbx_linebuf in;
 	sbx_buf out;
 	size_t out_off;
@@ -57,6 +59,7 @@ struct gw_conn {
 };
 
 extern struct gw_server *gw_servers;
+extern struct gw_conn *gw_conns;
 
 /* Logging to the gateway's log file (stderr once started). */
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -68,6 +71,23 @@ void gw_conn_sendf(struct gw_conn *c, const char *fmt, ...) __attribute__((forma
 void gw_conn_on_input(struct gw_conn *c);
 void gw_conn_flush(struct gw_conn *c);
 void gw_conn_free(struct gw_conn *c);
+/* One line from the host (after framing), for the connection's hello or its server. */
+void gw_conn_on_line(struct gw_conn *c, const char *line, size_t len);
+/* Bytes queued for the host on c's way out (its socket, or the shared stdout). */
+size_t gw_conn_backlog(const struct gw_conn *c);
+
+/* mux.c: the stream transport (src/mcp/proto.h), on the gateway's stdin and stdout. */
+void gw_mux_start(int in_fd, int out_fd);
+bool gw_mux_active(void);
+int gw_mux_in_fd(void);
+int gw_mux_out_fd(void);
+/* Should stdin be read now? Not while a channel's server has a full queue (backpressure). */
+bool gw_mux_want_input(void);
+size_t gw_mux_backlog(void);
+void gw_mux_on_input(void);
+void gw_mux_flush(void);
+/* Queues a frame: a line of channel ch, or (line NULL) the channel's close. */
+void gw_mux_send(uint32_t ch, const char *line, size_t len);
 
 /* server.c */
 struct gw_server *gw_server_get(const char *key, bool create);

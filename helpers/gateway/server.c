@@ -379,17 +379,21 @@ static void on_exit_status(struct gw_server *s, int status)
 	release_process(s);
 }
 
+/* One wait for any child, matched to its server: a server and the grandchildren that are
+ * re-parented to the gateway (a subreaper) are reaped by the same call, so a server that
+ * exits between a wait for it and a wait for the others cannot be taken for a grandchild
+ * and its end lost (its requests would wait for their timeout). */
 void gw_servers_reap(void)
 {
-	for (struct gw_server *s = gw_servers; s; s = s->next) {
-		int status;
+	int status;
+	pid_t pid;
 
-		if (s->pid && waitpid(s->pid, &status, WNOHANG) == s->pid)
-			on_exit_status(s, status);
-	}
-	while (waitpid(-1, NULL, WNOHANG) > 0) {
-		/* grandchildren re-parented to us when the gateway is a subreaper */
-	}
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		for (struct gw_server *s = gw_servers; s; s = s->next)
+			if (s->pid == pid) {
+				on_exit_status(s, status);
+				break;
+			}
 }
 
 void gw_server_remove(struct gw_server *s)

@@ -504,8 +504,14 @@ SBX_API const char *sbx_audit_path(const sbx_workspace *ws);
  * A server is declared with the entry format MCP clients already use:
  *   {"command": "node", "args": ["server.js"], "env": {"K": "v"}, "cwd": "sub/dir"}
  * (stdio; cwd relative to the workspace root, default the root) plus an optional "timeout"
- * in seconds per request (default 60). Remote entries ({"type": "http", "url": ...}) are
- * refused with -SBX_ENOSYS for now. Server names: [A-Za-z0-9_-], 1..64 characters, no "__".
+ * in seconds per request (default 60), or a remote server spoken to with MCP's Streamable
+ * HTTP transport:
+ *   {"type": "http", "url": "https://host/mcp", "headers": {"Authorization": "Bearer ..."}}
+ * ("type" may also be "streamable-http", "streamableHttp" or "streamable_http", or left out
+ * when "url" is given). The host connects to a remote server only as the workspace's network
+ * policy allows (mode "none": -SBX_EPERM; "allowlist": its rules, checked against the
+ * resolved address too), and each decision is an audit record. Server names:
+ * [A-Za-z0-9_-], 1..64 characters, no "__".
  *
  * Declarations persist in the state folder (.agentsbx/mcp.json), scoped by (agent, session):
  * sbx_mcp_add with agent_id NULL applies to every agent, session_id NULL to every session;
@@ -518,7 +524,10 @@ SBX_API const char *sbx_audit_path(const sbx_workspace *ws);
  * crashed one on the next request, with backoff. A crash, a timeout, a server that writes
  * garbage each fail that call (-SBX_EIO, -SBX_ETIMEDOUT, -SBX_EPROTO) with a message naming
  * the server; other servers are not affected. MCP calls on one handle run one at a time.
- * Backends: ns, bwrap and local (-SBX_ENOSYS elsewhere).
+ * The host reaches the gateway through a Unix socket in the state folder on backends with
+ * host files, and through the gateway's own stdin and stdout on the others (where the
+ * gateway binary is first copied in with the backend's file API); the config's
+ * "mcp": {"transport": "socket" | "stream"} overrides the choice.
  *
  * MCP tools also appear in sbx_tools_json as "mcp__<server>__<tool>" (servers of the default
  * agent and session; one that fails to start is left out), and sbx_tool_call_session runs

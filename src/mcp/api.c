@@ -22,7 +22,8 @@
 
 struct sbx_mcp_live {
 	char *agent, *session, *name;
-	char *spec;             /* the "server" object sent to the gateway */
+	char *spec;             /* the "server" object sent to the gateway, or (http) the entry */
+	bool http;              /* a remote server, reached directly, not through the gateway */
 	sbx_mcp_client client;
 	char *tools_json;       /* cached tools/list, until the server says it changed */
 	struct sbx_mcp_live *next;
@@ -158,7 +159,7 @@ static int attach(sbx_workspace *ws, sbx_mcp_state *st, struct sbx_mcp_live *l)
 	sbx_buf hello = { 0 };
 	sbx_json *doc = NULL;
 	const sbx_json *ok, *err;
-	int fd = -1, r;
+	int r;
 
 	sbx_buf_puts(&hello, "{\"op\":\"attach\",\"key\":");
 	{
@@ -170,7 +171,8 @@ static int attach(sbx_workspace *ws, sbx_mcp_state *st, struct sbx_mcp_live *l)
 	}
 	sbx_buf_printf(&hello, ",\"server\":%s}", l->spec);
 	r = hello.oom ? sbx_fail(-SBX_ENOMEM, "out of memory")
-	              : sbx_mcp_gateway_open(ws, st, hello.data, HELLO_TIMEOUT_MS, &fd, &reply);
+	              : sbx_mcp_gateway_open(ws, st, hello.data, HELLO_TIMEOUT_MS, l->name,
+	                                     l->client.timeout_ms, &l->client, &reply);
 	sbx_buf_free(&hello);
 	if (r < 0)
 		return r;
@@ -185,15 +187,42 @@ static int attach(sbx_workspace *ws, sbx_mcp_state *st, struct sbx_mcp_live *l)
 	sbx_json_free(doc);
 	free(reply);
 	if (r < 0) {
-		close(fd);
+		sbx_mcp_client_close(&l->client);
 		return r;
 	}
-	sbx_mcp_client_init(&l->client, fd, l->name, l->client.timeout_ms);
 	return sbx_mcp_client_initialize(&l->client);
 }
 
+/* A remote server's spec is its entry as declared. */
+static int http_spec(const sbx_json *config, char **spec)
+{
+	sbx_buf b = { 0 };
+
+	sbx_json_write(&b, config);
+	if (b.oom) {
+		sbx_buf_free(&b);
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	}
+	*spec = sbx_buf_steal(&b, NULL);
+	return 0;
+}
+
+/* A remote server: the host is the client, through the network policy. */
+static int connect_http(sbx_workspace *ws, struct sbx_mcp_live *l)
+{
+	char perr[128];
+	sbx_json *config = NULL;
+	int r;
+
+	if (sbx_json_parse(l->spec, strlen(l->spec), &config, perr, sizeof perr) < 0)
+		return sbx_fail(-SBX_EINVAL, "MCP server '%s': %s", l->name, perr);
+	r = sbx_mcp_http_open(ws, config, l->name, l->client.timeout_ms, &l->client);
+	sbx_json_free(config);
+	return r < 0 ? r : sbx_mcp_client_initialize(&l->client);
+}
+
 static int resolve(sbx_workspace *ws, const char *agent, const char *session, const char *name,
-                   char **spec, int *timeout_ms)
+                   char **spec, bool *http, int *timeout_ms)
 {
 	sbx_mcp_decl *decls;
 	const sbx_mcp_decl *d;
@@ -207,7 +236,11 @@ static int resolve(sbx_workspace *ws, const char *agent, const char *session, co
 		             name, agent, session);
 	else if (d->error)
 		r = sbx_fail(-SBX_EINVAL, "MCP server '%s' is declared wrongly: %s", name, d->error);
-	else if ((r = build_spec(ws, d->config, spec)) == 0)
+	else if ((*http = sbx_mcp_config_is_http(d->config)))
+		r = http_spec(d->config, spec);
+	else
+		r = build_spec(ws, d->config, spec);
+	if (r == 0 && d && !d->error)
 		*timeout_ms = timeout_ms_of(d->config);
 	sbx_mcp_decls_free(decls, n);
 	return r;
@@ -229,12 +262,13 @@ static int get_live(sbx_workspace *ws, sbx_mcp_state *st, const char *agent, con
 {
 	struct sbx_mcp_live *l;
 	char *spec = NULL;
+	bool http = false;
 	int timeout_ms = DEFAULT_TIMEOUT_MS, r;
 
-	if ((r = resolve(ws, agent, session, name, &spec, &timeout_ms)) < 0)
+	if ((r = resolve(ws, agent, session, name, &spec, &http, &timeout_ms)) < 0)
 		return r;
 	l = find_live(st, agent, session, name);
-	if (l && !l->client.broken && strcmp(l->spec, spec) == 0) {
+	if (l && !l->client.broken && l->http == http && strcmp(l->spec, spec) == 0) {
 		free(spec);
 		*out = l;
 		return 0;
@@ -248,10 +282,11 @@ static int get_live(sbx_workspace *ws, sbx_mcp_state *st, const char *agent, con
 		free(spec);
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
-	l->client.fd = -1;
+	l->client.fd = -1;     /* no transport until attached: closing is a no-op */
 	l->client.timeout_ms = timeout_ms;
 	l->spec = spec;
-	if ((r = attach(ws, st, l)) < 0) {
+	l->http = http;
+	if ((r = http ? connect_http(ws, l) : attach(ws, st, l)) < 0) {
 		live_free(l);
 		return r;
 	}
@@ -347,15 +382,16 @@ out:
 static void stop_in_gateway(sbx_workspace *ws, sbx_mcp_state *st, const struct sbx_mcp_live *l)
 {
 	sbx_buf hello = { 0 }, key = { 0 };
+	sbx_mcp_client c = { 0 };
 	char *reply = NULL;
-	int fd = -1;
 
 	sbx_buf_printf(&key, "%s/%s/%s", l->agent, l->session, l->name);
 	sbx_buf_puts(&hello, "{\"op\":\"stop\",\"key\":");
 	sbx_buf_json_string(&hello, key.data ? key.data : "", key.len);
 	sbx_buf_puts(&hello, "}");
-	if (!hello.oom && sbx_mcp_gateway_open(ws, st, hello.data, HELLO_TIMEOUT_MS, &fd, &reply) == 0)
-		close(fd);
+	if (!hello.oom && sbx_mcp_gateway_open(ws, st, hello.data, HELLO_TIMEOUT_MS, l->name,
+	                                       HELLO_TIMEOUT_MS, &c, &reply) == 0)
+		sbx_mcp_client_close(&c);
 	free(reply);
 	sbx_buf_free(&hello);
 	sbx_buf_free(&key);
@@ -396,7 +432,8 @@ int sbx_mcp_remove(sbx_workspace *ws, const char *agent_id, const char *session_
 		for (struct sbx_mcp_live *l = ws->mcp->live, *next; r == 0 && l; l = next) {
 			next = l->next;
 			if (!strcmp(l->name, name) && sbx_mcp_decl_visible(&gone, l->agent, l->session)) {
-				stop_in_gateway(ws, ws->mcp, l);
+				if (!l->http)   /* a remote one's session ends when its client closes */
+					stop_in_gateway(ws, ws->mcp, l);
 				drop_live(ws->mcp, l);
 			}
 		}

@@ -18,17 +18,40 @@
 
 const char *const sbx_mcp_protocol_versions[] = { "2025-06-18", "2025-03-26", "2024-11-05", NULL };
 
-void sbx_mcp_client_init(sbx_mcp_client *c, int fd, const char *name, int timeout_ms)
-{
-	*c = (sbx_mcp_client){ .fd = fd, .name = name, .timeout_ms = timeout_ms, .next_id = 1 };
-}
+/* ---- the socket transport: MCP's stdio framing on a connection to the gateway ---- */
 
-void sbx_mcp_client_close(sbx_mcp_client *c)
+static int fd_send(sbx_mcp_client *c, const char *line, size_t len);
+static int fd_recv(sbx_mcp_client *c, int64_t deadline, char **line, size_t *len);
+
+static void fd_close(sbx_mcp_client *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
 	sbx_linebuf_free(&c->in);
+}
+
+static const sbx_mcp_transport fd_transport = { fd_send, fd_recv, fd_close };
+
+void sbx_mcp_client_init(sbx_mcp_client *c, int fd, const char *name, int timeout_ms)
+{
+	*c = (sbx_mcp_client){ .tp = &fd_transport, .fd = fd, .name = name,
+	                       .timeout_ms = timeout_ms, .next_id = 1 };
+}
+
+void sbx_mcp_client_init_transport(sbx_mcp_client *c, const sbx_mcp_transport *tp, void *data,
+                                   const char *name, int timeout_ms)
+{
+	*c = (sbx_mcp_client){ .tp = tp, .tp_data = data, .fd = -1, .name = name,
+	                       .timeout_ms = timeout_ms, .next_id = 1 };
+}
+
+void sbx_mcp_client_close(sbx_mcp_client *c)
+{
+	if (c->tp)
+		c->tp->close(c);
+	c->tp = NULL;
+	c->tp_data = NULL;
 }
 
 static int lost(sbx_mcp_client *c, const char *what)
@@ -39,6 +62,13 @@ static int lost(sbx_mcp_client *c, const char *what)
 }
 
 int sbx_mcp_client_send_line(sbx_mcp_client *c, const char *line, size_t len)
+{
+	if (!c->tp)
+		return lost(c, "closed earlier");
+	return c->tp->send(c, line, len);
+}
+
+static int fd_send(sbx_mcp_client *c, const char *line, size_t len)
 {
 	struct iovec iov[2] = { { (void *)line, len }, { (void *)(uintptr_t)"\n", 1 } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
@@ -70,7 +100,7 @@ int sbx_mcp_client_send_line(sbx_mcp_client *c, const char *line, size_t len)
 }
 
 /* Waits for and returns the next line (in the buffer, valid until the next read). */
-static int next_line(sbx_mcp_client *c, int64_t deadline, char **line, size_t *len)
+static int fd_recv(sbx_mcp_client *c, int64_t deadline, char **line, size_t *len)
 {
 	for (;;) {
 		char buf[65536];
@@ -101,6 +131,13 @@ static int next_line(sbx_mcp_client *c, int64_t deadline, char **line, size_t *l
 		if (sbx_linebuf_feed(&c->in, buf, (size_t)n) < 0)
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
+}
+
+static int next_line(sbx_mcp_client *c, int64_t deadline, char **line, size_t *len)
+{
+	if (!c->tp)
+		return lost(c, "closed earlier");
+	return c->tp->recv(c, deadline, line, len);
 }
 
 int sbx_mcp_client_read_line(sbx_mcp_client *c, int timeout_ms, char **out)
@@ -137,15 +174,24 @@ static void answer_server_request(sbx_mcp_client *c, const sbx_json *method, con
 	sbx_buf_free(&b);
 }
 
-static void handle_notification(sbx_mcp_client *c, const sbx_json *method, const sbx_json *msg)
+/* Returns true for progress on request id: the request is alive, its timeout starts again. */
+static bool handle_notification(sbx_mcp_client *c, const sbx_json *method, const sbx_json *msg,
+                                int64_t id)
 {
-	const sbx_json *text = sbx_json_get(sbx_json_get(msg, "params"), "text");
+	const sbx_json *params = sbx_json_get(msg, "params");
+	const sbx_json *text = sbx_json_get(params, "text"), *token;
 
+	if (is_string(method, "notifications/progress")) {
+		token = sbx_json_get(params, "progressToken");
+		c->progress_seen++;
+		return token && token->type == SBX_JSON_INT && token->i == id;
+	}
 	if (is_string(method, "notifications/tools/list_changed"))
 		c->tools_changed = true;
 	else if (is_string(method, SBX_MCP_DIAG_METHOD) && text && text->type == SBX_JSON_STRING)
 		snprintf(c->diag, sizeof c->diag, "%s", text->str);
-	/* progress, logging and resource notifications carry nothing this client keeps */
+	/* logging and resource notifications carry nothing this client keeps */
+	return false;
 }
 
 static int error_response(sbx_mcp_client *c, const char *method, const sbx_json *err)
@@ -174,6 +220,7 @@ static void cancel(sbx_mcp_client *c, int64_t id)
 static int await_response(sbx_mcp_client *c, const char *method, int64_t id, sbx_json **result)
 {
 	int64_t deadline = sbx_now_ms() + c->timeout_ms;
+	int64_t hard_deadline = sbx_now_ms() + SBX_MCP_CALL_MAX_MS;
 
 	for (;;) {
 		char perr[128], *line;
@@ -199,8 +246,9 @@ static int await_response(sbx_mcp_client *c, const char *method, int64_t id, sbx
 		idv = sbx_json_get(msg, "id");
 		if (m && idv)
 			answer_server_request(c, m, idv);
-		else if (m)
-			handle_notification(c, m, msg);
+		else if (m && handle_notification(c, m, msg, id))
+			deadline = sbx_now_ms() + c->timeout_ms < hard_deadline
+			           ? sbx_now_ms() + c->timeout_ms : hard_deadline;
 		else if (idv && idv->type == SBX_JSON_INT && idv->i == id) {
 			const sbx_json *err = sbx_json_get(msg, "error");
 
@@ -352,9 +400,12 @@ int sbx_mcp_client_call_tool(sbx_mcp_client *c, const char *tool, const char *ar
 	sbx_json *res = NULL;
 	int r;
 
+	/* The progress token is the request's id (the next one): a server that reports progress
+	 * keeps a long call from timing out. */
 	sbx_buf_puts(&params, "{\"name\":");
 	sbx_buf_json_string(&params, tool, strlen(tool));
-	sbx_buf_printf(&params, ",\"arguments\":%s}", args_json && *args_json ? args_json : "{}");
+	sbx_buf_printf(&params, ",\"arguments\":%s,\"_meta\":{\"progressToken\":%lld}}",
+	               args_json && *args_json ? args_json : "{}", (long long)c->next_id);
 	r = params.oom ? sbx_fail(-SBX_ENOMEM, "out of memory")
 	               : sbx_mcp_client_request(c, "tools/call", params.data, &res);
 	sbx_buf_free(&params);

@@ -12,10 +12,16 @@
  * send the host to another socket of the host. An agent could still kill the gateway and
  * listen in its place; it then answers the host's MCP requests itself — no more than it can
  * do already by replacing the servers' code in the workspace, and replies are untrusted
- * model input either way. */
+ * model input either way.
+ *
+ * The stream transport (stream.c) needs no socket: the gateway is a process of this handle,
+ * spoken to over its stdin and stdout. It is what backends without host files use, since
+ * the host cannot reach their state folder; there the gateway binary is first uploaded into
+ * the workspace with the backend's file API. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +30,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "mcp/client.h"
 #include "mcp/mcp.h"
 #include "mcp/proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fs.h"
+
+#define GATEWAY_MAX_BYTES ((size_t)64 << 20)
 
 #define START_TIMEOUT_MS 15000
 
@@ -57,11 +67,125 @@ static int connect_gateway(sbx_workspace *ws, int *out)
 	return 0;
 }
 
+bool sbx_mcp_use_stream(const sbx_workspace *ws)
+{
+	if (ws->cfg->mcp_stream >= 0)
+		return ws->cfg->mcp_stream == 1;
+	return !(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES);
+}
+
+static int read_gateway_binary(char **data, size_t *len)
+{
+	_cleanup_free_ char *host_exe = NULL;
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if ((r = sbx_helper_path(SBX_MCP_GATEWAY_NAME, &host_exe)) < 0)
+		return r;
+	if ((fd = open(host_exe, O_RDONLY | O_CLOEXEC)) < 0)
+		return sbx_fail(sbx_errno_code(errno), "mcp: open %s: %s", host_exe, strerror(errno));
+	if ((r = sbx_fs_read_fd(fd, GATEWAY_MAX_BYTES, data, len)) < 0)
+		return sbx_fail(r, "mcp: reading %s: %s", host_exe, sbx_last_error());
+	return 0;
+}
+
+/* root + "/" + rel, as the workspace's commands see it. */
+static int in_root(sbx_workspace *ws, const char *rel, char **out)
+{
+	const char *root = sbx_workspace_root(ws);
+	size_t n = strlen(root);
+
+	if (asprintf(out, "%s%s%s", root, n && root[n - 1] == '/' ? "" : "/", rel) < 0)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* 64-bit FNV-1a: names an uploaded binary by its content. */
+static uint64_t content_hash(const char *data, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)data[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Is rel already in the workspace with this size? (Then its content-derived name says the
+ * content is the same too.) */
+static bool already_there(sbx_workspace *ws, const char *rel, size_t len)
+{
+	sbx_stat st = { .size = sizeof st };
+
+	if (!ws->ops->file_stat || ws->ops->file_stat(ws->state, rel, &st) < 0) {
+		sbx_error_clear();
+		return false;
+	}
+	return st.type == SBX_FILE_REGULAR && st.file_size == len;
+}
+
+/* Copies the gateway binary into a workspace whose files the host cannot see: its commands
+ * run it from there. The name carries a hash of the content, so a copy a running gateway
+ * executes is never rewritten (ETXTBSY), and one that is there already is not sent again.
+ * No run folder (it logs nowhere). */
+static int upload_gateway(sbx_workspace *ws, char **exe, char **run_dir)
+{
+	_cleanup_free_ char *data = NULL;
+	char rel[64];
+	size_t len;
+	int r;
+
+	if (!ws->ops->file_write)
+		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' has no file API to copy the MCP "
+		                "gateway into the workspace with", ws->ops->name);
+	if ((r = read_gateway_binary(&data, &len)) < 0)
+		return r;
+	snprintf(rel, sizeof rel, "%s-%016llx", SBX_MCP_UPLOAD_PATH,
+	         (unsigned long long)content_hash(data, len));
+	if (!already_there(ws, rel, len)) {
+		if (ws->ops->file_mkdir &&
+		    (r = ws->ops->file_mkdir(ws->state, SBX_MCP_UPLOAD_DIR, 0755)) < 0 &&
+		    r != -SBX_EEXIST)
+			return r;
+		if ((r = ws->ops->file_write(ws->state, rel, data, len, 0755, 0)) < 0)
+			return sbx_fail(r, "mcp: copying the gateway into the workspace: %s",
+			                sbx_last_error());
+	}
+	*run_dir = NULL;
+	return in_root(ws, rel, exe);
+}
+
+/* Another backend whose files the host sees (a plugin, a container with the workdir bound):
+ * its commands see the state folder under their root, so the gateway is copied into its run
+ * folder there and runs from it, and its socket is one the host reaches too. */
+static int copy_gateway_into_state(sbx_workspace *ws, char **exe, char **run_dir)
+{
+	_cleanup_free_ char *data = NULL;
+	_cleanup_close_ int state = -1, dir = -1;
+	size_t len;
+	int r;
+
+	if ((r = read_gateway_binary(&data, &len)) < 0)
+		return r;
+	state = openat(ws->root_fd, ".agentsbx", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (state >= 0 && (mkdirat(state, "mcp", 0700) == 0 || errno == EEXIST))
+		dir = openat(state, "mcp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return sbx_fail(sbx_errno_code(errno), "mcp: the state folder's %s: %s",
+		                SBX_MCP_RUN_DIR, strerror(errno));
+	if ((r = sbx_fs_write_atomic(dir, SBX_MCP_GATEWAY_NAME, data, len, 0755, 0)) < 0)
+		return r;
+	if ((r = in_root(ws, SBX_MCP_RUN_DIR, run_dir)) < 0)
+		return r;
+	return in_root(ws, SBX_MCP_RUN_DIR "/" SBX_MCP_GATEWAY_NAME, exe);
+}
+
 /* Where the gateway binary and its folder are, as the workspace's commands see them. */
 static int gateway_argv(sbx_workspace *ws, char **exe, char **run_dir)
 {
 	const char *name = ws->ops->name;
 
+	if (!(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES))
+		return upload_gateway(ws, exe, run_dir);
 	if (!strcmp(name, "ns") || !strcmp(name, "bwrap")) {
 		*exe = strdup(SBX_MCP_HELPERS_VIEW "/" SBX_MCP_GATEWAY_NAME);
 		*run_dir = strdup(SBX_MCP_RUN_VIEW);
@@ -76,8 +200,7 @@ static int gateway_argv(sbx_workspace *ws, char **exe, char **run_dir)
 			return sbx_fail(sbx_errno_code(errno), "mcp: mkdir %s: %s", *run_dir,
 			                strerror(errno));
 	} else {
-		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' cannot run the MCP gateway yet "
-		                "(ns, bwrap and local can)", name);
+		return copy_gateway_into_state(ws, exe, run_dir);
 	}
 	return *exe && *run_dir ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory");
 }
@@ -194,8 +317,28 @@ static int send_hello(int fd, const char *hello, int timeout_ms, char **reply)
 	return 0;
 }
 
-int sbx_mcp_gateway_open(sbx_workspace *ws, sbx_mcp_state *st, const char *hello,
-                         int timeout_ms, int *fd, char **reply)
+/* The handle's stream gateway, started (again, when the last one died) as needed. */
+static int stream_gateway(sbx_workspace *ws, sbx_mcp_state *st, sbx_mcp_mux **out)
+{
+	_cleanup_free_ char *exe = NULL, *run_dir = NULL;
+	int r;
+
+	if (st->mux && sbx_mcp_mux_alive(st->mux)) {
+		*out = st->mux;
+		return 0;
+	}
+	/* Channels still open on a dead one keep it until they close. */
+	sbx_mcp_mux_release(st->mux);
+	st->mux = NULL;
+	if ((r = gateway_argv(ws, &exe, &run_dir)) < 0 ||
+	    (r = sbx_mcp_mux_start(ws, exe, run_dir, &st->mux)) < 0)
+		return r;
+	*out = st->mux;
+	return 0;
+}
+
+static int open_socket(sbx_workspace *ws, sbx_mcp_state *st, const char *hello, int timeout_ms,
+                       int *fd, char **reply)
 {
 	int r = connect_gateway(ws, fd);
 
@@ -215,9 +358,29 @@ int sbx_mcp_gateway_open(sbx_workspace *ws, sbx_mcp_state *st, const char *hello
 	return r;
 }
 
+int sbx_mcp_gateway_open(sbx_workspace *ws, sbx_mcp_state *st, const char *hello,
+                         int timeout_ms, const char *name, int client_timeout_ms,
+                         sbx_mcp_client *c, char **reply)
+{
+	sbx_mcp_mux *m;
+	int fd = -1, r;
+
+	if (sbx_mcp_use_stream(ws)) {
+		if ((r = stream_gateway(ws, st, &m)) < 0)
+			return r;
+		return sbx_mcp_mux_open(m, hello, timeout_ms, name, client_timeout_ms, c, reply);
+	}
+	if ((r = open_socket(ws, st, hello, timeout_ms, &fd, reply)) < 0)
+		return r;
+	sbx_mcp_client_init(c, fd, name, client_timeout_ms);
+	return 0;
+}
+
 void sbx_mcp_gateway_stop(sbx_workspace *ws, sbx_mcp_state *st)
 {
 	if (st->gateway_started)
 		release_spawned(ws, &st->gateway, true);
 	st->gateway_started = false;
+	sbx_mcp_mux_release(st->mux);
+	st->mux = NULL;
 }

@@ -59,24 +59,61 @@ bool sbx_mcp_decl_visible(const sbx_mcp_decl *d, const char *agent, const char *
 /* Checks a server entry; err names the problem. 0, -SBX_EINVAL or -SBX_ENOSYS. */
 int sbx_mcp_config_check(const sbx_json *config, char *err, size_t errlen);
 bool sbx_mcp_name_ok(const char *name);
+/* Is the entry a remote (Streamable HTTP) server's? Only meaningful after the check. */
+bool sbx_mcp_config_is_http(const sbx_json *config);
+
+/* Limits of a remote server's declaration. */
+#define SBX_MCP_URL_MAX 2048
+#define SBX_MCP_HEADERS_MAX 64
+#define SBX_MCP_HEADER_NAME_MAX 256
+#define SBX_MCP_HEADER_VALUE_MAX 8192
 
 /* ---- the handle's MCP state (api.c), ws->mcp ---- */
 
 struct sbx_mcp_live;
+struct sbx_mcp_client;
+typedef struct sbx_mcp_mux sbx_mcp_mux;
 typedef struct sbx_mcp_state {
 	pthread_mutex_t lock;          /* MCP calls on one handle run one at a time */
 	struct sbx_mcp_live *live;     /* connected servers */
 	bool gateway_started;          /* by this handle: stopped at close */
 	sbx_spawned gateway;
+	sbx_mcp_mux *mux;              /* the stream transport's gateway, or NULL */
 } sbx_mcp_state;
 
 /* ---- the gateway (host.c) ---- */
 
 /* Connects to the workspace's gateway, starting it when none answers, and sends the hello
- * line; *fd is the connected socket, *reply the gateway's answer line (malloc'ed). */
+ * line: c is a client (for server name, with client_timeout_ms per request) on the new
+ * connection, *reply the gateway's answer line (malloc'ed). The transport is the socket in
+ * the state folder, or the gateway's process stream (sbx_mcp_use_stream). */
 int sbx_mcp_gateway_open(sbx_workspace *ws, sbx_mcp_state *st, const char *hello,
-                         int timeout_ms, int *fd, char **reply);
+                         int timeout_ms, const char *name, int client_timeout_ms,
+                         struct sbx_mcp_client *c, char **reply);
 /* Stops the gateway this handle started, if any. */
 void sbx_mcp_gateway_stop(sbx_workspace *ws, sbx_mcp_state *st);
+/* Does this workspace reach its gateway through the process stream? The config's
+ * "mcp": {"transport"} decides; by default backends without host files do. */
+bool sbx_mcp_use_stream(const sbx_workspace *ws);
+
+/* ---- remote servers (http.c) ---- */
+
+/* A client on the Streamable HTTP transport to the remote server config declares (checked
+ * already), allowed by the workspace's network policy (decided and audited here, and again
+ * after the policy changes). Not initialized yet. */
+int sbx_mcp_http_open(sbx_workspace *ws, const sbx_json *config, const char *name,
+                      int timeout_ms, struct sbx_mcp_client *c);
+
+/* ---- the stream transport's gateway (stream.c) ---- */
+
+/* Starts "exe --stdio run_dir" (NULL: no log) in the workspace; one reference. */
+int sbx_mcp_mux_start(sbx_workspace *ws, const char *exe, const char *run_dir,
+                      sbx_mcp_mux **out);
+bool sbx_mcp_mux_alive(const sbx_mcp_mux *m);
+/* Drops a reference; the last one ends the gateway and its servers. */
+void sbx_mcp_mux_release(sbx_mcp_mux *m);
+/* A new channel: sends hello and waits for the answer; c is a client on the channel. */
+int sbx_mcp_mux_open(sbx_mcp_mux *m, const char *hello, int timeout_ms, const char *name,
+                     int client_timeout_ms, struct sbx_mcp_client *c, char **reply);
 
 #endif

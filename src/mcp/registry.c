@@ -3,7 +3,8 @@
  *                               "config": {"command": ..., "args": [...], "env": {...}}}]}
  * agent/session null means "every": a declaration made without ids applies to all agents and
  * sessions, one with only an agent to all sessions of that agent. An entry that does not check
- * out is kept and reported (with "error") for that server only: the others still work. */
+ * out is kept and reported (with "error") for that server only: the others still work.
+ * Backends without host files keep the file inside the workspace (their file API). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,9 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <strings.h>
+
 #include "mcp/mcp.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/http.h"
+#include "util/netpolicy.h"
 
 #define FILE_NAME "mcp.json"
 #define STATE_DIR ".agentsbx"
@@ -55,6 +60,98 @@ static int check_stdio(const sbx_json *config, char *err, size_t errlen)
 	return 0;
 }
 
+/* A header name as RFC 9110 has it (a token), not one the client sets itself. */
+static const char *header_name_problem(const char *name, size_t len)
+{
+	static const char *const reserved[] = { "content-type", "content-length", "accept",
+	                                        "host", "mcp-session-id", "mcp-protocol-version",
+	                                        "transfer-encoding", "connection", "expect", NULL };
+	static const char token[] = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
+	                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+	if (!len || len > SBX_MCP_HEADER_NAME_MAX || strlen(name) != len ||
+	    strspn(name, token) != len)
+		return "is not a valid header name (letters, digits and !#$%&'*+-.^_`|~, at most 256)";
+	for (size_t i = 0; reserved[i]; i++)
+		if (!strcasecmp(name, reserved[i]))
+			return "is set by the MCP client itself and cannot be given";
+	return NULL;
+}
+
+static const char *header_value_problem(const sbx_json *v)
+{
+	if (v->type != SBX_JSON_STRING)
+		return "must be a string";
+	if (strlen(v->str) != v->len)
+		return "holds a NUL byte";
+	if (strpbrk(v->str, "\r\n"))
+		return "holds a line break (CR or LF), which would start another header";
+	if (v->len > SBX_MCP_HEADER_VALUE_MAX)
+		return "is longer than 8192 bytes";
+	return NULL;
+}
+
+static int check_headers(const sbx_json *h, char *err, size_t errlen)
+{
+	if (h->type != SBX_JSON_OBJECT)
+		return snprintf(err, errlen, "\"headers\" must be an object of strings"), -SBX_EINVAL;
+	if (h->n > SBX_MCP_HEADERS_MAX)
+		return snprintf(err, errlen, "\"headers\" has more than %d entries",
+		                SBX_MCP_HEADERS_MAX), -SBX_EINVAL;
+	for (size_t i = 0; i < h->n; i++) {
+		const char *why = header_name_problem(h->keys[i], h->key_lens[i]);
+
+		if (why || (why = header_value_problem(h->items[i])))
+			return snprintf(err, errlen, "\"headers\": \"%.64s\" %s", h->keys[i], why),
+			       -SBX_EINVAL;
+	}
+	return 0;
+}
+
+static int check_http(const sbx_json *config, char *err, size_t errlen)
+{
+	static const char *const stdio_only[] = { "command", "args", "env", "cwd", NULL };
+	const sbx_json *url = sbx_json_get(config, "url"), *v;
+	char scheme[16], host[SBX_NET_NAME_MAX + 3], why[128];
+	unsigned port;
+
+	for (size_t i = 0; stdio_only[i]; i++)
+		if (sbx_json_get(config, stdio_only[i]))
+			return snprintf(err, errlen, "\"%s\" belongs to stdio servers, not to remote "
+			                "(\"url\") ones", stdio_only[i]), -SBX_EINVAL;
+	if (!url || url->type != SBX_JSON_STRING || !url->len)
+		return snprintf(err, errlen, "\"url\" must be a non-empty string"), -SBX_EINVAL;
+	if (strlen(url->str) != url->len)
+		return snprintf(err, errlen, "\"url\" holds a NUL byte"), -SBX_EINVAL;
+	if (url->len > SBX_MCP_URL_MAX)
+		return snprintf(err, errlen, "\"url\" is longer than %d bytes", SBX_MCP_URL_MAX),
+		       -SBX_EINVAL;
+	if (strpbrk(url->str, " \t\r\n"))
+		return snprintf(err, errlen, "\"url\" holds white space or a line break"), -SBX_EINVAL;
+	if (sbx_http_url_split(url->str, scheme, sizeof scheme, host, sizeof host, &port, why,
+	                       sizeof why) < 0)
+		return snprintf(err, errlen, "\"url\" %s", why), -SBX_EINVAL;
+	if ((v = sbx_json_get(config, "headers")))
+		return check_headers(v, err, errlen);
+	return 0;
+}
+
+/* The "type" spellings MCP clients write for Streamable HTTP (Claude Code and VS Code
+ * "http", Cline "streamableHttp", the Python SDK's "streamable-http"/"streamable_http"). */
+static bool is_http_type(const char *t)
+{
+	return !strcmp(t, "http") || !strcmp(t, "streamable-http") ||
+	       !strcmp(t, "streamableHttp") || !strcmp(t, "streamable_http");
+}
+
+bool sbx_mcp_config_is_http(const sbx_json *config)
+{
+	const sbx_json *type = sbx_json_get(config, "type");
+
+	return type ? type->type == SBX_JSON_STRING && is_http_type(type->str)
+	            : sbx_json_get(config, "url") != NULL;
+}
+
 int sbx_mcp_config_check(const sbx_json *config, char *err, size_t errlen)
 {
 	static const char *const known[] = { "type", "command", "args", "env", "cwd", "url",
@@ -82,24 +179,91 @@ int sbx_mcp_config_check(const sbx_json *config, char *err, size_t errlen)
 		return snprintf(err, errlen, "\"type\" must be a string"), -SBX_EINVAL;
 	if (!type ? !sbx_json_get(config, "url") : !strcmp(type->str, "stdio"))
 		return check_stdio(config, err, errlen);
-	if (type && strcmp(type->str, "http") && strcmp(type->str, "streamable-http") &&
-	    strcmp(type->str, "sse"))
-		return snprintf(err, errlen, "\"type\" must be \"stdio\" or \"http\""), -SBX_EINVAL;
-	return snprintf(err, errlen, "remote (Streamable HTTP) MCP servers are not supported yet"),
-	       -SBX_ENOSYS;
+	if (sbx_mcp_config_is_http(config))
+		return check_http(config, err, errlen);
+	if (!strcmp(type->str, "sse"))
+		return snprintf(err, errlen, "\"type\" \"sse\" is MCP's older HTTP+SSE transport, "
+		                "which this client does not speak: give the server's Streamable HTTP "
+		                "endpoint with \"type\": \"http\""), -SBX_EINVAL;
+	return snprintf(err, errlen, "\"type\" must be \"stdio\" or \"http\" (or "
+	                "\"streamable-http\", \"streamableHttp\")"), -SBX_EINVAL;
 }
 
 static int open_state_dir(sbx_workspace *ws)
 {
-	int fd;
+	int fd = openat(ws->root_fd, STATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (ws->root_fd < 0)
-		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' keeps no state folder on this host",
-		                ws->ops->name);
-	fd = openat(ws->root_fd, STATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return sbx_fail(sbx_errno_code(errno), "mcp: open %s: %s", STATE_DIR, strerror(errno));
 	return fd;
+}
+
+/* A backend without host files keeps the state folder inside the workspace, reached with its
+ * file API like any other file there. */
+static int remote_read(sbx_workspace *ws, char **text, size_t *len)
+{
+	int r;
+
+	if (!ws->ops->file_read)
+		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' has no file API to keep the MCP "
+		                "declarations with", ws->ops->name);
+	r = ws->ops->file_read(ws->state, STATE_DIR "/" FILE_NAME, text, len);
+	if (r == -SBX_ENOENT) {
+		sbx_error_clear();
+		*text = NULL;
+		return 0;
+	}
+	if (r == 0 && *len > FILE_MAX) {
+		free(*text);
+		return sbx_fail(-SBX_EFBIG, "mcp: %s/%s is larger than %zu bytes", STATE_DIR,
+		                FILE_NAME, FILE_MAX);
+	}
+	return r;
+}
+
+static int remote_write(sbx_workspace *ws, const char *text, size_t len)
+{
+	int r;
+
+	if (!ws->ops->file_write || !ws->ops->file_mkdir)
+		return sbx_fail(-SBX_ENOSYS, "mcp: backend '%s' has no file API to keep the MCP "
+		                "declarations with", ws->ops->name);
+	if ((r = ws->ops->file_mkdir(ws->state, STATE_DIR, 0755)) < 0 && r != -SBX_EEXIST)
+		return r;
+	return ws->ops->file_write(ws->state, STATE_DIR "/" FILE_NAME, text, len, 0600, 0);
+}
+
+/* The declarations file's text, or *text NULL when there is none yet. */
+static int read_decls_file(sbx_workspace *ws, char **text, size_t *len)
+{
+	int dirfd, fd, r;
+
+	*text = NULL;
+	if (ws->root_fd < 0)
+		return remote_read(ws, text, len);
+	if ((dirfd = open_state_dir(ws)) < 0)
+		return dirfd;
+	fd = openat(dirfd, FILE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dirfd);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : sbx_fail(sbx_errno_code(errno), "mcp: open %s/%s: %s",
+		                                      STATE_DIR, FILE_NAME, strerror(errno));
+	r = sbx_fs_read_fd(fd, FILE_MAX, text, len);
+	close(fd);
+	return r;
+}
+
+static int write_decls_file(sbx_workspace *ws, const char *text, size_t len)
+{
+	int dirfd, r;
+
+	if (ws->root_fd < 0)
+		return remote_write(ws, text, len);
+	if ((dirfd = open_state_dir(ws)) < 0)
+		return dirfd;
+	r = sbx_fs_write_atomic(dirfd, FILE_NAME, text, len, 0600, 0);
+	close(dirfd);
+	return r;
 }
 
 static char *dup_id(const sbx_json *v)
@@ -135,20 +299,11 @@ int sbx_mcp_decls_load(sbx_workspace *ws, sbx_mcp_decl **decls, size_t *n)
 	size_t len;
 	sbx_json *doc = NULL;
 	const sbx_json *servers;
-	int dirfd, fd, r;
+	int r;
 
 	*decls = NULL;
 	*n = 0;
-	if ((dirfd = open_state_dir(ws)) < 0)
-		return dirfd;
-	fd = openat(dirfd, FILE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	close(dirfd);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : sbx_fail(sbx_errno_code(errno), "mcp: open %s/%s: %s",
-		                                      STATE_DIR, FILE_NAME, strerror(errno));
-	r = sbx_fs_read_fd(fd, FILE_MAX, &text, &len);
-	close(fd);
-	if (r < 0)
+	if ((r = read_decls_file(ws, &text, &len)) < 0 || !text)
 		return r;
 	r = sbx_json_parse(text, len, &doc, perr, sizeof perr);
 	free(text);
@@ -181,7 +336,7 @@ static void write_id(sbx_buf *b, const char *id)
 int sbx_mcp_decls_save(sbx_workspace *ws, const sbx_mcp_decl *decls, size_t n)
 {
 	sbx_buf b = { 0 };
-	int dirfd, r;
+	int r;
 
 	sbx_buf_puts(&b, "{\"version\":1,\"servers\":[");
 	for (size_t i = 0; i < n; i++) {
@@ -203,12 +358,7 @@ int sbx_mcp_decls_save(sbx_workspace *ws, const sbx_mcp_decl *decls, size_t n)
 		sbx_buf_free(&b);
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
-	if ((dirfd = open_state_dir(ws)) < 0) {
-		sbx_buf_free(&b);
-		return dirfd;
-	}
-	r = sbx_fs_write_atomic(dirfd, FILE_NAME, b.data, b.len, 0600, 0);
-	close(dirfd);
+	r = write_decls_file(ws, b.data, b.len);
 	sbx_buf_free(&b);
 	return r;
 }

@@ -1,5 +1,9 @@
 /* A minimal out-of-tree backend: runs commands directly on the host in the workspace
- * directory. It exists to prove that plugins load and work through the public interface. */
+ * directory. It exists to prove that plugins load and work through the public interface.
+ *
+ * Built a second time with TESTPLUG_REMOTE as "remoteplug": the same, but it claims no host
+ * files, so the core reaches its files only through the file operations below, as it would a
+ * remote machine's (the MCP suite uses it for its stream transport and gateway upload). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -8,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +21,7 @@
 
 struct ws {
 	char *dir;
+	int made_dir;   /* dir is a temporary one of ours: removed at close when left empty */
 };
 
 struct proc {
@@ -33,11 +39,18 @@ static int tp_probe(char *detail, size_t len)
 static int tp_open(const sbx_backend_config *cfg, void **state)
 {
 	struct ws *w = calloc(1, sizeof *w);
+	char tmp[] = "/tmp/remoteplug-XXXXXX";
 
-	if (!w || !(w->dir = strdup(cfg->workdir))) {
+	/* Without host files the core may give no workdir: the "remote" side makes its own. */
+	if (w && !cfg->workdir && !mkdtemp(tmp)) {
+		free(w);
+		return sbx_error_set(-SBX_EIO, "testplug: mkdtemp: %s", strerror(errno));
+	}
+	if (!w || !(w->dir = strdup(cfg->workdir ? cfg->workdir : tmp))) {
 		free(w);
 		return sbx_error_set(-SBX_ENOMEM, "testplug: out of memory");
 	}
+	w->made_dir = !cfg->workdir;
 	*state = w;
 	return 0;
 }
@@ -46,6 +59,8 @@ static int tp_close(void *state)
 {
 	struct ws *w = state;
 
+	if (w->made_dir)
+		rmdir(w->dir);
 	free(w->dir);
 	free(w);
 	return 0;
@@ -69,14 +84,17 @@ static int tp_spawn(void *state, const sbx_backend_spawn *req, void **out, int *
 	struct proc *p = calloc(1, sizeof *p);
 	int r;
 
-	(void)state;
 	if (!p)
 		return sbx_error_set(-SBX_ENOMEM, "testplug: out of memory");
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, req->stdin_fd, 0);
 	posix_spawn_file_actions_adddup2(&fa, req->stdout_fd, 1);
 	posix_spawn_file_actions_adddup2(&fa, req->stderr_fd, 2);
-	posix_spawn_file_actions_addfchdir_np(&fa, req->cwd_fd);
+	if (req->cwd_fd >= 0)
+		posix_spawn_file_actions_addfchdir_np(&fa, req->cwd_fd);
+	else
+		posix_spawn_file_actions_addchdir_np(&fa, req->cwd ? req->cwd
+		                                               : ((struct ws *)state)->dir);
 	posix_spawnattr_init(&attr);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
 	r = posix_spawnp(&p->pid, req->argv[0], &fa, &attr, (char *const *)req->argv,
@@ -144,11 +162,100 @@ static void tp_release(void *proc)
 	free(p);
 }
 
+#ifdef TESTPLUG_REMOTE
+/* ---- file operations on the "remote" directory (the core normalised rel already) ---- */
+
+static int at_dir(void *state)
+{
+	return open(((struct ws *)state)->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+static int errno_fail(const char *what, const char *rel)
+{
+	int e = errno;
+
+	return sbx_error_set(-e, "remoteplug: %s %s: %s", what, rel, strerror(e));
+}
+
+static int tp_file_read(void *state, const char *rel, char **data, size_t *len)
+{
+	int dir = at_dir(state), fd = openat(dir, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	ssize_t n = 0;
+
+	close(dir);
+	if (fd < 0)
+		return errno_fail("open", rel);
+	if (fstat(fd, &st) < 0 || !(*data = malloc((size_t)st.st_size + 1)) ||
+	    (n = read(fd, *data, (size_t)st.st_size)) != st.st_size) {
+		close(fd);
+		return sbx_error_set(-SBX_EIO, "remoteplug: read %s failed", rel);
+	}
+	close(fd);
+	(*data)[n] = '\0';
+	*len = (size_t)n;
+	return 0;
+}
+
+static int tp_file_write(void *state, const char *rel, const void *data, size_t len,
+                         unsigned mode, uint32_t flags)
+{
+	int dir = at_dir(state);
+	int fd = openat(dir, rel, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW |
+	                (flags & SBX_WRITE_EXCL ? O_EXCL : 0), mode ? mode : 0644);
+
+	close(dir);
+	if (fd < 0)
+		return errno_fail("open", rel);
+	if ((mode && fchmod(fd, mode) < 0) || write(fd, data, len) != (ssize_t)len) {
+		close(fd);
+		return errno_fail("write", rel);
+	}
+	close(fd);
+	return 0;
+}
+
+static int tp_file_stat(void *state, const char *rel, sbx_stat *out)
+{
+	int dir = at_dir(state);
+	struct stat st;
+	int r = fstatat(dir, rel, &st, AT_SYMLINK_NOFOLLOW);
+
+	close(dir);
+	if (r < 0)
+		return errno_fail("stat", rel);
+	out->type = S_ISREG(st.st_mode) ? SBX_FILE_REGULAR : S_ISDIR(st.st_mode) ? SBX_FILE_DIRECTORY
+	            : SBX_FILE_OTHER;
+	out->mode = st.st_mode & 07777;
+	out->file_size = (uint64_t)st.st_size;
+	out->mtime_sec = st.st_mtim.tv_sec;
+	out->mtime_nsec = st.st_mtim.tv_nsec;
+	return 0;
+}
+
+static int tp_file_mkdir(void *state, const char *rel, unsigned mode)
+{
+	int dir = at_dir(state), r = mkdirat(dir, rel, mode);
+
+	close(dir);
+	return r < 0 ? errno_fail("mkdir", rel) : 0;
+}
+#endif
+
 static const sbx_backend_ops testplug_ops = {
 	.size = sizeof testplug_ops,
 	.abi_version = SBX_BACKEND_ABI_VERSION,
+#ifdef TESTPLUG_REMOTE
+	.name = "remoteplug",
+	.caps = SBX_BACKEND_CAP_NETWORK_HOST,
+	.file_read = tp_file_read,
+	.file_write = tp_file_write,
+	.file_stat = tp_file_stat,
+	.file_mkdir = tp_file_mkdir,
+#else
 	.name = "testplug",
 	.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_NETWORK_HOST,
+#endif
 	.probe = tp_probe,
 	.open = tp_open,
 	.close = tp_close,

@@ -39,3 +39,38 @@ test('mcp: the filesystem server runs inside an ns workspace', async (t) => {
     assert.deepEqual(await ws.mcpList(), []);
   }, config);
 });
+
+test('mcp: a remote Streamable HTTP server, from a local workspace', async (t) => {
+  if (!(await hasFunction('sbx_mcp_add'))) return t.skip('this library has no sbx_mcp_add');
+  const { spawn } = require('node:child_process');
+  const net = require('node:net');
+  const port = await new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const p = srv.address().port;
+      srv.close(() => resolve(p));
+    });
+  });
+  const server = spawn(process.execPath, [path.join(SERVERS, 'http-counter-server.js')],
+    { env: { PORT: String(port) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  t.after(() => server.kill('SIGKILL'));
+  await new Promise((resolve, reject) => {
+    server.stdout.once('data', resolve);
+    server.once('exit', () => reject(new Error('the HTTP MCP server exited')));
+  });
+  const url = `http://127.0.0.1:${port}/mcp`;
+  await withWorkspace('local', async (ws) => {
+    await ws.mcpAdd('web', { type: 'http', url, headers: { Authorization: 'Bearer js-token' } });
+    const tools = (await ws.mcpTools('web')).map((tool) => tool.name);
+    assert.ok(tools.includes('incr'), tools.join(' '));
+    assert.equal((await ws.mcpCall('web', 'incr', {})).content[0].text, '1');
+    const headers = (await ws.mcpCall('web', 'headers', {})).content[0].text;
+    assert.match(headers, /js-token/);
+    const r = await ws.toolCall('mcp__web__incr', {});
+    assert.equal(r.ok, true, r.output);
+    assert.equal(r.output, '2');
+    await assert.rejects(ws.mcpAdd('bad', { type: 'http', url: 'ftp://example.com/' }),
+      (err) => err instanceof AgentSbxError && /"url"/.test(err.message));
+    await assert.rejects(ws.mcpAdd('bad', { type: 'http', url, headers: { 'X-A': '1\r\nEvil: 2' } }),
+      (err) => err instanceof AgentSbxError && /"headers"/.test(err.message));
+  });
+});

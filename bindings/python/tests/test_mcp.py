@@ -54,3 +54,49 @@ def test_bad_declarations_raise(mcp_workspace: agentsbx.Workspace) -> None:
     assert e.value.code < 0
     with pytest.raises(agentsbx.NotFoundError):
         mcp_workspace.mcp_remove("never-added")
+
+
+HTTP_SERVER = SERVERS / "http-counter-server.js"
+
+
+@pytest.fixture
+def http_server():
+    """tests/mcp/http-counter-server.js on a free loopback port: its base URL."""
+    import shutil
+    import socket
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([node, str(HTTP_SERVER)], env={"PORT": str(port)},
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "listening"
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@requires("sbx_mcp_add")
+def test_remote_http_server(http_server: str, tmp_path: Path) -> None:
+    # The local backend has the host's network, so the host may reach the loopback server.
+    with agentsbx.Workspace({"backend": "local", "workdir": str(tmp_path)}) as ws:
+        ws.mcp_add("web", {"type": "http", "url": http_server,
+                           "headers": {"Authorization": "Bearer py-token"}})
+        assert {t["name"] for t in ws.mcp_tools("web")} >= {"incr", "headers"}
+        assert ws.mcp_call("web", "incr", {})["content"][0]["text"] == "1"
+        assert "py-token" in ws.mcp_call("web", "headers", {})["content"][0]["text"]
+        res = ws.tool_call("mcp__web__incr", {})
+        assert res["ok"] and res["output"] == "2"
+        with pytest.raises(agentsbx.InvalidArgumentError) as e:
+            ws.mcp_add("bad", {"type": "http", "url": "ftp://example.com/"})
+        assert '"url"' in str(e.value)
+        with pytest.raises(agentsbx.InvalidArgumentError) as e:
+            ws.mcp_add("bad", {"type": "http", "url": http_server,
+                               "headers": {"X-A": "1\r\nEvil: 2"}})
+        assert '"headers"' in str(e.value)
