@@ -1,0 +1,358 @@
+/* The workspace's container: found again by its labels, or created with the secure defaults,
+ * started, and tied to this host process when it is ephemeral. */
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "docker.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+
+/* Paths a command must not change even inside the writable workspace (the ns backend's list,
+ * helpers/init/policy.c); those that exist when the container is made are bound read-only. */
+extern const char *const sbx_default_protected_paths[];
+
+#define KEEPALIVE_LOOP "while :; do sleep 86400; done"
+#define START_TIMEOUT_MS 60000
+
+static void json_str(sbx_buf *b, const char *s)
+{
+	sbx_buf_json_string(b, s, strlen(s));
+}
+
+static void add_mount(sbx_buf *b, bool *first, const char *source, const char *target, bool ro)
+{
+	sbx_buf_puts(b, *first ? "" : ",");
+	*first = false;
+	sbx_buf_puts(b, "{\"Type\":\"bind\",\"Source\":");
+	json_str(b, source);
+	sbx_buf_puts(b, ",\"Target\":");
+	json_str(b, target);
+	sbx_buf_printf(b, ",\"ReadOnly\":%s}", ro ? "true" : "false");
+}
+
+/* A protected path that exists on the host is bound read-only over itself; one that does not
+ * exist cannot be bound (the engine would create it, as root, in the user's tree). */
+static void add_protected_mounts(const struct docker_ws *ws, sbx_buf *b, bool *first)
+{
+	for (const char *const *p = sbx_default_protected_paths; *p; p++) {
+		_cleanup_free_ char *rel = strdup(*p), *src = NULL, *dst = NULL;
+		size_t len = rel ? strlen(rel) : 0;
+		struct stat st;
+
+		if (!rel)
+			continue;
+		if (len && rel[len - 1] == '/')
+			rel[len - 1] = '\0';
+		if (asprintf(&src, "%s/%s", ws->workdir, rel) < 0 ||
+		    asprintf(&dst, "%s/%s", DOCKER_WORKSPACE, rel) < 0) {
+			b->oom = true;
+			return;
+		}
+		/* Symlinks are left alone: the engine would follow them on the host. */
+		if (lstat(src, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+			add_mount(b, first, src, dst, true);
+	}
+}
+
+static void add_mounts(const struct docker_ws *ws, sbx_buf *b)
+{
+	_cleanup_free_ char *state = NULL;
+	bool first = true;
+
+	if (asprintf(&state, "%s/.agentsbx", ws->workdir) < 0) {
+		b->oom = true;
+		return;
+	}
+	sbx_buf_puts(b, "\"Mounts\":[");
+	add_mount(b, &first, ws->workdir, DOCKER_WORKSPACE, ws->read_only);
+	add_protected_mounts(ws, b, &first);
+	add_mount(b, &first, ws->runner, DOCKER_RUNNER, true);
+	add_mount(b, &first, ws->control_dir, DOCKER_CONTROL_DIR, true);
+	sbx_buf_puts(b, "]");
+}
+
+static void add_host_config(const struct docker_ws *ws, sbx_buf *b)
+{
+	sbx_buf_puts(b, "\"HostConfig\":{\"NetworkMode\":");
+	json_str(b, ws->network);
+	sbx_buf_printf(b, ",\"ReadonlyRootfs\":true,\"CapDrop\":[\"ALL\"],"
+	               "\"SecurityOpt\":[\"no-new-privileges\"],\"IpcMode\":\"private\","
+	               "\"Tmpfs\":{\"/tmp\":\"rw,nosuid,nodev,size=%llu,mode=1777\"},"
+	               "\"AutoRemove\":%s",
+	               (unsigned long long)ws->opts.tmp_bytes, ws->opts.detached ? "false" : "true");
+	if (ws->limits.memory_bytes)
+		/* Swap equal to memory: no swap on top of the limit. */
+		sbx_buf_printf(b, ",\"Memory\":%llu,\"MemorySwap\":%llu",
+		               (unsigned long long)ws->limits.memory_bytes,
+		               (unsigned long long)ws->limits.memory_bytes);
+	if (ws->limits.pids)
+		sbx_buf_printf(b, ",\"PidsLimit\":%llu", (unsigned long long)ws->limits.pids);
+	if (ws->opts.nano_cpus)
+		sbx_buf_printf(b, ",\"NanoCpus\":%llu", (unsigned long long)ws->opts.nano_cpus);
+	sbx_buf_puts(b, ",");
+	add_mounts(ws, b);
+	sbx_buf_puts(b, "}");
+}
+
+/* The container's main process. An ephemeral container runs it under a runner whose control
+ * channel is this host process: when the process dies, even by SIGKILL, the runner ends the
+ * container and the engine removes it (AutoRemove). A detached one outlives us on purpose. */
+static void add_entrypoint(const struct docker_ws *ws, sbx_buf *b, const char *keepalive_sock)
+{
+	sbx_buf_puts(b, "\"Entrypoint\":[");
+	if (!ws->opts.detached) {
+		sbx_buf_puts(b, "\"" DOCKER_RUNNER "\",\"--control-socket\",");
+		sbx_buf_printf(b, "\"%s/%s\",\"--proto\",\"1\",\"--\",", DOCKER_CONTROL_DIR,
+		               keepalive_sock);
+	}
+	sbx_buf_puts(b, "\"/bin/sh\",\"-c\",\"" KEEPALIVE_LOOP "\"],\"Cmd\":null");
+}
+
+static void add_labels(const struct docker_ws *ws, sbx_buf *b, const char *spec)
+{
+	sbx_buf_puts(b, "\"Labels\":{\"" DOCKER_LABEL_BACKEND "\":\"docker\",\""
+	                DOCKER_LABEL_WORKSPACE "\":");
+	json_str(b, ws->id);
+	sbx_buf_puts(b, ",\"" DOCKER_LABEL_WORKDIR "\":");
+	json_str(b, ws->workdir);
+	if (spec) {
+		sbx_buf_puts(b, ",\"" DOCKER_LABEL_SPEC "\":");
+		json_str(b, spec);
+	}
+	sbx_buf_puts(b, "}");
+}
+
+static void build_create_body(const struct docker_ws *ws, sbx_buf *b, const char *keepalive,
+                              const char *spec)
+{
+	sbx_buf_puts(b, "{\"Image\":");
+	json_str(b, ws->opts.image);
+	sbx_buf_puts(b, ",\"User\":");
+	json_str(b, ws->user);
+	sbx_buf_puts(b, ",\"WorkingDir\":\"" DOCKER_WORKSPACE "\",\"AttachStdin\":false,"
+	                "\"AttachStdout\":false,\"AttachStderr\":false,\"Tty\":false,");
+	add_entrypoint(ws, b, keepalive);
+	sbx_buf_puts(b, ",");
+	add_labels(ws, b, spec);
+	sbx_buf_puts(b, ",");
+	add_host_config(ws, b);
+	sbx_buf_puts(b, "}");
+}
+
+/* A digest of everything the container was made with, as a label: a later open with another
+ * configuration makes a new container instead of reattaching to a different one. */
+static int spec_digest(const struct docker_ws *ws, char out[33])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int md_len = 0;
+	sbx_buf b = { 0 };
+	int ok;
+
+	build_create_body(ws, &b, "keepalive", NULL);
+	ok = !b.oom && EVP_Digest(b.data, b.len, md, &md_len, EVP_sha256(), NULL);
+	sbx_buf_free(&b);
+	if (!ok)
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	for (unsigned i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+/* The container with our workspace label, if any: *id (caller frees), whether it runs, and
+ * whether its workdir and spec labels match ours. */
+static int find_container(struct docker_ws *ws, const char *spec, char **id, bool *running,
+                          bool *matches)
+{
+	sbx_buf path = { 0 }, filter = { 0 }, label = { 0 };
+	sbx_json *list = NULL;
+	long status;
+	int r;
+
+	*id = NULL;
+	sbx_buf_printf(&label, "%s=%s", DOCKER_LABEL_WORKSPACE, ws->id);
+	sbx_buf_puts(&filter, "{\"label\":[");
+	sbx_buf_json_string(&filter, label.data ? label.data : "", label.len);
+	sbx_buf_puts(&filter, "]}");
+	sbx_buf_free(&label);
+	sbx_buf_puts(&path, "/containers/json?all=1&filters=");
+	docker_url_escape(&path, filter.data ? filter.data : "");
+	sbx_buf_free(&filter);
+	r = path.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
+	             : docker_call(&ws->engine, "GET", path.data, NULL, "list containers", &status,
+	                           &list);
+	sbx_buf_free(&path);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; list && list->type == SBX_JSON_ARRAY && i < list->n; i++) {
+		const sbx_json *c = list->items[i], *cid = sbx_json_get(c, "Id"),
+		               *state = sbx_json_get(c, "State"), *labels = sbx_json_get(c, "Labels");
+		const sbx_json *wd = labels ? sbx_json_get(labels, DOCKER_LABEL_WORKDIR) : NULL,
+		               *sp = labels ? sbx_json_get(labels, DOCKER_LABEL_SPEC) : NULL;
+
+		if (!cid || cid->type != SBX_JSON_STRING)
+			continue;
+		free(*id);
+		*id = strdup(cid->str);
+		*running = state && state->type == SBX_JSON_STRING && !strcmp(state->str, "running");
+		*matches = wd && wd->type == SBX_JSON_STRING && !strcmp(wd->str, ws->workdir) && sp &&
+		           sp->type == SBX_JSON_STRING && !strcmp(sp->str, spec);
+	}
+	sbx_json_free(list);
+	return 0;
+}
+
+static int remove_by_id(struct docker_ws *ws, const char *id)
+{
+	sbx_buf path = { 0 };
+	long status;
+	int r;
+
+	sbx_buf_puts(&path, "/containers/");
+	docker_url_escape(&path, id);
+	sbx_buf_puts(&path, "?force=1&v=1");
+	r = path.oom ? -SBX_ENOMEM
+	             : docker_call(&ws->engine, "DELETE", path.data, NULL, "remove the container",
+	                           &status, NULL);
+	sbx_buf_free(&path);
+	/* Already gone (AutoRemove raced us, or someone else removed it): what we wanted. */
+	if (r == -SBX_ENOENT || (r == -SBX_EBACKEND && status == 409))
+		r = 0;
+	return r;
+}
+
+static int pull_image(struct docker_ws *ws)
+{
+	sbx_buf path = { 0 };
+	char what[300];
+	long status;
+	int r;
+
+	snprintf(what, sizeof what, "pull image '%s'", ws->opts.image);
+	sbx_buf_puts(&path, "/images/create?fromImage=");
+	docker_url_escape(&path, ws->opts.image);
+	if (!strchr(strrchr(ws->opts.image, '/') ? strrchr(ws->opts.image, '/') : ws->opts.image,
+	            ':') && !strchr(ws->opts.image, '@'))
+		sbx_buf_puts(&path, "&tag=latest");
+	r = path.oom ? -SBX_ENOMEM
+	             : docker_call(&ws->engine, "POST", path.data, NULL, what, &status, NULL);
+	sbx_buf_free(&path);
+	return r;
+}
+
+static int create_container(struct docker_ws *ws, const char *keepalive, const char *spec)
+{
+	sbx_buf body = { 0 };
+	sbx_json *answer = NULL;
+	const sbx_json *id;
+	char what[300];
+	long status;
+	int r;
+
+	build_create_body(ws, &body, keepalive, spec);
+	if (body.oom)
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	snprintf(what, sizeof what, "create a container from '%s'", ws->opts.image);
+	r = docker_call(&ws->engine, "POST", "/containers/create", &body, what, &status, &answer);
+	if (r == -SBX_ENOENT && ws->opts.pull && strstr(sbx_last_error(), "image")) {
+		if ((r = pull_image(ws)) == 0)
+			r = docker_call(&ws->engine, "POST", "/containers/create", &body, what, &status,
+			                &answer);
+	}
+	sbx_buf_free(&body);
+	if (r < 0)
+		return r;
+	id = sbx_json_get(answer, "Id");
+	if (!id || id->type != SBX_JSON_STRING) {
+		sbx_json_free(answer);
+		return sbx_fail(-SBX_EPROTO, "docker: the engine created a container without an Id");
+	}
+	free(ws->container);
+	ws->container = strdup(id->str);
+	sbx_json_free(answer);
+	return ws->container ? 0 : sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+}
+
+static int start_container(struct docker_ws *ws)
+{
+	sbx_buf path = { 0 };
+	long status;
+	int r;
+
+	sbx_buf_printf(&path, "/containers/%s/start", ws->container);
+	r = path.oom ? -SBX_ENOMEM
+	             : docker_call(&ws->engine, "POST", path.data, NULL, "start the container",
+	                           &status, NULL);
+	sbx_buf_free(&path);
+	return r;
+}
+
+/* Creates and starts a container; an ephemeral one is up once its main runner has connected
+ * (before that, a crash of ours could not stop it). */
+static int create_and_start(struct docker_ws *ws, const char *spec)
+{
+	_cleanup_close_ int lfd = -1;
+	_cleanup_free_ char *name = NULL, *sock = NULL;
+	int r;
+
+	if (!ws->opts.detached && (r = docker_control_listen(ws->control_dir, &lfd, &name)) < 0)
+		return r;
+	if (name && asprintf(&sock, "%s/%s", ws->control_dir, name) < 0)
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	r = create_container(ws, name ? name : "", spec);
+	if (r == 0 && (r = start_container(ws)) < 0)
+		remove_by_id(ws, ws->container);
+	if (r == 0 && lfd >= 0) {
+		r = docker_control_accept(lfd, -1, START_TIMEOUT_MS, &ws->keepalive);
+		if (r < 0) {
+			r = sbx_fail(-SBX_EBACKEND, "docker: the container's runner did not connect to "
+			             "%s (is %s readable by the container's user?)", sock, ws->runner);
+			remove_by_id(ws, ws->container);
+		}
+	}
+	if (sock)
+		unlink(sock);
+	return r;
+}
+
+int docker_container_up(struct docker_ws *ws)
+{
+	_cleanup_free_ char *found = NULL;
+	char spec[33];
+	bool running = false, matches = false;
+	int r;
+
+	if ((r = spec_digest(ws, spec)) < 0 ||
+	    (r = find_container(ws, spec, &found, &running, &matches)) < 0)
+		return r;
+	if (found && matches) {
+		ws->container = SBX_TAKE_PTR(found);
+		if (running)
+			return 0;
+		return start_container(ws);
+	}
+	/* Made for another workdir or with other settings: this workspace's container is the
+	 * one we make now. */
+	if (found && (r = remove_by_id(ws, found)) < 0)
+		return r;
+	return create_and_start(ws, spec);
+}
+
+int docker_container_remove(struct docker_ws *ws)
+{
+	int r = 0;
+
+	if (ws->keepalive >= 0) {
+		close(ws->keepalive);
+		ws->keepalive = -1;
+	}
+	if (ws->container)
+		r = remove_by_id(ws, ws->container);
+	free(ws->container);
+	ws->container = NULL;
+	return r;
+}
