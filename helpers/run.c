@@ -72,19 +72,82 @@ static void connect_control(const char *path)
 	}
 }
 
-/* --env-clear, --env NAME=VALUE: an environment exactly as the host composed it, where the
- * runner's own was made by someone else (the Engine merges the image's into every exec). */
-static void set_env_entry(const char *entry)
-{
-	const char *eq = strchr(entry, '=');
-	char *name;
+/* --env-only, --env-keep NAME: the environment exactly as the host composed it, where the
+ * runner's own was made by someone else (the Engine merges the image's into every exec). The
+ * values come in the environment, the names to keep on the command line: values such as
+ * secrets never show in a process listing. */
+static bool env_only;
+static char **env_keep;
+static size_t env_keep_n;
 
-	if (!eq || eq == entry)
-		usage_error("--env '%s': expected NAME=VALUE", entry);
-	name = strndup(entry, (size_t)(eq - entry));
-	if (!name || setenv(name, eq + 1, 1) < 0)
-		usage_error("--env '%s': %s", entry, strerror(errno));
-	free(name);
+static void keep_env_name(const char *name)
+{
+	char **grown = realloc(env_keep, (env_keep_n + 1) * sizeof *env_keep);
+
+	if (!grown)
+		usage_error("--env-keep: out of memory");
+	env_keep = grown;
+	env_keep[env_keep_n++] = (char *)name;
+}
+
+static bool kept(const char *entry)
+{
+	size_t len = strcspn(entry, "=");
+
+	for (size_t i = 0; i < env_keep_n; i++)
+		if (strlen(env_keep[i]) == len && !strncmp(env_keep[i], entry, len))
+			return true;
+	return false;
+}
+
+static void filter_environment(void)
+{
+	size_t n = 0, out = 0;
+
+	if (!env_only)
+		return;
+	while (environ && environ[n])
+		n++;
+	/* In place: environ is ours to rearrange, and nothing else holds its entries. */
+	for (size_t i = 0; i < n; i++)
+		if (kept(environ[i]))
+			environ[out++] = environ[i];
+	if (environ)
+		environ[out] = NULL;
+	free(env_keep);
+}
+
+/* --stdio-from-control: the host sends the command's stdin, stdout and stderr (SCM_RIGHTS, in
+ * that order, with one byte) as the first message on the control channel, so that the
+ * command writes straight into the host's pipes, as a local command does. */
+static void receive_stdio(void)
+{
+	union {
+		char buf[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	                      .msg_controllen = sizeof u.buf };
+	struct cmsghdr *c;
+	int fds[3];
+	ssize_t n;
+
+	do
+		n = recvmsg(SBX_RUN_CONTROL_FD, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(3 * sizeof(int)))
+		usage_error("--stdio-from-control: no stdio fds from the host");
+	memcpy(fds, CMSG_DATA(c), sizeof fds);
+	for (int i = 0; i < 3; i++)
+		if (dup2(fds[i], i) < 0)
+			usage_error("--stdio-from-control: dup2: %s", strerror(errno));
+	for (int i = 0; i < 3; i++)
+		if (fds[i] > 2)
+			close(fds[i]);
 }
 
 static char **parse_args(int argc, char **argv)
@@ -95,10 +158,12 @@ static char **parse_args(int argc, char **argv)
 	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		if (strcmp(argv[i], "--control-socket") == 0 && i + 1 < argc) {
 			connect_control(argv[++i]);
-		} else if (strcmp(argv[i], "--env-clear") == 0) {
-			clearenv();
-		} else if (strcmp(argv[i], "--env") == 0 && i + 1 < argc) {
-			set_env_entry(argv[++i]);
+		} else if (strcmp(argv[i], "--stdio-from-control") == 0) {
+			receive_stdio();
+		} else if (strcmp(argv[i], "--env-only") == 0) {
+			env_only = true;
+		} else if (strcmp(argv[i], "--env-keep") == 0 && i + 1 < argc) {
+			keep_env_name(argv[++i]);
 		} else if (strcmp(argv[i], "--proto") == 0 && i + 1 < argc) {
 			if (strcmp(argv[++i], "1") != 0)
 				usage_error("unsupported protocol version '%s'", argv[i]);
@@ -120,6 +185,7 @@ int main(int argc, char **argv)
 {
 	char **command = parse_args(argc, argv);
 
+	filter_environment();
 	if (sbx_runner_run(command) < 0)
 		usage_error("fd %d is not the control socket", SBX_RUN_CONTROL_FD);
 	return 0;

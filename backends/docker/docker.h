@@ -64,6 +64,9 @@ struct docker_options {
 	uint64_t nano_cpus;           /* 0 = no CPU limit */
 	uint64_t tmp_bytes;           /* size of the tmpfs on /tmp */
 	bool pull;                    /* pull the image when the engine lacks it */
+	bool stream;                  /* stdio "stream": through the exec's hijacked connection
+	                                 (default "direct": the host's pipes, passed to the
+	                                 runner over its control socket) */
 };
 
 int docker_options_parse(const char *options_json, struct docker_options *o);

@@ -20,6 +20,7 @@
 #include "run_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fdpass.h"
 #include "util/http.h"
 #include "util/runclient.h"
 
@@ -30,11 +31,14 @@
 /* How long a release waits for a killed command's stream to end before giving up on it. */
 #define RELEASE_TIMEOUT_MS 15000
 #define STDIN_CHUNK 65536
+#define RUNNER_EXIT_MS 2000
 #define FRAME_HEADER 8
 
 struct docker_proc {
 	struct docker_ws *ws;             /* NULL once the workspace closed and forgot it */
 	char container[16];               /* short id, for messages */
+	struct sbx_runclient *rc;         /* stdio "direct": the runner's client does it all */
+	bool runner_gone;                 /* direct: its control channel closed after the report */
 	struct docker_proc *prev, *next;  /* the workspace's live list */
 	int stream;                       /* the hijacked connection */
 	int ctrl;                         /* the runner's control channel */
@@ -66,16 +70,19 @@ static void json_str(sbx_buf *b, const char *s)
 	sbx_buf_json_string(b, s, strlen(s));
 }
 
-static void add_runner_argv(sbx_buf *b, const char *sock, const sbx_backend_spawn *req)
+static void add_runner_argv(sbx_buf *b, const char *sock, const sbx_backend_spawn *req,
+                            bool direct)
 {
 	sbx_rlimit_text limits[SBX_RUNCLIENT_MAX_RLIMITS];
 	size_t n = req->limits ? sbx_runclient_rlimits(req->limits, limits) : 0;
 
 	sbx_buf_puts(b, "\"Cmd\":[\"" DOCKER_RUNNER "\",\"--control-socket\",");
-	sbx_buf_printf(b, "\"%s/%s\",\"--proto\",\"1\",\"--env-clear\"", DOCKER_CONTROL_DIR, sock);
+	sbx_buf_printf(b, "\"%s/%s\",\"--proto\",\"1\",\"--env-only\"", DOCKER_CONTROL_DIR, sock);
+	if (direct)
+		sbx_buf_puts(b, ",\"--stdio-from-control\"");
 	for (const char *const *e = req->envp; e && *e; e++) {
-		sbx_buf_puts(b, ",\"--env\",");
-		json_str(b, *e);
+		sbx_buf_puts(b, ",\"--env-keep\",");
+		sbx_buf_json_string(b, *e, strcspn(*e, "="));
 	}
 	for (size_t i = 0; i < n; i++) {
 		sbx_buf_puts(b, ",\"--rlimit\",");
@@ -90,7 +97,7 @@ static void add_runner_argv(sbx_buf *b, const char *sock, const sbx_backend_spaw
 }
 
 static int create_exec(struct docker_ws *ws, const sbx_backend_spawn *req, const char *sock,
-                       char **exec_id)
+                       bool direct, char **exec_id)
 {
 	sbx_buf body = { 0 }, path = { 0 };
 	sbx_json *answer = NULL;
@@ -98,14 +105,21 @@ static int create_exec(struct docker_ws *ws, const sbx_backend_spawn *req, const
 	long status;
 	int r;
 
-	sbx_buf_puts(&body, "{\"AttachStdin\":true,\"AttachStdout\":true,\"AttachStderr\":true,"
-	                    "\"Tty\":false,\"User\":");
+	sbx_buf_printf(&body, "{\"AttachStdin\":%s,\"AttachStdout\":%s,\"AttachStderr\":%s,"
+	               "\"Tty\":false,\"User\":", direct ? "false" : "true",
+	               direct ? "false" : "true", direct ? "false" : "true");
 	json_str(&body, ws->user);
 	sbx_buf_puts(&body, ",\"WorkingDir\":");
 	json_str(&body, req->cwd && *req->cwd ? req->cwd : DOCKER_WORKSPACE);
 	sbx_buf_puts(&body, ",");
-	add_runner_argv(&body, sock, req);
-	sbx_buf_puts(&body, "}");
+	add_runner_argv(&body, sock, req, direct);
+	/* The values travel here; the runner keeps exactly these names (add_runner_argv). */
+	sbx_buf_puts(&body, ",\"Env\":[");
+	for (const char *const *e = req->envp; e && *e; e++) {
+		sbx_buf_puts(&body, e == req->envp ? "" : ",");
+		json_str(&body, *e);
+	}
+	sbx_buf_puts(&body, "]}");
 	sbx_buf_printf(&path, "/containers/%s/exec", ws->container);
 	r = body.oom || path.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
 	                         : docker_call(&ws->engine, "POST", path.data, &body,
@@ -135,23 +149,35 @@ static int start_exec(struct docker_ws *ws, const char *exec_id, int *stream, sb
 	return r;
 }
 
-/* The exit code the engine saw, for a runner that never started. -1 when unknown. */
-static int exec_exit_code(struct docker_ws *ws, const char *exec_id)
+/* What the engine knows of an exec: whether it runs, and its exit code (-1 unknown). */
+static void exec_state(struct docker_ws *ws, const char *exec_id, bool *running, int *exit_code)
 {
 	sbx_buf path = { 0 };
 	sbx_json *answer = NULL;
-	const sbx_json *code;
+	const sbx_json *v;
 	long status;
-	int result = -1;
 
+	*running = true;
+	*exit_code = -1;
 	sbx_buf_printf(&path, "/exec/%s/json", exec_id);
 	if (!path.oom && docker_call(&ws->engine, "GET", path.data, NULL, "inspect the exec",
-	                             &status, &answer) == 0 &&
-	    (code = sbx_json_get(answer, "ExitCode")) && code->type == SBX_JSON_INT)
-		result = (int)code->i;
+	                             &status, &answer) == 0) {
+		if ((v = sbx_json_get(answer, "Running")) && v->type == SBX_JSON_BOOL)
+			*running = v->b;
+		if ((v = sbx_json_get(answer, "ExitCode")) && v->type == SBX_JSON_INT)
+			*exit_code = (int)v->i;
+	}
 	sbx_json_free(answer);
 	sbx_buf_free(&path);
-	return result;
+}
+
+static int exec_exit_code(struct docker_ws *ws, const char *exec_id)
+{
+	bool running;
+	int code;
+
+	exec_state(ws, exec_id, &running, &code);
+	return code;
 }
 
 /* ---- demultiplexing ------------------------------------------------------------------------ */
@@ -427,7 +453,11 @@ static void untrack(struct docker_proc *p)
 static int wait_done(const struct docker_proc *p, int timeout_ms)
 {
 	struct pollfd f = { .fd = p->done_fd, .events = POLLIN };
-	int n;
+	int n, code, sig;
+
+	if (p->rc)
+		return sbx_runclient_wait(p->rc, timeout_ms, &code, &sig) == -SBX_ETIMEDOUT
+		       ? -SBX_ETIMEDOUT : 0;
 
 	do
 		n = poll(&f, 1, timeout_ms);
@@ -536,7 +566,7 @@ static int connect_runner(struct docker_ws *ws, const sbx_backend_spawn *req, in
 	sbx_buf early = { 0 };
 	int r;
 
-	if ((r = create_exec(ws, req, sock, &exec_id)) < 0)
+	if ((r = create_exec(ws, req, sock, false, &exec_id)) < 0)
 		return r;
 	if ((r = start_exec(ws, exec_id, stream, &early)) < 0) {
 		sbx_buf_free(&early);
@@ -554,27 +584,97 @@ static int connect_runner(struct docker_ws *ws, const sbx_backend_spawn *req, in
 	return r;
 }
 
-int docker_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wait_fd)
+/* stdio "direct": the engine only starts the runner (detached exec); the command's stdio are
+ * the core's own pipes, passed over the control socket, so end-of-file, broken pipes and the
+ * order of merged output are exactly what the command does. */
+static int start_exec_detached(struct docker_ws *ws, const char *exec_id)
 {
-	struct docker_ws *ws = state;
-	_cleanup_close_ int lfd = -1;
-	_cleanup_free_ char *sock = NULL, *sock_path = NULL;
+	sbx_buf path = { 0 }, body = { 0 };
+	long status;
+	int r;
+
+	sbx_buf_printf(&path, "/exec/%s/start", exec_id);
+	sbx_buf_puts(&body, "{\"Detach\":true,\"Tty\":false}");
+	r = path.oom || body.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
+	                         : docker_call(&ws->engine, "POST", path.data, &body,
+	                                       "start the exec", &status, NULL);
+	sbx_buf_free(&path);
+	sbx_buf_free(&body);
+	return r;
+}
+
+/* Waits for the runner's connection, asking the engine now and then whether the exec still
+ * runs: a runner that failed before connecting ends its exec. */
+static int accept_direct_runner(struct docker_ws *ws, const char *exec_id, int lfd, int *ctrl)
+{
+	long long deadline = now_ms() + CONNECT_TIMEOUT_MS;
+	bool running = true;
+	int code = -1, r;
+
+	for (int round = 0; now_ms() < deadline; round++) {
+		r = docker_control_accept(lfd, -1, round < 4 ? 50 : 250, ctrl);
+		if (r != -SBX_ETIMEDOUT)
+			return r < 0 ? sbx_fail(r, "docker: accepting the runner: %s", strerror(-r)) : 0;
+		exec_state(ws, exec_id, &running, &code);
+		if (!running)
+			break;
+	}
+	return sbx_fail(-SBX_EBACKEND, "docker: the command's runner did not start in container "
+	                "%.12s (%s, exit code %d)", ws->container,
+	                running ? "no connection in 30 s" : "the exec ended", code);
+}
+
+static int send_stdio(const sbx_backend_spawn *req, int ctrl)
+{
+	_cleanup_close_ int null_fd = -1;
+	int fds[3] = { req->stdin_fd, req->stdout_fd, req->stderr_fd }, r;
+
+	if (fds[0] < 0) {
+		if ((null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+			return sbx_fail(-SBX_EIO, "docker: /dev/null: %s", strerror(errno));
+		fds[0] = null_fd;
+	}
+	if ((r = sbx_send_with_fds(ctrl, "s", 1, fds, 3)) < 0)
+		return sbx_fail(-SBX_EIO, "docker: handing the stdio to the runner: %s", strerror(-r));
+	return 0;
+}
+
+static int spawn_direct(struct docker_ws *ws, const sbx_backend_spawn *req, int lfd,
+                        const char *sock, struct docker_proc **out)
+{
+	_cleanup_free_ char *exec_id = NULL;
+	_cleanup_close_ int ctrl = -1;
 	struct docker_proc *p;
 	int r;
 
-	*proc = NULL;
-	*wait_fd = -1;
-	if ((r = docker_control_listen(ws->control_dir, &lfd, &sock)) < 0)
+	if ((r = create_exec(ws, req, sock, true, &exec_id)) < 0 ||
+	    (r = start_exec_detached(ws, exec_id)) < 0 ||
+	    (r = accept_direct_runner(ws, exec_id, lfd, &ctrl)) < 0 ||
+	    (r = send_stdio(req, ctrl)) < 0)
 		return r;
-	if (asprintf(&sock_path, "%s/%s", ws->control_dir, sock) < 0)
+	if (!(p = calloc(1, sizeof *p)))
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
-	if (!(p = new_proc(ws, req))) {
-		unlink(sock_path);
-		return sbx_fail(-SBX_ENOMEM, "docker: out of memory or file descriptors");
+	p->ws = ws;
+	snprintf(p->container, sizeof p->container, "%.12s", ws->container);
+	if (!(p->rc = sbx_runclient_new(0, ctrl, DOCKER_WHO))) {
+		free(p);
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	}
-	r = connect_runner(ws, req, lfd, sock, &p->stream, &p->ctrl);
-	unlink(sock_path);
-	if (r < 0) {
+	ctrl = -1; /* the client owns it now */
+	*out = p;
+	return 0;
+}
+
+/* stdio "stream": everything through the exec's hijacked connection and the pump thread. */
+static int spawn_stream(struct docker_ws *ws, const sbx_backend_spawn *req, int lfd,
+                        const char *sock, struct docker_proc **out)
+{
+	struct docker_proc *p;
+	int r;
+
+	if (!(p = new_proc(ws, req)))
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory or file descriptors");
+	if ((r = connect_runner(ws, req, lfd, sock, &p->stream, &p->ctrl)) < 0) {
 		free_proc(p);
 		return r;
 	}
@@ -583,17 +683,69 @@ int docker_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wa
 		return sbx_fail(-SBX_ENOMEM, "docker: cannot start a thread: %s", strerror(r));
 	}
 	p->pump_started = true;
+	*out = p;
+	return 0;
+}
+
+int docker_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wait_fd)
+{
+	struct docker_ws *ws = state;
+	_cleanup_close_ int lfd = -1;
+	_cleanup_free_ char *sock = NULL, *sock_path = NULL;
+	struct docker_proc *p = NULL;
+	int r;
+
+	*proc = NULL;
+	*wait_fd = -1;
+	if ((r = docker_control_listen(ws->control_dir, &lfd, &sock)) < 0)
+		return r;
+	if (asprintf(&sock_path, "%s/%s", ws->control_dir, sock) < 0) {
+		sock_path = NULL;
+		r = sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	} else {
+		r = ws->opts.stream ? spawn_stream(ws, req, lfd, sock, &p)
+		                    : spawn_direct(ws, req, lfd, sock, &p);
+		unlink(sock_path);
+	}
+	if (r < 0)
+		return r;
 	track(ws, p);
 	*proc = p;
-	*wait_fd = p->done_fd;
+	*wait_fd = p->rc ? p->rc->ctrl : p->done_fd;
 	return 0;
 }
 
 /* ---- the process ops --------------------------------------------------------------------- */
 
+/* The runner reports before it exits; the control channel closes when it has. A command
+ * counts as over once nothing of it runs, the runner included (its command line holds the
+ * command's), so wait a moment for that. */
+static void wait_runner_exit(struct docker_proc *p)
+{
+	struct pollfd f = { .fd = p->rc->ctrl, .events = POLLIN };
+	char byte;
+
+	for (long long until = now_ms() + RUNNER_EXIT_MS; now_ms() < until;) {
+		if (poll(&f, 1, (int)(until - now_ms())) < 0 && errno != EINTR)
+			break;
+		if (f.revents & (POLLHUP | POLLERR) ||
+		    ((f.revents & POLLIN) && recv(p->rc->ctrl, &byte, 1, MSG_DONTWAIT) <= 0))
+			break;
+	}
+	p->runner_gone = true;
+}
+
 int docker_proc_wait(void *proc, int timeout_ms, int *exit_code, int *term_signal)
 {
 	struct docker_proc *p = proc;
+
+	if (p->rc) {
+		int r = sbx_runclient_wait(p->rc, timeout_ms, exit_code, term_signal);
+
+		if (r == 0 && !p->runner_gone)
+			wait_runner_exit(p);
+		return r;
+	}
 
 	if (wait_done(p, timeout_ms) < 0)
 		return -SBX_ETIMEDOUT;
@@ -617,12 +769,19 @@ static int send_request(struct docker_proc *p, uint32_t op, int sig)
 
 int docker_proc_signal(void *proc, int sig)
 {
+	struct docker_proc *p = proc;
+
+	if (p->rc)
+		return sbx_runclient_signal(p->rc, sig);
 	return send_request(proc, SBX_RUN_SIGNAL, sig);
 }
 
 int docker_proc_kill(void *proc)
 {
 	struct docker_proc *p = proc;
+
+	if (p->rc)
+		return sbx_runclient_kill(p->rc);
 
 	p->kill_sent = true;
 	return send_request(p, SBX_RUN_KILL, SIGKILL);
@@ -635,6 +794,12 @@ void docker_proc_release(void *proc)
 
 	if (!p)
 		return;
+	if (p->rc) {
+		sbx_runclient_release(p->rc);
+		untrack(p);
+		free(p);
+		return;
+	}
 	if (wait_done(p, 0) < 0)
 		docker_proc_kill(p);
 	p->releasing = true;

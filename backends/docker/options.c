@@ -87,6 +87,16 @@ static int take_network(const sbx_json *v, bool *bridge)
 	return 0;
 }
 
+static int take_stdio(const sbx_json *v, bool *stream)
+{
+	if (v->type != SBX_JSON_STRING || strlen(v->str) != v->len ||
+	    (strcmp(v->str, "direct") != 0 && strcmp(v->str, "stream") != 0))
+		return option_error("stdio", "expected \"direct\" (the host's pipes, passed to the "
+		                    "command) or \"stream\" (the Engine's exec stream)");
+	*stream = strcmp(v->str, "stream") == 0;
+	return 0;
+}
+
 static int take_option(const char *key, const sbx_json *v, struct docker_options *o)
 {
 	int r;
@@ -106,12 +116,14 @@ static int take_option(const char *key, const sbx_json *v, struct docker_options
 		return take_bool(v, key, &o->pull);
 	if (!strcmp(key, "network"))
 		return take_network(v, &o->bridge);
+	if (!strcmp(key, "stdio"))
+		return take_stdio(v, &o->stream);
 	if (!strcmp(key, "cpus"))
 		return take_cpus(v, &o->nano_cpus);
 	if (!strcmp(key, "tmp_size"))
 		return take_tmp_size(v, &o->tmp_bytes);
 	return option_error(key, "unknown key (known: image, host, user, detached, pull, network, "
-	                    "cpus, tmp_size)");
+	                    "stdio, cpus, tmp_size)");
 }
 
 int docker_options_parse(const char *options_json, struct docker_options *o)
