@@ -6,10 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "peer.h"
 #include "run_proto.h"
 #include "runner.h"
 
@@ -56,20 +55,10 @@ static void parse_rlimit(const char *arg)
  * socket the host listens on and makes that connection its control channel on fd 3. */
 static void connect_control(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+	int r = sbx_peer_connect_at(path, SBX_RUN_CONTROL_FD);
 
-	if (strlen(path) >= sizeof sa.sun_path)
-		usage_error("--control-socket '%s': path too long", path);
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-		usage_error("--control-socket '%s': %s", path, strerror(errno));
-	if (fd != SBX_RUN_CONTROL_FD) {
-		if (dup2(fd, SBX_RUN_CONTROL_FD) < 0)
-			usage_error("--control-socket: dup2: %s", strerror(errno));
-		close(fd);
-	}
+	if (r < 0)
+		usage_error("--control-socket '%s': %s", path, strerror(-r));
 }
 
 /* --env-only, --env-keep NAME: the environment exactly as the host composed it, where the
@@ -118,36 +107,16 @@ static void filter_environment(void)
 }
 
 /* --stdio-from-control: the host sends the command's stdin, stdout and stderr (SCM_RIGHTS, in
- * that order, with one byte) as the first message on the control channel, so that the
- * command writes straight into the host's pipes, as a local command does. */
+ * that order) as the first message on the control channel, so that the command writes
+ * straight into the host's pipes, as a local command does. */
 static void receive_stdio(void)
 {
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-	                      .msg_controllen = sizeof u.buf };
-	struct cmsghdr *c;
-	int fds[3];
-	ssize_t n;
+	static const int stdio[3] = { 0, 1, 2 };
+	int r = sbx_peer_receive_fds_at(SBX_RUN_CONTROL_FD, stdio, 3);
 
-	do
-		n = recvmsg(SBX_RUN_CONTROL_FD, &msg, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(3 * sizeof(int)))
-		usage_error("--stdio-from-control: no stdio fds from the host");
-	memcpy(fds, CMSG_DATA(c), sizeof fds);
-	for (int i = 0; i < 3; i++)
-		if (dup2(fds[i], i) < 0)
-			usage_error("--stdio-from-control: dup2: %s", strerror(errno));
-	for (int i = 0; i < 3; i++)
-		if (fds[i] > 2)
-			close(fds[i]);
+	if (r < 0)
+		usage_error("--stdio-from-control: no stdio from the host: %s", strerror(-r));
+	/* dup2 leaves close-on-exec off: the command gets these. */
 }
 
 static char **parse_args(int argc, char **argv)

@@ -2,15 +2,20 @@
  * started, and tied to this host process when it is ephemeral. */
 #include <errno.h>
 #include <openssl/evp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "docker.h"
+#include "init_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fdpass.h"
+#include "util/launch.h"
 
 /* Paths a command must not change even inside the writable workspace (the ns backend's list,
  * helpers/init/policy.c); those that exist when the container is made are bound read-only. */
@@ -72,6 +77,8 @@ static void add_mounts(const struct docker_ws *ws, sbx_buf *b)
 	add_mount(b, &first, ws->workdir, DOCKER_WORKSPACE, ws->read_only);
 	add_protected_mounts(ws, b, &first);
 	add_mount(b, &first, ws->runner, DOCKER_RUNNER, true);
+	if (ws->server)
+		add_mount(b, &first, ws->init, DOCKER_INIT, true);
 	add_mount(b, &first, ws->control_dir, DOCKER_CONTROL_DIR, true);
 	sbx_buf_puts(b, "]");
 }
@@ -99,12 +106,20 @@ static void add_host_config(const struct docker_ws *ws, sbx_buf *b)
 	sbx_buf_puts(b, "}");
 }
 
-/* The container's main process. An ephemeral container runs it under a runner whose control
- * channel is this host process: when the process dies, even by SIGKILL, the runner ends the
- * container and the engine removes it (AutoRemove). A detached one outlives us on purpose. */
+/* The container's main process. An ephemeral container runs a process whose control channel
+ * is this host process: the exec server (agentsbx-init, which then starts every command), or
+ * a runner that only keeps the container up. When this process dies, even by SIGKILL, that
+ * channel closes, the container ends and the engine removes it (AutoRemove). A detached one
+ * outlives us on purpose and just sleeps. */
 static void add_entrypoint(const struct docker_ws *ws, sbx_buf *b, const char *keepalive_sock)
 {
 	sbx_buf_puts(b, "\"Entrypoint\":[");
+	if (ws->server) {
+		sbx_buf_printf(b, "\"" DOCKER_INIT "\",\"--control-socket\",\"%s/%s\",\"--proto\","
+		               "\"1\",\"--mode\",\"inside\"],\"Cmd\":null", DOCKER_CONTROL_DIR,
+		               keepalive_sock);
+		return;
+	}
 	if (!ws->opts.detached) {
 		sbx_buf_puts(b, "\"" DOCKER_RUNNER "\",\"--control-socket\",");
 		sbx_buf_printf(b, "\"%s/%s\",\"--proto\",\"1\",\"--\",", DOCKER_CONTROL_DIR,
@@ -219,8 +234,8 @@ static int remove_by_id(struct docker_ws *ws, const char *id)
 	             : docker_call(&ws->engine, "DELETE", path.data, NULL, "remove the container",
 	                           &status, NULL);
 	sbx_buf_free(&path);
-	/* Already gone (AutoRemove raced us, or someone else removed it): what we wanted. */
-	if (r == -SBX_ENOENT || (r == -SBX_EBACKEND && status == 409))
+	/* Already gone, or going (AutoRemove is removing it: 409): what we wanted. */
+	if (r == -SBX_ENOENT || (r < 0 && status == 409))
 		r = 0;
 	return r;
 }
@@ -291,7 +306,49 @@ static int start_container(struct docker_ws *ws)
 	return r;
 }
 
-/* Creates and starts a container; an ephemeral one is up once its main runner has connected
+/* The exec server's spec (helpers/init/spec.c) and its READY. The container already is the
+ * sandbox, so the server only hardens itself (no new privileges, seccomp) and serves; no
+ * Landlock: the engine's seccomp profile may refuse its system calls. */
+static int start_exec_server(struct docker_ws *ws)
+{
+	union {
+		struct sbx_init_ready ready;
+		struct sbx_init_error error;
+		char raw[512];
+	} msg;
+	sbx_buf spec = { 0 };
+	_cleanup_close_ int spec_fd = -1;
+	struct pollfd p = { .fd = ws->keepalive, .events = POLLIN };
+	ssize_t n;
+	int r;
+
+	sbx_buf_puts(&spec, "{\"id\":");
+	sbx_buf_json_string(&spec, ws->id, strlen(ws->id));
+	sbx_buf_printf(&spec, ",\"landlock\":false,\"seccomp_program\":false,"
+	               "\"workspace_readonly\":%s}", ws->read_only ? "true" : "false");
+	if (spec.oom)
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	spec_fd = sbx_memfd_with("agentsbx-spec", spec.data, spec.len);
+	sbx_buf_free(&spec);
+	if (spec_fd < 0)
+		return spec_fd;
+	if ((r = sbx_send_with_fds(ws->keepalive, "s", 1, &spec_fd, 1)) < 0)
+		return sbx_fail(-SBX_EBACKEND, "docker: the exec server went away: %s", strerror(-r));
+	if (poll(&p, 1, START_TIMEOUT_MS) <= 0)
+		return sbx_fail(-SBX_EBACKEND, "docker: the exec server did not get ready in time");
+	n = recv(ws->keepalive, &msg, sizeof msg, 0);
+	if (n >= (ssize_t)sizeof msg.ready && msg.ready.kind == SBX_INIT_READY)
+		return 0;
+	if (n >= (ssize_t)sizeof msg.error && msg.error.kind == SBX_INIT_ERROR) {
+		msg.error.message[sizeof msg.error.message - 1] = '\0';
+		return sbx_fail(-SBX_EBACKEND, "docker: the exec server failed: %s",
+		                msg.error.message);
+	}
+	return sbx_fail(-SBX_EBACKEND, "docker: the exec server ended before it was ready (set "
+	                "docker.exec to \"api\" where it cannot run)");
+}
+
+/* Creates and starts a container; an ephemeral one is up once its main process has connected
  * (before that, a crash of ours could not stop it). */
 static int create_and_start(struct docker_ws *ws, const char *spec)
 {
@@ -308,9 +365,15 @@ static int create_and_start(struct docker_ws *ws, const char *spec)
 		remove_by_id(ws, ws->container);
 	if (r == 0 && lfd >= 0) {
 		r = docker_control_accept(lfd, -1, START_TIMEOUT_MS, &ws->keepalive);
+		if (r < 0)
+			r = sbx_fail(-SBX_EBACKEND, "docker: the container's main process did not "
+			             "connect to %s (can the container's user run %s?)", sock,
+			             ws->server ? ws->init : ws->runner);
+		else if (ws->server)
+			r = start_exec_server(ws);
 		if (r < 0) {
-			r = sbx_fail(-SBX_EBACKEND, "docker: the container's runner did not connect to "
-			             "%s (is %s readable by the container's user?)", sock, ws->runner);
+			close(ws->keepalive);
+			ws->keepalive = -1;
 			remove_by_id(ws, ws->container);
 		}
 	}

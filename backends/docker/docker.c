@@ -47,6 +47,7 @@ static void ws_free(struct docker_ws *ws)
 	free(ws->workdir);
 	free(ws->control_dir);
 	free(ws->runner);
+	free(ws->init);
 	free(ws->user);
 	free(ws->container);
 	free(ws->network);
@@ -94,19 +95,31 @@ static int pick_user(struct docker_ws *ws, const sbx_backend_config *cfg)
 	return ws->user ? 0 : sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 }
 
-static int find_runner(struct docker_ws *ws)
+/* The host path of a helper program the container gets bound in read-only. */
+static int find_helper(const char *name, char **path)
 {
 	_cleanup_free_ char *found = NULL;
 	char err[256];
-	int r = sbx_helper_path("agentsbx-run", &found);
+	int r = sbx_helper_path(name, &found);
 
 	if (r < 0) {
 		snprintf(err, sizeof err, "%s", sbx_last_error());
 		return sbx_fail(-SBX_EBACKEND, "docker: %s", err);
 	}
-	if (!(ws->runner = realpath(found, NULL)))
+	if (!(*path = realpath(found, NULL)))
 		return sbx_fail(-SBX_EBACKEND, "docker: %s: %s", found, strerror(errno));
 	return 0;
+}
+
+static int find_helpers(struct docker_ws *ws)
+{
+	int r = find_helper("agentsbx-run", &ws->runner);
+
+	ws->server = ws->opts.exec == DOCKER_EXEC_SERVER ||
+	             (ws->opts.exec == DOCKER_EXEC_AUTO && !ws->opts.detached && !ws->opts.stream);
+	if (r == 0 && ws->server)
+		r = find_helper("agentsbx-init", &ws->init);
+	return r;
 }
 
 /* The host folder the control sockets live in, bound into the container. Anyone may pass
@@ -140,7 +153,7 @@ static int setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 	if (cfg->size >= offsetof(sbx_backend_config, read_only) + sizeof cfg->read_only)
 		ws->read_only = cfg->read_only != 0;
 	if ((r = docker_engine_connect(&ws->engine, ws->opts.host, 0)) < 0 ||
-	    (r = find_runner(ws)) < 0 || (r = make_control_dir(ws)) < 0 ||
+	    (r = find_helpers(ws)) < 0 || (r = make_control_dir(ws)) < 0 ||
 	    (r = pick_user(ws, cfg)) < 0)
 		return r;
 	return docker_container_up(ws);

@@ -19,6 +19,7 @@
 /* Where the container sees things. */
 #define DOCKER_WORKSPACE "/workspace"
 #define DOCKER_RUNNER "/.agentsbx/agentsbx-run"
+#define DOCKER_INIT "/.agentsbx/agentsbx-init"
 #define DOCKER_CONTROL_DIR "/.agentsbx/run"
 /* The host folder (inside the workspace's state folder) holding the control sockets. */
 #define DOCKER_STATE_SUBDIR ".agentsbx/docker"
@@ -67,7 +68,14 @@ struct docker_options {
 	bool stream;                  /* stdio "stream": through the exec's hijacked connection
 	                                 (default "direct": the host's pipes, passed to the
 	                                 runner over its control socket) */
+	int exec;                     /* DOCKER_EXEC_*: how commands start */
 };
+
+/* "exec": "server" runs the ns backend's resident exec server (agentsbx-init) as the
+ * container's main process and starts commands through it, as ns does; "api" starts each
+ * through the Engine's exec API. Default: the server where it can work (an ephemeral
+ * container with stdio "direct"), else the API. */
+enum { DOCKER_EXEC_AUTO, DOCKER_EXEC_SERVER, DOCKER_EXEC_API };
 
 int docker_options_parse(const char *options_json, struct docker_options *o);
 void docker_options_free(struct docker_options *o);
@@ -92,12 +100,15 @@ struct docker_ws {
 	char *workdir;                /* host directory bound at /workspace */
 	char *control_dir;            /* host folder of the control sockets */
 	char *runner;                 /* host path of agentsbx-run (static) */
+	char *init;                   /* host path of agentsbx-init (static), for the server */
+	bool server;                  /* commands start through the exec server */
 	char *user;                   /* the user commands run as */
 	char *container;              /* the container's id */
 	char *network;                /* "none", "host" or "bridge" */
 	bool read_only;
 	sbx_backend_limits limits;
-	int keepalive;                /* control channel of the container's main runner (-1) */
+	int keepalive;                /* control channel of the container's main process, the
+	                                 runner or the exec server (-1: detached, none) */
 	pthread_mutex_t lock;         /* the live list */
 	struct docker_proc *live;
 };

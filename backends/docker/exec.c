@@ -23,6 +23,7 @@
 #include "util/fdpass.h"
 #include "util/http.h"
 #include "util/runclient.h"
+#include "util/sandbox.h"
 
 #define CONNECT_TIMEOUT_MS 30000
 /* After the stream ends the runner's report is already queued; if it is not there by then,
@@ -611,8 +612,8 @@ static int accept_direct_runner(struct docker_ws *ws, const char *exec_id, int l
 	bool running = true;
 	int code = -1, r;
 
-	for (int round = 0; now_ms() < deadline; round++) {
-		r = docker_control_accept(lfd, -1, round < 4 ? 50 : 250, ctrl);
+	while (now_ms() < deadline) {
+		r = docker_control_accept(lfd, -1, 250, ctrl);
 		if (r != -SBX_ETIMEDOUT)
 			return r < 0 ? sbx_fail(r, "docker: accepting the runner: %s", strerror(-r)) : 0;
 		exec_state(ws, exec_id, &running, &code);
@@ -687,28 +688,63 @@ static int spawn_stream(struct docker_ws *ws, const sbx_backend_spawn *req, int 
 	return 0;
 }
 
+/* exec "server": the resident exec server in the container starts the command, as the ns
+ * backend's init does; no engine round trip at all. */
+static int spawn_server(struct docker_ws *ws, const sbx_backend_spawn *req,
+                        struct docker_proc **out)
+{
+	const sbx_backend_limits *limits = req->limits ? req->limits : &ws->limits;
+	struct docker_proc *p = calloc(1, sizeof *p);
+	void *rc = NULL;
+	int wait_fd, r;
+
+	if (!p)
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	r = sbx_init_channel_spawn(ws->keepalive, DOCKER_WHO, req, limits, NULL, &rc, &wait_fd);
+	if (r < 0) {
+		free(p);
+		return r;
+	}
+	p->ws = ws;
+	p->rc = rc;
+	/* The server reaps its runners itself: nothing of ours to wait for past the report. */
+	p->runner_gone = true;
+	snprintf(p->container, sizeof p->container, "%.12s", ws->container);
+	*out = p;
+	return 0;
+}
+
+/* exec "api": one engine exec per command, the runner reached through a control socket. */
+static int spawn_through_api(struct docker_ws *ws, const sbx_backend_spawn *req,
+                             struct docker_proc **p)
+{
+	_cleanup_close_ int lfd = -1;
+	_cleanup_free_ char *sock = NULL, *sock_path = NULL;
+	int r;
+
+	if ((r = docker_control_listen(ws->control_dir, &lfd, &sock)) < 0)
+		return r;
+	if (asprintf(&sock_path, "%s/%s", ws->control_dir, sock) < 0) {
+		sock_path = NULL;
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	}
+	r = ws->opts.stream ? spawn_stream(ws, req, lfd, sock, p)
+	                    : spawn_direct(ws, req, lfd, sock, p);
+	unlink(sock_path);
+	return r;
+}
+
 int docker_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wait_fd)
 {
 	struct docker_ws *ws = state;
-	_cleanup_close_ int lfd = -1;
-	_cleanup_free_ char *sock = NULL, *sock_path = NULL;
 	struct docker_proc *p = NULL;
 	int r;
 
 	*proc = NULL;
 	*wait_fd = -1;
-	if ((r = docker_control_listen(ws->control_dir, &lfd, &sock)) < 0)
-		return r;
-	if (asprintf(&sock_path, "%s/%s", ws->control_dir, sock) < 0) {
-		sock_path = NULL;
-		r = sbx_fail(-SBX_ENOMEM, "docker: out of memory");
-	} else {
-		r = ws->opts.stream ? spawn_stream(ws, req, lfd, sock, &p)
-		                    : spawn_direct(ws, req, lfd, sock, &p);
-		unlink(sock_path);
-	}
-	if (r < 0)
-		return r;
+	r = ws->server ? spawn_server(ws, req, &p) : spawn_through_api(ws, req, &p);
+	if (r < 0 || !p)
+		return r < 0 ? r : sbx_fail(-SBX_EIO, "docker: no process");
 	track(ws, p);
 	*proc = p;
 	*wait_fd = p->rc ? p->rc->ctrl : p->done_fd;

@@ -97,6 +97,16 @@ static int take_stdio(const sbx_json *v, bool *stream)
 	return 0;
 }
 
+static int take_exec(const sbx_json *v, int *exec)
+{
+	if (v->type != SBX_JSON_STRING || strlen(v->str) != v->len ||
+	    (strcmp(v->str, "server") != 0 && strcmp(v->str, "api") != 0))
+		return option_error("exec", "expected \"server\" (the resident exec server) or "
+		                    "\"api\" (the Engine's exec API)");
+	*exec = strcmp(v->str, "server") == 0 ? DOCKER_EXEC_SERVER : DOCKER_EXEC_API;
+	return 0;
+}
+
 static int take_option(const char *key, const sbx_json *v, struct docker_options *o)
 {
 	int r;
@@ -116,6 +126,8 @@ static int take_option(const char *key, const sbx_json *v, struct docker_options
 		return take_bool(v, key, &o->pull);
 	if (!strcmp(key, "network"))
 		return take_network(v, &o->bridge);
+	if (!strcmp(key, "exec"))
+		return take_exec(v, &o->exec);
 	if (!strcmp(key, "stdio"))
 		return take_stdio(v, &o->stream);
 	if (!strcmp(key, "cpus"))
@@ -123,7 +135,7 @@ static int take_option(const char *key, const sbx_json *v, struct docker_options
 	if (!strcmp(key, "tmp_size"))
 		return take_tmp_size(v, &o->tmp_bytes);
 	return option_error(key, "unknown key (known: image, host, user, detached, pull, network, "
-	                    "stdio, cpus, tmp_size)");
+	                    "exec, stdio, cpus, tmp_size)");
 }
 
 int docker_options_parse(const char *options_json, struct docker_options *o)
@@ -148,6 +160,10 @@ int docker_options_parse(const char *options_json, struct docker_options *o)
 	sbx_json_free(root);
 	if (r == 0 && !o->image)
 		r = option_error("image", "required: the image the workspace's container runs");
+	/* The server's channel is this process: it cannot outlive it, nor carry a stream. */
+	if (r == 0 && o->exec == DOCKER_EXEC_SERVER && (o->detached || o->stream))
+		r = option_error("exec", "\"server\" needs an ephemeral container (detached false) "
+		                 "and stdio \"direct\"");
 	if (r < 0)
 		docker_options_free(o);
 	return r;

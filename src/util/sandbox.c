@@ -1053,12 +1053,10 @@ static int send_spawn(int ctl, const struct sbx_init_spawn *head, const int fds[
 	return sbx_send_with_fds(ctl, head, sizeof *head, fds, SBX_INIT_SPAWN_FDS);
 }
 
-int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void **proc,
-                      int *wait_fd)
+int sbx_init_channel_spawn(int ctl, const char *who, const sbx_backend_spawn *req,
+                           const sbx_backend_limits *limits, struct sbx_runclient_set *live,
+                           void **proc, int *wait_fd)
 {
-	const sbx_backend_limits *limits = req->size >= offsetof(sbx_backend_spawn, limits) +
-	                                   sizeof req->limits && req->limits ? req->limits
-	                                                                      : &sb->cfg.limits;
 	_cleanup_free_ char *payload = NULL;
 	_cleanup_close_ int payload_fd = -1, host_end = -1, runner_end = -1;
 	struct sbx_init_spawn head;
@@ -1066,28 +1064,39 @@ int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void
 	size_t len = 0;
 	int sv[2], r;
 
-	if (sb->ctl < 0)
-		return sbx_fail(-SBX_ESTATE, "%s: the sandbox is not running", sb->who);
+	if (ctl < 0)
+		return sbx_fail(-SBX_ESTATE, "%s: the sandbox is not running", who);
 	if (!(payload = build_payload(req, limits, &head, &len)))
 		return sbx_fail(-SBX_E2BIG, "%s: command, environment and cwd exceed %u bytes",
-		                sb->who, SBX_INIT_PAYLOAD_MAX);
+		                who, SBX_INIT_PAYLOAD_MAX);
 	if ((payload_fd = sbx_memfd_with("agentsbx-spawn", payload, len)) < 0)
 		return payload_fd;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", sb->who, strerror(errno));
+		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", who, strerror(errno));
 	host_end = sv[0];
 	runner_end = sv[1];
 	const int fds[5] = { req->stdin_fd, req->stdout_fd, req->stderr_fd, runner_end, payload_fd };
-	if ((r = send_spawn(sb->ctl, &head, fds)) < 0)
-		return sbx_fail(-SBX_EIO, "%s: the sandbox init does not answer: %s", sb->who,
+	if ((r = send_spawn(ctl, &head, fds)) < 0)
+		return sbx_fail(-SBX_EIO, "%s: the sandbox init does not answer: %s", who,
 		                strerror(-r));
-	if (!(p = sbx_runclient_new(0, host_end, sb->who)))
+	if (!(p = sbx_runclient_new(0, host_end, who)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	host_end = -1;
-	sbx_runclient_track(&sb->live, p);
+	if (live)
+		sbx_runclient_track(live, p);
 	*proc = p;
 	*wait_fd = p->ctrl;
 	return 0;
+}
+
+int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void **proc,
+                      int *wait_fd)
+{
+	const sbx_backend_limits *limits = req->size >= offsetof(sbx_backend_spawn, limits) +
+	                                   sizeof req->limits && req->limits ? req->limits
+	                                                                      : &sb->cfg.limits;
+
+	return sbx_init_channel_spawn(sb->ctl, sb->who, req, limits, &sb->live, proc, wait_fd);
 }
 
 /* ---- facts and probes ---------------------------------------------------------------- */

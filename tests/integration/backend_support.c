@@ -122,11 +122,16 @@ const char *bt_docker_image(void)
  * its own object for the backend. */
 static const char *bt_backend_options(const char *extra)
 {
-	static char docker[512];
+	static char docker[1024];
 
 	if (strcmp(bt_backend(), "docker") != 0 || (extra && strstr(extra, "\"docker\"")))
 		return "";
-	snprintf(docker, sizeof docker, ",\"docker\":{\"image\":\"%s\"}", bt_docker_image());
+	/* SBX_TEST_DOCKER_OPTIONS: more members, to run a suite on another of the backend's
+	 * paths ("exec":"api", say). */
+	const char *more = getenv("SBX_TEST_DOCKER_OPTIONS");
+
+	snprintf(docker, sizeof docker, ",\"docker\":{\"image\":\"%s\"%s%s}", bt_docker_image(),
+	         more && *more ? "," : "", more && *more ? more : "");
 	return docker;
 }
 
