@@ -62,8 +62,10 @@ count_results "$out/main"
 step "sanitizers (address, undefined; leaks fail)"
 meson setup "$out/asan" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 meson compile -C "$out/asan"
-# This build's agentsbx-run is not static: the image gets the libraries it needs.
-bash tests/docker/build-image.sh agentsbx-test:busybox "$out/asan/helpers/agentsbx-run"
+# This build's helpers are not static: the image gets the libraries the two the docker
+# backend binds into its containers need.
+bash tests/docker/build-image.sh agentsbx-test:busybox "$out/asan/helpers/agentsbx-run" \
+  "$out/asan/helpers/agentsbx-init"
 env "$export_require" meson test -C "$out/asan" --print-errorlogs --timeout-multiplier 3
 count_results "$out/asan"
 

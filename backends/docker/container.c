@@ -23,6 +23,8 @@ extern const char *const sbx_default_protected_paths[];
 
 #define KEEPALIVE_LOOP "while :; do sleep 86400; done"
 #define START_TIMEOUT_MS 60000
+#define REMOVE_WAIT_ROUNDS 300
+#define REMOVE_WAIT_US 50000
 
 static void json_str(sbx_buf *b, const char *s)
 {
@@ -216,9 +218,38 @@ static int find_container(struct docker_ws *ws, const char *spec, char **id, boo
 		*running = state && state->type == SBX_JSON_STRING && !strcmp(state->str, "running");
 		*matches = wd && wd->type == SBX_JSON_STRING && !strcmp(wd->str, ws->workdir) && sp &&
 		           sp->type == SBX_JSON_STRING && !strcmp(sp->str, spec);
+		/* One on its way out is not one to reattach to. */
+		if (state && state->type == SBX_JSON_STRING &&
+		    (!strcmp(state->str, "removing") || !strcmp(state->str, "dead")))
+			*matches = false;
 	}
 	sbx_json_free(list);
 	return 0;
+}
+
+/* Polls until the engine no longer knows the container: a reset must not find the old one
+ * again, and a close must leave nothing behind. */
+static int wait_until_gone(struct docker_ws *ws, const char *id)
+{
+	sbx_buf path = { 0 };
+	long status = 0;
+	int r = 0;
+
+	sbx_buf_puts(&path, "/containers/");
+	docker_url_escape(&path, id);
+	sbx_buf_puts(&path, "/json");
+	for (int i = 0; i < REMOVE_WAIT_ROUNDS && !path.oom; i++) {
+		r = docker_call(&ws->engine, "GET", path.data, NULL, "inspect the container", &status,
+		                NULL);
+		if (r == -SBX_ENOENT || status == 404) {
+			r = 0;
+			break;
+		}
+		r = sbx_fail(-SBX_EBUSY, "docker: container %.12s is still being removed", id);
+		usleep(REMOVE_WAIT_US);
+	}
+	sbx_buf_free(&path);
+	return r;
 }
 
 static int remove_by_id(struct docker_ws *ws, const char *id)
@@ -234,9 +265,11 @@ static int remove_by_id(struct docker_ws *ws, const char *id)
 	             : docker_call(&ws->engine, "DELETE", path.data, NULL, "remove the container",
 	                           &status, NULL);
 	sbx_buf_free(&path);
-	/* Already gone, or going (AutoRemove is removing it: 409): what we wanted. */
-	if (r == -SBX_ENOENT || (r < 0 && status == 409))
-		r = 0;
+	if (r == -SBX_ENOENT)
+		return 0;
+	/* 409: the engine is removing it already (AutoRemove); done once it is gone. */
+	if (r < 0 && status == 409)
+		return wait_until_gone(ws, id);
 	return r;
 }
 
@@ -409,12 +442,14 @@ int docker_container_remove(struct docker_ws *ws)
 {
 	int r = 0;
 
+	/* Removed first, then the main process's channel closed: the other order would race
+	 * AutoRemove. */
+	if (ws->container)
+		r = remove_by_id(ws, ws->container);
 	if (ws->keepalive >= 0) {
 		close(ws->keepalive);
 		ws->keepalive = -1;
 	}
-	if (ws->container)
-		r = remove_by_id(ws, ws->container);
 	free(ws->container);
 	ws->container = NULL;
 	return r;

@@ -96,9 +96,13 @@ class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
 def main():
     path = sys.argv[1]
-    if os.path.exists(path):
-        os.unlink(path)
-    with Server(path, Engine) as server:
+    # Listening before the socket appears under its name: the test connects once it exists.
+    temp = path + ".tmp"
+    for p in (path, temp):
+        if os.path.exists(p):
+            os.unlink(p)
+    with Server(temp, Engine) as server:
+        os.rename(temp, path)
         server.serve_forever()
 
 
