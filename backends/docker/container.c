@@ -23,6 +23,7 @@ extern const char *const sbx_default_protected_paths[];
 
 #define KEEPALIVE_LOOP "while :; do sleep 86400; done"
 #define START_TIMEOUT_MS 60000
+#define PULL_TIMEOUT_MS (30L * 60 * 1000)
 #define REMOVE_WAIT_ROUNDS 300
 #define REMOVE_WAIT_US 50000
 
@@ -273,21 +274,34 @@ static int remove_by_id(struct docker_ws *ws, const char *id)
 	return r;
 }
 
+/* A pull reports its failures inside a 200 answer, as {"error": "...", "errorDetail": ...}
+ * lines among the progress lines. */
+static int pull_line(void *arg, const sbx_json *line)
+{
+	const char *image = arg;
+	const sbx_json *error = sbx_json_get(line, "error");
+
+	if (!error || error->type != SBX_JSON_STRING)
+		return 0;
+	return sbx_fail(-SBX_EBACKEND, "docker: pull image '%s': %s", image, error->str);
+}
+
 static int pull_image(struct docker_ws *ws)
 {
+	const char *image = ws->opts.image, *last = strrchr(image, '/');
 	sbx_buf path = { 0 };
 	char what[300];
-	long status;
 	int r;
 
-	snprintf(what, sizeof what, "pull image '%s'", ws->opts.image);
+	snprintf(what, sizeof what, "pull image '%s'", image);
 	sbx_buf_puts(&path, "/images/create?fromImage=");
-	docker_url_escape(&path, ws->opts.image);
-	if (!strchr(strrchr(ws->opts.image, '/') ? strrchr(ws->opts.image, '/') : ws->opts.image,
-	            ':') && !strchr(ws->opts.image, '@'))
+	docker_url_escape(&path, image);
+	/* Without a tag the engine pulls every tag of the repository. */
+	if (!strchr(last ? last : image, ':') && !strchr(image, '@'))
 		sbx_buf_puts(&path, "&tag=latest");
-	r = path.oom ? -SBX_ENOMEM
-	             : docker_call(&ws->engine, "POST", path.data, NULL, what, &status, NULL);
+	r = path.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
+	             : docker_call_lines(&ws->engine, "POST", path.data, what, PULL_TIMEOUT_MS,
+	                                 pull_line, (void *)image);
 	sbx_buf_free(&path);
 	return r;
 }

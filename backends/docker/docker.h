@@ -51,6 +51,11 @@ int docker_call(const struct docker_engine *e, const char *method, const char *p
 /* The same, taking over the connection after the response head (exec start). */
 int docker_call_upgrade(const struct docker_engine *e, const char *path, const sbx_buf *body,
                         const char *what, int *fd, sbx_buf *early);
+/* The same for answers that are JSON lines (POST /images/create): fn gets each parsed line
+ * and may stop the transfer with a negative code, which is returned. timeout_ms 0 = none. */
+typedef int (*docker_line_fn)(void *arg, const sbx_json *line);
+int docker_call_lines(const struct docker_engine *e, const char *method, const char *path,
+                      const char *what, long timeout_ms, docker_line_fn fn, void *arg);
 /* Percent-encodes s for a query string or a path segment, appending to b. */
 void docker_url_escape(sbx_buf *b, const char *s);
 

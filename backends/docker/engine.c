@@ -204,3 +204,89 @@ int docker_call_upgrade(const struct docker_engine *e, const char *path, const s
 	}
 	return 0;
 }
+
+/* ---- answers that are a stream of JSON lines (image pulls) ------------------------------- */
+
+struct line_reader {
+	docker_line_fn fn;
+	void *arg;
+	sbx_buf partial;              /* an unfinished line */
+	sbx_buf start;                /* the answer's first bytes: an error answer's message */
+};
+
+static int feed_line(struct line_reader *lr, const char *line, size_t len)
+{
+	sbx_json *v = NULL;
+	char err[64];
+	int r;
+
+	if (len == 0 || (len == 1 && line[0] == '\r'))
+		return 0;
+	/* A line that is not JSON says nothing we act on; the status decides. */
+	if (sbx_json_parse(line, len, &v, err, sizeof err) < 0)
+		return 0;
+	r = lr->fn(lr->arg, v);
+	sbx_json_free(v);
+	return r;
+}
+
+static int on_stream_body(void *arg, const char *data, size_t len)
+{
+	struct line_reader *lr = arg;
+	const char *nl;
+	int r;
+
+	if (lr->start.len < 4096)
+		sbx_buf_append(&lr->start, data, len < 4096 - lr->start.len ? len : 4096 - lr->start.len);
+	while ((nl = memchr(data, '\n', len))) {
+		size_t take = (size_t)(nl - data);
+
+		if (lr->partial.len) {
+			sbx_buf_append(&lr->partial, data, take);
+			r = lr->partial.oom ? -SBX_ENOMEM
+			                    : feed_line(lr, lr->partial.data, lr->partial.len);
+			lr->partial.len = 0;
+		} else {
+			r = feed_line(lr, data, take);
+		}
+		if (r < 0)
+			return r;
+		data = nl + 1;
+		len -= take + 1;
+	}
+	sbx_buf_append(&lr->partial, data, len);
+	return lr->partial.oom ? -SBX_ENOMEM : 0;
+}
+
+int docker_call_lines(const struct docker_engine *e, const char *method, const char *path,
+                      const char *what, long timeout_ms, docker_line_fn fn, void *arg)
+{
+	struct line_reader lr = { .fn = fn, .arg = arg };
+	struct sbx_http_request req;
+	struct sbx_http_response resp;
+	char *url = NULL, err[300];
+	int r;
+
+	if (asprintf(&url, "%s%s%s", e->base_url, e->api, path) < 0)
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	request_for(e, &req, url, NULL, NULL);
+	req.method = method;
+	req.timeout_ms = timeout_ms;
+	req.max_body = (size_t)1 << 40; /* progress lines of a big image; nothing is kept */
+	req.on_body = on_stream_body;
+	req.on_body_arg = &lr;
+	r = sbx_http_request_do(&req, &resp);
+	if (r == 0 && lr.partial.len)
+		r = feed_line(&lr, lr.partial.data, lr.partial.len);
+	if (r < 0 && resp.status < 400) {
+		snprintf(err, sizeof err, "%s", sbx_last_error());
+		r = sbx_fail(r == -SBX_EIO ? -SBX_EBACKEND : r, "docker: %s: %s", what, err);
+	} else if (resp.status >= 400) {
+		r = engine_error(what, resp.status, &lr.start);
+	}
+	sbx_buf_free(&lr.partial);
+	sbx_buf_free(&lr.start);
+	sbx_http_response_free(&resp);
+	free(url);
+	return r;
+}

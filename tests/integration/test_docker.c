@@ -7,7 +7,7 @@
  *  - a detached workspace's container survives a SIGKILL of the host process and a new
  *    process reattaches to it by label; an ephemeral one ends with its host process;
  *  - an engine that goes away mid-exec (a fake one, tests/docker/fake-engine.py) gives a clear
- *    error, and an unreachable one a clear error at open;
+ *    error, and an unreachable engine or registry a clear error at open;
  *  - bad "docker" options are refused with the key named.
  * The conformance and tools suites run on docker too (tests/meson.build). */
 #include <errno.h>
@@ -276,6 +276,23 @@ START_TEST(test_unreachable_engine)
 }
 END_TEST
 
+START_TEST(test_unreachable_registry)
+{
+	sbx_workspace *w = NULL;
+	/* Nothing listens on port 1: the pull fails at once, without leaving this machine. */
+	int r = bt_open(bt_mkdtemp(), "\"docker\":{\"image\":\"localhost:1/agentsbx-missing\"}",
+	                &w);
+
+	ck_assert_int_lt(r, 0);
+	ck_assert_msg(strstr(sbx_last_error(), "pull image 'localhost:1/agentsbx-missing'") &&
+	              strstr(sbx_last_error(), "localhost:1"), "%s", sbx_last_error());
+	r = bt_open(bt_mkdtemp(), "\"docker\":{\"image\":\"localhost:1/agentsbx-missing\","
+	            "\"pull\":false}", &w);
+	ck_assert_int_lt(r, 0);
+	ck_assert_msg(strstr(sbx_last_error(), "No such image"), "%s", sbx_last_error());
+}
+END_TEST
+
 static pid_t start_fake_engine(const char *sock)
 {
 	const char *src = getenv("SBX_TEST_SOURCE_ROOT");
@@ -369,6 +386,7 @@ static Suite *docker_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("failures");
 	tcase_add_test(tc, test_unreachable_engine);
+	tcase_add_test(tc, test_unreachable_registry);
 	tcase_add_test(tc, test_engine_gone_mid_exec);
 	tcase_add_test(tc, test_bad_options_name_the_key);
 	suite_add_tcase(s, tc);
