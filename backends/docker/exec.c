@@ -1,9 +1,12 @@
-/* Commands through the Engine's exec API. Each command runs under agentsbx-run (bound into
- * the container), which makes it a session of its own, kills whatever it leaves behind,
- * reports its exit and takes signal and kill requests over a control socket (control.c), so
- * a timeout ends the whole process tree inside the container. The exec's hijacked stream
- * carries stdin one way and multiplexed stdout/stderr frames the other; one pump thread per
- * command moves both and signals the end on an eventfd, the wait fd the core polls. */
+/* How a command starts, and the process ops. Every command runs under agentsbx-run, which
+ * makes it a session of its own, kills whatever it leaves behind, reports its exit and takes
+ * signal and kill requests over a control channel, so a timeout ends the whole process tree
+ * inside the container. Three ways to start it:
+ *  - exec "server": the exec server in the container (the ns backend's init) starts it;
+ *  - exec "api", stdio "direct": a detached engine exec starts the runner, which connects to
+ *    a control socket of ours (control.c) and receives the core's pipes over it;
+ *  - exec "api", stdio "stream": the same with stdio through the exec's hijacked connection
+ *    (stream.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -11,58 +14,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "docker.h"
+#include "exec.h"
 #include "run_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fdpass.h"
-#include "util/http.h"
 #include "util/runclient.h"
 #include "util/sandbox.h"
 
-#define CONNECT_TIMEOUT_MS 30000
-/* After the stream ends the runner's report is already queued; if it is not there by then,
- * the engine dropped the stream while the command ran. */
-#define REPORT_GRACE_MS 3000
-/* How long a release waits for a killed command's stream to end before giving up on it. */
-#define RELEASE_TIMEOUT_MS 15000
-#define STDIN_CHUNK 65536
 #define RUNNER_EXIT_MS 2000
-#define FRAME_HEADER 8
-
-struct docker_proc {
-	struct docker_ws *ws;             /* NULL once the workspace closed and forgot it */
-	char container[16];               /* short id, for messages */
-	struct sbx_runclient *rc;         /* stdio "direct": the runner's client does it all */
-	bool runner_gone;                 /* direct: its control channel closed after the report */
-	struct docker_proc *prev, *next;  /* the workspace's live list */
-	int stream;                       /* the hijacked connection */
-	int ctrl;                         /* the runner's control channel */
-	int in_fd, out_fd, err_fd;        /* our copies of the command's stdio ends */
-	int done_fd;                      /* eventfd: readable once the outcome is known */
-	int wake_fd;                      /* eventfd: release wakes the pump */
-	pthread_t pump;
-	bool pump_started;
-	_Atomic bool releasing;
-	_Atomic bool kill_sent;
-	/* Written by the pump before done_fd, read by others after it. */
-	bool ended;
-	int exit_code, term_signal;
-	int error;
-	char message[512];
-	/* Pump-only state. */
-	char header[FRAME_HEADER];
-	size_t header_len, payload_left;
-	int payload_fd;
-	char *in_buf;
-	size_t in_len, in_off;
-	bool stream_done, report_done, in_closed;
-};
 
 /* ---- the exec request --------------------------------------------------------------------- */
 
@@ -97,7 +61,7 @@ static void add_runner_argv(sbx_buf *b, const char *sock, const sbx_backend_spaw
 	sbx_buf_puts(b, "]");
 }
 
-static int create_exec(struct docker_ws *ws, const sbx_backend_spawn *req, const char *sock,
+int docker_exec_create(struct docker_ws *ws, const sbx_backend_spawn *req, const char *sock,
                        bool direct, char **exec_id)
 {
 	sbx_buf body = { 0 }, path = { 0 };
@@ -135,23 +99,8 @@ static int create_exec(struct docker_ws *ws, const sbx_backend_spawn *req, const
 	return *exec_id ? 0 : sbx_fail(-SBX_EPROTO, "docker: the engine made an exec without an Id");
 }
 
-static int start_exec(struct docker_ws *ws, const char *exec_id, int *stream, sbx_buf *early)
-{
-	sbx_buf path = { 0 }, body = { 0 };
-	int r;
-
-	sbx_buf_printf(&path, "/exec/%s/start", exec_id);
-	sbx_buf_puts(&body, "{\"Detach\":false,\"Tty\":false}");
-	r = path.oom || body.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
-	                         : docker_call_upgrade(&ws->engine, path.data, &body,
-	                                               "start the exec", stream, early);
-	sbx_buf_free(&path);
-	sbx_buf_free(&body);
-	return r;
-}
-
 /* What the engine knows of an exec: whether it runs, and its exit code (-1 unknown). */
-static void exec_state(struct docker_ws *ws, const char *exec_id, bool *running, int *exit_code)
+void docker_exec_state(struct docker_ws *ws, const char *exec_id, bool *running, int *exit_code)
 {
 	sbx_buf path = { 0 };
 	sbx_json *answer = NULL;
@@ -172,254 +121,12 @@ static void exec_state(struct docker_ws *ws, const char *exec_id, bool *running,
 	sbx_buf_free(&path);
 }
 
-static int exec_exit_code(struct docker_ws *ws, const char *exec_id)
-{
-	bool running;
-	int code;
-
-	exec_state(ws, exec_id, &running, &code);
-	return code;
-}
-
-/* ---- demultiplexing ------------------------------------------------------------------------ */
-
-/* Writes all of data to fd (a pipe the core reads); a reader that went away (EPIPE) simply
- * gets no more, and the stream is still read to its end. */
-static void deliver(int *fd, const char *data, size_t len)
-{
-	while (*fd >= 0 && len) {
-		ssize_t n = write(*fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(*fd);
-			*fd = -1;
-			return;
-		}
-		data += n;
-		len -= (size_t)n;
-	}
-}
-
-/* Frames of the multiplexed stream: a header [type, 0, 0, 0, size (big-endian u32)], then
- * size bytes for stdout (1) or stderr (2). */
-static void demux(struct docker_proc *p, const char *data, size_t len, sbx_buf *sink)
-{
-	while (len) {
-		if (p->payload_left == 0) {
-			size_t take = FRAME_HEADER - p->header_len;
-
-			take = take < len ? take : len;
-			memcpy(p->header + p->header_len, data, take);
-			p->header_len += take;
-			data += take;
-			len -= take;
-			if (p->header_len < FRAME_HEADER)
-				return;
-			p->header_len = 0;
-			p->payload_left = (size_t)(unsigned char)p->header[4] << 24 |
-			                  (size_t)(unsigned char)p->header[5] << 16 |
-			                  (size_t)(unsigned char)p->header[6] << 8 |
-			                  (size_t)(unsigned char)p->header[7];
-			p->payload_fd = p->header[0] == 1 ? 1 : 2;
-			continue;
-		}
-		size_t take = p->payload_left < len ? p->payload_left : len;
-
-		if (sink)
-			sbx_buf_append(sink, data, take);
-		else
-			deliver(p->payload_fd == 1 ? &p->out_fd : &p->err_fd, data, take);
-		p->payload_left -= take;
-		data += take;
-		len -= take;
-	}
-}
-
-/* ---- the pump thread ---------------------------------------------------------------------- */
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-static void read_stream(struct docker_proc *p)
-{
-	char chunk[65536];
-	ssize_t n = recv(p->stream, chunk, sizeof chunk, MSG_DONTWAIT);
-
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		p->stream_done = true;
-		/* End of file for the core, now that every byte the command wrote is through. */
-		close_fd(&p->out_fd);
-		close_fd(&p->err_fd);
-		close_fd(&p->in_fd);
-		return;
-	}
-	demux(p, chunk, (size_t)n, NULL);
-}
-
-static void read_stdin(struct docker_proc *p)
-{
-	ssize_t n = read(p->in_fd, p->in_buf, STDIN_CHUNK);
-
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n <= 0) {
-		close_fd(&p->in_fd);
-		p->in_closed = true;
-		return;
-	}
-	p->in_len = (size_t)n;
-	p->in_off = 0;
-}
-
-static void send_stdin(struct docker_proc *p)
-{
-	ssize_t n = send(p->stream, p->in_buf + p->in_off, p->in_len - p->in_off,
-	                 MSG_DONTWAIT | MSG_NOSIGNAL);
-
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	if (n < 0) {
-		/* The command stopped reading: it does not get the rest. */
-		p->in_len = p->in_off = 0;
-		close_fd(&p->in_fd);
-		p->in_closed = true;
-		return;
-	}
-	p->in_off += (size_t)n;
-	if (p->in_off == p->in_len)
-		p->in_len = p->in_off = 0;
-}
-
-static void read_report(struct docker_proc *p)
-{
-	struct sbx_run_report rep;
-	ssize_t n = recv(p->ctrl, &rep, sizeof rep, MSG_DONTWAIT);
-
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	p->report_done = true;
-	if (n == (ssize_t)sizeof rep && rep.kind == SBX_RUN_EXITED) {
-		p->exit_code = rep.exit_code;
-		p->term_signal = rep.term_signal;
-		return;
-	}
-	/* The runner went away without a report: only a kill of ours explains that. */
-	if (p->kill_sent) {
-		p->exit_code = -1;
-		p->term_signal = SIGKILL;
-		return;
-	}
-	p->error = -SBX_EPROTO;
-	snprintf(p->message, sizeof p->message, "docker: the command's runner in container %s "
-	         "ended without a report (was the container stopped?)", p->container);
-}
-
-static long long now_ms(void)
+long long docker_now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void give_up(struct docker_proc *p, const char *why)
-{
-	p->report_done = p->stream_done = true;
-	if (!p->error) {
-		p->error = -SBX_EIO;
-		snprintf(p->message, sizeof p->message, "docker: %s", why);
-	}
-	send(p->ctrl, &(struct sbx_run_request){ SBX_RUN_KILL, SIGKILL },
-	     sizeof(struct sbx_run_request), MSG_NOSIGNAL | MSG_DONTWAIT);
-	p->kill_sent = true;
-}
-
-/* One poll round. Returns false when the outcome is known and every byte went through. */
-static bool pump_step(struct docker_proc *p, long long *stream_end, long long *release_end)
-{
-	struct pollfd f[4];
-	int n = 0, s = -1, in = -1, c = -1, w, timeout = -1;
-
-	if (p->stream_done && p->report_done)
-		return false;
-	if (!p->stream_done) {
-		f[s = n++] = (struct pollfd){ .fd = p->stream,
-		                              .events = POLLIN | (p->in_len ? POLLOUT : 0) };
-		if (!p->in_len && p->in_fd >= 0)
-			f[in = n++] = (struct pollfd){ .fd = p->in_fd, .events = POLLIN };
-	}
-	if (!p->report_done)
-		f[c = n++] = (struct pollfd){ .fd = p->ctrl, .events = POLLIN };
-	f[w = n++] = (struct pollfd){ .fd = p->wake_fd, .events = POLLIN };
-	if (p->stream_done && *stream_end < 0)
-		*stream_end = now_ms() + REPORT_GRACE_MS;
-	if (*stream_end >= 0)
-		timeout = (int)(*stream_end - now_ms());
-	if (*release_end >= 0 && (timeout < 0 || *release_end - now_ms() < timeout))
-		timeout = (int)(*release_end - now_ms());
-	if (timeout < -1 || (timeout == 0 && (*stream_end >= 0 || *release_end >= 0)))
-		timeout = 0;
-	if (poll(f, (nfds_t)n, timeout) < 0 && errno != EINTR)
-		return give_up(p, "poll failed"), false;
-	if (*stream_end >= 0 && !p->report_done && now_ms() >= *stream_end) {
-		give_up(p, "the engine closed the exec stream while the command was running "
-		           "(did the engine stop or restart?)");
-		return false;
-	}
-	if (*release_end >= 0 && now_ms() >= *release_end) {
-		give_up(p, "the killed command's exec stream did not end");
-		return false;
-	}
-	if (w >= 0 && f[w].revents) {
-		uint64_t v;
-
-		if (read(p->wake_fd, &v, sizeof v) == sizeof v && p->releasing && *release_end < 0)
-			*release_end = now_ms() + RELEASE_TIMEOUT_MS;
-	}
-	if (s >= 0 && (f[s].revents & POLLOUT))
-		send_stdin(p);
-	if (in >= 0 && f[in].revents)
-		read_stdin(p);
-	/* All of stdin is through: the engine closes the command's stdin on our half-close. */
-	if (p->in_closed && !p->in_len && !p->stream_done) {
-		shutdown(p->stream, SHUT_WR);
-		p->in_closed = false;
-	}
-	if (s >= 0 && (f[s].revents & (POLLIN | POLLHUP | POLLERR)))
-		read_stream(p);
-	if (c >= 0 && f[c].revents)
-		read_report(p);
-	return true;
-}
-
-static void *pump_main(void *arg)
-{
-	struct docker_proc *p = arg;
-	long long stream_end = -1, release_end = -1;
-	sigset_t pipe_only;
-	uint64_t one = 1;
-
-	/* Writing to a pipe the core closed must fail with EPIPE here, not signal the host. */
-	sigemptyset(&pipe_only);
-	sigaddset(&pipe_only, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_only, NULL);
-	while (pump_step(p, &stream_end, &release_end))
-		;
-	close_fd(&p->out_fd);
-	close_fd(&p->err_fd);
-	close_fd(&p->in_fd);
-	p->ended = true;
-	if (write(p->done_fd, &one, sizeof one) < 0)
-		p->error = p->error ? p->error : -SBX_EIO;
-	return NULL;
 }
 
 /* ---- the live list ----------------------------------------------------------------------- */
@@ -453,17 +160,12 @@ static void untrack(struct docker_proc *p)
 
 static int wait_done(const struct docker_proc *p, int timeout_ms)
 {
-	struct pollfd f = { .fd = p->done_fd, .events = POLLIN };
-	int n, code, sig;
+	int code, sig;
 
 	if (p->rc)
 		return sbx_runclient_wait(p->rc, timeout_ms, &code, &sig) == -SBX_ETIMEDOUT
 		       ? -SBX_ETIMEDOUT : 0;
-
-	do
-		n = poll(&f, 1, timeout_ms);
-	while (n < 0 && errno == EINTR);
-	return n > 0 ? 0 : -SBX_ETIMEDOUT;
+	return docker_stream_wait(p, timeout_ms);
 }
 
 void docker_kill_all(struct docker_ws *ws, bool forget)
@@ -489,102 +191,6 @@ void docker_kill_all(struct docker_ws *ws, bool forget)
 
 /* ---- spawn ------------------------------------------------------------------------------- */
 
-static void free_proc(struct docker_proc *p)
-{
-	close_fd(&p->stream);
-	close_fd(&p->ctrl);
-	close_fd(&p->in_fd);
-	close_fd(&p->out_fd);
-	close_fd(&p->err_fd);
-	close_fd(&p->done_fd);
-	close_fd(&p->wake_fd);
-	free(p->in_buf);
-	free(p);
-}
-
-static struct docker_proc *new_proc(struct docker_ws *ws, const sbx_backend_spawn *req)
-{
-	struct docker_proc *p = calloc(1, sizeof *p);
-
-	if (!p)
-		return NULL;
-	*p = (struct docker_proc){ .ws = ws, .stream = -1, .ctrl = -1, .in_fd = -1, .out_fd = -1,
-	                           .err_fd = -1, .done_fd = -1, .wake_fd = -1 };
-	snprintf(p->container, sizeof p->container, "%.12s", ws->container);
-	p->in_buf = malloc(STDIN_CHUNK);
-	p->done_fd = eventfd(0, EFD_CLOEXEC);
-	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	p->in_fd = req->stdin_fd >= 0 ? fcntl(req->stdin_fd, F_DUPFD_CLOEXEC, 3) : -1;
-	p->out_fd = fcntl(req->stdout_fd, F_DUPFD_CLOEXEC, 3);
-	p->err_fd = fcntl(req->stderr_fd, F_DUPFD_CLOEXEC, 3);
-	if (!p->in_buf || p->done_fd < 0 || p->wake_fd < 0 || p->out_fd < 0 || p->err_fd < 0 ||
-	    (req->stdin_fd >= 0 && p->in_fd < 0)) {
-		free_proc(p);
-		return NULL;
-	}
-	if (p->in_fd < 0)
-		p->in_closed = true;
-	return p;
-}
-
-/* The runner never connected: say what the stream and the engine know about why. */
-static int runner_failed(struct docker_ws *ws, const char *exec_id, int stream, sbx_buf *early,
-                         int why)
-{
-	struct docker_proc scratch = { .payload_fd = 2 };
-	sbx_buf text = { 0 };
-	long long until = now_ms() + 2000;
-	char chunk[4096];
-	int code, r;
-
-	demux(&scratch, early->data ? early->data : "", early->len, &text);
-	while (text.len < 2048 && now_ms() < until) {
-		struct pollfd f = { .fd = stream, .events = POLLIN };
-		ssize_t n;
-
-		if (poll(&f, 1, (int)(until - now_ms())) <= 0)
-			break;
-		if ((n = recv(stream, chunk, sizeof chunk, 0)) <= 0)
-			break;
-		demux(&scratch, chunk, (size_t)n, &text);
-	}
-	while (text.len && (text.data[text.len - 1] == '\n' || text.data[text.len - 1] == '\r'))
-		text.data[--text.len] = '\0';
-	code = exec_exit_code(ws, exec_id);
-	r = sbx_fail(-SBX_EBACKEND, "docker: the command's runner did not start in container "
-	             "%.12s (%s%s%d)%s%s", ws->container,
-	             why == -SBX_ETIMEDOUT ? "no connection in 30 s" : "the exec stream ended",
-	             code >= 0 ? ", exit code " : "", code >= 0 ? code : 0, text.len ? ": " : "",
-	             text.len ? text.data : "");
-	sbx_buf_free(&text);
-	return r;
-}
-
-static int connect_runner(struct docker_ws *ws, const sbx_backend_spawn *req, int lfd,
-                          const char *sock, int *stream, int *ctrl)
-{
-	_cleanup_free_ char *exec_id = NULL;
-	sbx_buf early = { 0 };
-	int r;
-
-	if ((r = create_exec(ws, req, sock, false, &exec_id)) < 0)
-		return r;
-	if ((r = start_exec(ws, exec_id, stream, &early)) < 0) {
-		sbx_buf_free(&early);
-		return r;
-	}
-	/* Bytes with the head come from something other than our command (which starts only
-	 * after the runner connects): an error, most likely; give the runner a moment anyway. */
-	r = docker_control_accept(lfd, early.len ? -1 : *stream,
-	                          early.len ? 2000 : CONNECT_TIMEOUT_MS, ctrl);
-	if (r < 0) {
-		r = runner_failed(ws, exec_id, *stream, &early, r);
-		close_fd(stream);
-	}
-	sbx_buf_free(&early);
-	return r;
-}
-
 /* stdio "direct": the engine only starts the runner (detached exec); the command's stdio are
  * the core's own pipes, passed over the control socket, so end-of-file, broken pipes and the
  * order of merged output are exactly what the command does. */
@@ -608,15 +214,15 @@ static int start_exec_detached(struct docker_ws *ws, const char *exec_id)
  * runs: a runner that failed before connecting ends its exec. */
 static int accept_direct_runner(struct docker_ws *ws, const char *exec_id, int lfd, int *ctrl)
 {
-	long long deadline = now_ms() + CONNECT_TIMEOUT_MS;
+	long long deadline = docker_now_ms() + CONNECT_TIMEOUT_MS;
 	bool running = true;
 	int code = -1, r;
 
-	while (now_ms() < deadline) {
+	while (docker_now_ms() < deadline) {
 		r = docker_control_accept(lfd, -1, 250, ctrl);
 		if (r != -SBX_ETIMEDOUT)
 			return r < 0 ? sbx_fail(r, "docker: accepting the runner: %s", strerror(-r)) : 0;
-		exec_state(ws, exec_id, &running, &code);
+		docker_exec_state(ws, exec_id, &running, &code);
 		if (!running)
 			break;
 	}
@@ -648,7 +254,7 @@ static int spawn_direct(struct docker_ws *ws, const sbx_backend_spawn *req, int 
 	struct docker_proc *p;
 	int r;
 
-	if ((r = create_exec(ws, req, sock, true, &exec_id)) < 0 ||
+	if ((r = docker_exec_create(ws, req, sock, true, &exec_id)) < 0 ||
 	    (r = start_exec_detached(ws, exec_id)) < 0 ||
 	    (r = accept_direct_runner(ws, exec_id, lfd, &ctrl)) < 0 ||
 	    (r = send_stdio(req, ctrl)) < 0)
@@ -662,28 +268,6 @@ static int spawn_direct(struct docker_ws *ws, const sbx_backend_spawn *req, int 
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	}
 	ctrl = -1; /* the client owns it now */
-	*out = p;
-	return 0;
-}
-
-/* stdio "stream": everything through the exec's hijacked connection and the pump thread. */
-static int spawn_stream(struct docker_ws *ws, const sbx_backend_spawn *req, int lfd,
-                        const char *sock, struct docker_proc **out)
-{
-	struct docker_proc *p;
-	int r;
-
-	if (!(p = new_proc(ws, req)))
-		return sbx_fail(-SBX_ENOMEM, "docker: out of memory or file descriptors");
-	if ((r = connect_runner(ws, req, lfd, sock, &p->stream, &p->ctrl)) < 0) {
-		free_proc(p);
-		return r;
-	}
-	if ((r = pthread_create(&p->pump, NULL, pump_main, p)) != 0) {
-		free_proc(p);
-		return sbx_fail(-SBX_ENOMEM, "docker: cannot start a thread: %s", strerror(r));
-	}
-	p->pump_started = true;
 	*out = p;
 	return 0;
 }
@@ -728,7 +312,7 @@ static int spawn_through_api(struct docker_ws *ws, const sbx_backend_spawn *req,
 		sock_path = NULL;
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	}
-	r = ws->opts.stream ? spawn_stream(ws, req, lfd, sock, p)
+	r = ws->opts.stream ? docker_stream_spawn(ws, req, lfd, sock, p)
 	                    : spawn_direct(ws, req, lfd, sock, p);
 	unlink(sock_path);
 	return r;
@@ -761,8 +345,8 @@ static void wait_runner_exit(struct docker_proc *p)
 	struct pollfd f = { .fd = p->rc->ctrl, .events = POLLIN };
 	char byte;
 
-	for (long long until = now_ms() + RUNNER_EXIT_MS; now_ms() < until;) {
-		if (poll(&f, 1, (int)(until - now_ms())) < 0 && errno != EINTR)
+	for (long long until = docker_now_ms() + RUNNER_EXIT_MS; docker_now_ms() < until;) {
+		if (poll(&f, 1, (int)(until - docker_now_ms())) < 0 && errno != EINTR)
 			break;
 		if (f.revents & (POLLHUP | POLLERR) ||
 		    ((f.revents & POLLIN) && recv(p->rc->ctrl, &byte, 1, MSG_DONTWAIT) <= 0))
@@ -782,25 +366,7 @@ int docker_proc_wait(void *proc, int timeout_ms, int *exit_code, int *term_signa
 			wait_runner_exit(p);
 		return r;
 	}
-
-	if (wait_done(p, timeout_ms) < 0)
-		return -SBX_ETIMEDOUT;
-	if (p->error)
-		return sbx_fail(p->error, "%s", p->message);
-	*exit_code = p->exit_code;
-	*term_signal = p->term_signal;
-	return 0;
-}
-
-static int send_request(struct docker_proc *p, uint32_t op, int sig)
-{
-	struct sbx_run_request req = { op, sig };
-
-	if (wait_done(p, 0) == 0)
-		return 0; /* over: nothing left to signal */
-	if (send(p->ctrl, &req, sizeof req, MSG_NOSIGNAL) != (ssize_t)sizeof req)
-		return sbx_fail(-SBX_EIO, "docker: the command's runner is gone: %s", strerror(errno));
-	return 0;
+	return docker_stream_outcome(p, timeout_ms, exit_code, term_signal);
 }
 
 int docker_proc_signal(void *proc, int sig)
@@ -809,7 +375,7 @@ int docker_proc_signal(void *proc, int sig)
 
 	if (p->rc)
 		return sbx_runclient_signal(p->rc, sig);
-	return send_request(proc, SBX_RUN_SIGNAL, sig);
+	return docker_stream_request(p, SBX_RUN_SIGNAL, sig);
 }
 
 int docker_proc_kill(void *proc)
@@ -818,31 +384,20 @@ int docker_proc_kill(void *proc)
 
 	if (p->rc)
 		return sbx_runclient_kill(p->rc);
-
-	p->kill_sent = true;
-	return send_request(p, SBX_RUN_KILL, SIGKILL);
+	return docker_stream_request(p, SBX_RUN_KILL, SIGKILL);
 }
 
 void docker_proc_release(void *proc)
 {
 	struct docker_proc *p = proc;
-	uint64_t one = 1;
 
 	if (!p)
 		return;
+	untrack(p);
 	if (p->rc) {
 		sbx_runclient_release(p->rc);
-		untrack(p);
 		free(p);
 		return;
 	}
-	if (wait_done(p, 0) < 0)
-		docker_proc_kill(p);
-	p->releasing = true;
-	if (write(p->wake_fd, &one, sizeof one) < 0)
-		p->releasing = true; /* the pump still ends: the kill closes the stream */
-	if (p->pump_started)
-		pthread_join(p->pump, NULL);
-	untrack(p);
-	free_proc(p);
+	docker_stream_release(p);
 }
