@@ -1,6 +1,7 @@
 /* The workspace's container: found again by its labels, or created with the secure defaults,
  * started, and tied to this host process when it is ephemeral. */
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <poll.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "util/error.h"
 #include "util/fdpass.h"
 #include "util/launch.h"
+#include "util/sandbox_attach.h"
 
 /* Paths a command must not change even inside the writable workspace (the ns backend's list,
  * helpers/init/policy.c); those that exist when the container is made are bound read-only. */
@@ -118,9 +120,12 @@ static void add_entrypoint(const struct docker_ws *ws, sbx_buf *b, const char *k
 {
 	sbx_buf_puts(b, "\"Entrypoint\":[");
 	if (ws->server) {
-		sbx_buf_printf(b, "\"" DOCKER_INIT "\",\"--control-socket\",\"%s/%s\",\"--proto\","
-		               "\"1\",\"--mode\",\"inside\"],\"Cmd\":null", DOCKER_CONTROL_DIR,
-		               keepalive_sock);
+		/* A detached server outlives its first channel and serves later host processes on
+		 * the socket it gets handed (serve_later). */
+		sbx_buf_printf(b, "\"" DOCKER_INIT "\",\"--control-socket\",\"%s/%s\",%s"
+		               "\"--proto\",\"1\",\"--mode\",\"inside\"],\"Cmd\":null",
+		               DOCKER_CONTROL_DIR, keepalive_sock,
+		               ws->opts.detached ? "\"--detached\"," : "");
 		return;
 	}
 	if (!ws->opts.detached) {
@@ -353,6 +358,55 @@ static int start_container(struct docker_ws *ws)
 	return r;
 }
 
+/* The run folder of the workspace's state folder, where a detached server listens
+ * (util/sandbox_attach.h, as for a detached ns sandbox). */
+static int open_run_dir(struct docker_ws *ws, bool create, int *run_fd)
+{
+	_cleanup_close_ int root = open(ws->workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (root < 0)
+		return sbx_fail(sbx_errno_code(errno), "docker: %s: %s", ws->workdir, strerror(errno));
+	return sbx_attach_open_run_dir(root, create, run_fd);
+}
+
+/* A detached server gets a socket to serve later host processes on. */
+static int serve_later(struct docker_ws *ws)
+{
+	_cleanup_close_ int run_fd = -1, lock = -1;
+	int r;
+
+	if ((r = open_run_dir(ws, true, &run_fd)) < 0 || (r = sbx_attach_lock(run_fd, &lock)) < 0)
+		return r;
+	return sbx_attach_hand_listener(run_fd, ws->keepalive, DOCKER_WHO);
+}
+
+/* The uid the container's processes run as: the numeric part of "uid[:gid]". A user name
+ * resolves inside the image only, so with one the server's uid is unknown here and no
+ * connection passes the check: such a detached container is replaced, not reattached. */
+static uid_t container_uid(const struct docker_ws *ws)
+{
+	char *end;
+	unsigned long uid = strtoul(ws->user, &end, 10);
+
+	if (end != ws->user && (*end == '\0' || *end == ':') && uid < (unsigned long)(uid_t)-1)
+		return (uid_t)uid;
+	return (uid_t)-1;
+}
+
+/* Reaches the detached server of a container found running. */
+static int reach_server(struct docker_ws *ws)
+{
+	_cleanup_close_ int run_fd = -1;
+	struct sbx_init_ready ready;
+	pid_t pid;
+	int r;
+
+	if ((r = open_run_dir(ws, false, &run_fd)) < 0)
+		return r;
+	return sbx_attach_connect_as(run_fd, DOCKER_WHO, container_uid(ws), &ready, &pid,
+	                             &ws->keepalive);
+}
+
 /* The exec server's spec (helpers/init/spec.c) and its READY. The container already is the
  * sandbox, so the server only hardens itself (no new privileges, seccomp) and serves; no
  * Landlock: the engine's seccomp profile may refuse its system calls. */
@@ -372,7 +426,11 @@ static int start_exec_server(struct docker_ws *ws)
 	sbx_buf_puts(&spec, "{\"id\":");
 	sbx_buf_json_string(&spec, ws->id, strlen(ws->id));
 	sbx_buf_printf(&spec, ",\"landlock\":false,\"seccomp_program\":false,"
-	               "\"workspace_readonly\":%s}", ws->read_only ? "true" : "false");
+	               "\"workspace_readonly\":%s", ws->read_only ? "true" : "false");
+	/* The server runs as the container's user; later host processes are ours. */
+	if (ws->opts.detached)
+		sbx_buf_printf(&spec, ",\"host_uid\":%u", (unsigned)geteuid());
+	sbx_buf_puts(&spec, "}");
 	if (spec.oom)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	spec_fd = sbx_memfd_with("agentsbx-spec", spec.data, spec.len);
@@ -385,7 +443,7 @@ static int start_exec_server(struct docker_ws *ws)
 		return sbx_fail(-SBX_EBACKEND, "docker: the exec server did not get ready in time");
 	n = recv(ws->keepalive, &msg, sizeof msg, 0);
 	if (n >= (ssize_t)sizeof msg.ready && msg.ready.kind == SBX_INIT_READY)
-		return 0;
+		return ws->opts.detached ? serve_later(ws) : 0;
 	if (n >= (ssize_t)sizeof msg.error && msg.error.kind == SBX_INIT_ERROR) {
 		msg.error.message[sizeof msg.error.message - 1] = '\0';
 		return sbx_fail(-SBX_EBACKEND, "docker: the exec server failed: %s",
@@ -403,7 +461,10 @@ static int create_and_start(struct docker_ws *ws, const char *spec)
 	_cleanup_free_ char *name = NULL, *sock = NULL;
 	int r;
 
-	if (!ws->opts.detached && (r = docker_control_listen(ws->control_dir, &lfd, &name)) < 0)
+	/* Every main process but a detached container's sleep loop connects to us first. */
+	bool connects = ws->server || !ws->opts.detached;
+
+	if (connects && (r = docker_control_listen(ws->control_dir, &lfd, &name)) < 0)
 		return r;
 	if (name && asprintf(&sock, "%s/%s", ws->control_dir, name) < 0)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
@@ -439,11 +500,16 @@ int docker_container_up(struct docker_ws *ws)
 	if ((r = spec_digest(ws, spec)) < 0 ||
 	    (r = find_container(ws, spec, &found, &running, &matches)) < 0)
 		return r;
-	if (found && matches) {
+	/* A server container can only be reattached while its server runs: a stopped one would
+	 * start its server against a channel that is long gone. */
+	if (found && matches && ws->server && running) {
 		ws->container = SBX_TAKE_PTR(found);
-		if (running)
+		if (reach_server(ws) == 0)
 			return 0;
-		return start_container(ws);
+		found = SBX_TAKE_PTR(ws->container);
+	} else if (found && matches && !ws->server) {
+		ws->container = SBX_TAKE_PTR(found);
+		return running ? 0 : start_container(ws);
 	}
 	/* Made for another workdir or with other settings: this workspace's container is the
 	 * one we make now. */

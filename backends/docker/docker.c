@@ -116,7 +116,7 @@ static int find_helpers(struct docker_ws *ws)
 	int r = find_helper("agentsbx-run", &ws->runner);
 
 	ws->server = ws->opts.exec == DOCKER_EXEC_SERVER ||
-	             (ws->opts.exec == DOCKER_EXEC_AUTO && !ws->opts.detached && !ws->opts.stream);
+	             (ws->opts.exec == DOCKER_EXEC_AUTO && !ws->opts.stream);
 	if (r == 0 && ws->server)
 		r = find_helper("agentsbx-init", &ws->init);
 	return r;

@@ -78,8 +78,7 @@ struct docker_options {
 
 /* "exec": "server" runs the ns backend's resident exec server (agentsbx-init) as the
  * container's main process and starts commands through it, as ns does; "api" starts each
- * through the Engine's exec API. Default: the server where it can work (an ephemeral
- * container with stdio "direct"), else the API. */
+ * through the Engine's exec API. Default: the server, unless stdio is "stream". */
 enum { DOCKER_EXEC_AUTO, DOCKER_EXEC_SERVER, DOCKER_EXEC_API };
 
 int docker_options_parse(const char *options_json, struct docker_options *o);

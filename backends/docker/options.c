@@ -160,10 +160,10 @@ int docker_options_parse(const char *options_json, struct docker_options *o)
 	sbx_json_free(root);
 	if (r == 0 && !o->image)
 		r = option_error("image", "required: the image the workspace's container runs");
-	/* The server's channel is this process: it cannot outlive it, nor carry a stream. */
-	if (r == 0 && o->exec == DOCKER_EXEC_SERVER && (o->detached || o->stream))
-		r = option_error("exec", "\"server\" needs an ephemeral container (detached false) "
-		                 "and stdio \"direct\"");
+	/* The server hands commands the host's pipes: there is no stream to choose. */
+	if (r == 0 && o->exec == DOCKER_EXEC_SERVER && o->stream)
+		r = option_error("exec", "\"server\" takes the host's pipes: stdio \"stream\" needs "
+		                 "exec \"api\"");
 	if (r < 0)
 		docker_options_free(o);
 	return r;

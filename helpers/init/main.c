@@ -249,6 +249,8 @@ static int run_init(struct init_state *st, pid_t host_pid)
 		send_error("%s", err);
 		return 1;
 	}
+	if (st->spec.has_host_uid)
+		sbx_init_peers_allow_uid((unsigned)st->spec.host_uid);
 	send_ready(st, host_pid);
 	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
 }
@@ -407,6 +409,8 @@ static int usage(const char *why)
  * docker backend's fast path runs the init as a container's main process), connect to the
  * host's socket, make it the control channel, and take the spec memfd from its first
  * message. Then the usual "--proto 1 --mode inside" follows. */
+static bool started_by_socket;
+
 static int connect_to_host(int *argc, char ***argv)
 {
 	static const int spec_fd[1] = { SBX_INIT_SPEC_FD };
@@ -424,6 +428,7 @@ static int connect_to_host(int *argc, char ***argv)
 	}
 	*argv += 2;
 	*argc -= 2;
+	started_by_socket = true;
 	return 0;
 }
 
@@ -449,7 +454,8 @@ int main(int argc, char **argv)
 		return usage("bad arguments");
 	if (fstat(SBX_INIT_CONTROL_FD, &sb) < 0 || !S_ISSOCK(sb.st_mode))
 		return usage("fd 3 is not the control socket");
-	if (detached)
+	/* A container's main process must stay: it is not in the host's process tree anyway. */
+	if (detached && !started_by_socket)
 		leave_host();
 	if (bwrap)
 		return start_bwrap(argv + 6);   /* every fd we have is one bubblewrap needs */
