@@ -293,11 +293,14 @@ static int pull_line(void *arg, const sbx_json *line)
 
 static int pull_image(struct docker_ws *ws)
 {
-	const char *image = ws->opts.image, *last = strrchr(image, '/');
+	const char *image = ws->opts.image, *last;
 	sbx_buf path = { 0 };
 	char what[300];
 	int r;
 
+	if (!image) /* options.c requires it; said again for the compiler's flow analysis */
+		return sbx_fail(-SBX_ECONFIG, "config: key 'docker.image': required");
+	last = strrchr(image, '/');
 	snprintf(what, sizeof what, "pull image '%s'", image);
 	sbx_buf_puts(&path, "/images/create?fromImage=");
 	docker_url_escape(&path, image);
