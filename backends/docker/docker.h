@@ -35,10 +35,12 @@ struct docker_engine {
 	char *unix_socket;            /* the engine's socket, or NULL for tcp:// */
 	char *base_url;               /* "http://docker" or "http://host:port" */
 	char api[16];                 /* "/v1.41": the negotiated version's path prefix */
+	long timeout_ms;              /* per call; 0 = the default (the probe's is short) */
 };
 
 /* Reads where the engine is (host: "unix:///path" or "tcp://host:port"; NULL = $DOCKER_HOST,
- * else the default socket) and negotiates the API version with GET /version. */
+ * else the default socket) and negotiates the API version with GET /version, waiting at most
+ * timeout_ms for the answer (0 = the default). */
 int docker_engine_connect(struct docker_engine *e, const char *host, long timeout_ms);
 void docker_engine_free(struct docker_engine *e);
 

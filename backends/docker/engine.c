@@ -62,8 +62,9 @@ static int negotiate_version(struct docker_engine *e, long timeout_ms)
 	int minor, r;
 
 	e->api[0] = '\0'; /* GET /version is answered unversioned */
+	e->timeout_ms = timeout_ms;
 	r = docker_call(e, "GET", "/version", NULL, "ask the engine its version", &status, &answer);
-	(void)timeout_ms;
+	e->timeout_ms = 0;
 	if (r < 0)
 		return r;
 	v = sbx_json_get(answer, "ApiVersion");
@@ -137,7 +138,9 @@ static void request_for(const struct docker_engine *e, struct sbx_http_request *
 	*req = (struct sbx_http_request){
 		.method = NULL, .url = url, .unix_socket = e->unix_socket, .headers = headers,
 		.body = body ? (body->data ? body->data : "") : NULL, .body_len = body ? body->len : 0,
-		.timeout_ms = CALL_TIMEOUT_MS, .max_body = MAX_ANSWER_BYTES, .who = DOCKER_WHO,
+		.timeout_ms = e->timeout_ms > 0 ? e->timeout_ms : CALL_TIMEOUT_MS,
+		.connect_timeout_ms = e->timeout_ms > 0 ? e->timeout_ms : 0,
+		.max_body = MAX_ANSWER_BYTES, .who = DOCKER_WHO,
 	};
 }
 
