@@ -1,6 +1,8 @@
 /* The Docker Engine API: where the engine is, which API version both sides speak, and one
  * call that turns an HTTP exchange into a parsed answer or a sentence naming what failed. */
+#include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -132,6 +134,25 @@ static int engine_error(const char *what, long status, const sbx_buf *body)
 	return sbx_fail(code, "docker: %s: HTTP %ld", what, status);
 }
 
+/* A failed exchange with the engine, as one sentence: a missing or unreachable socket said
+ * plainly ("cannot reach /var/run/docker.sock: No such file or directory"), else what the
+ * HTTP client said, without its own "docker: " prefix. */
+static int transport_error(const struct docker_engine *e, int code, const char *what)
+{
+	const char *msg = sbx_last_error();
+	char err[300];
+	struct stat st;
+
+	if (e->unix_socket && stat(e->unix_socket, &st) < 0)
+		return sbx_fail(-SBX_EBACKEND, "docker: cannot reach %s: %s", e->unix_socket,
+		                strerror(errno));
+	if (!strncmp(msg, DOCKER_WHO ": ", strlen(DOCKER_WHO ": ")))
+		msg += strlen(DOCKER_WHO ": ");
+	snprintf(err, sizeof err, "%s", msg);
+	return sbx_fail(code == -SBX_ENOENT || code == -SBX_EIO ? -SBX_EBACKEND : code,
+	                "docker: %s: %s", what, err);
+}
+
 static void request_for(const struct docker_engine *e, struct sbx_http_request *req,
                         const char *url, const sbx_buf *body, const char *const *headers)
 {
@@ -162,9 +183,7 @@ int docker_call(const struct docker_engine *e, const char *method, const char *p
 	r = sbx_http_request_do(&req, &resp);
 	*status = resp.status;
 	if (r < 0) {
-		snprintf(err, sizeof err, "%s", sbx_last_error());
-		r = sbx_fail(r == -SBX_ENOENT || r == -SBX_EIO ? -SBX_EBACKEND : r,
-		             "docker: %s: %s", what, err);
+		r = transport_error(e, r, what);
 	} else if (resp.status >= 400) {
 		r = engine_error(what, resp.status, &resp.body);
 	} else if (out && resp.body.len &&
@@ -182,7 +201,7 @@ int docker_call_upgrade(const struct docker_engine *e, const char *path, const s
 	static const char *const headers[] = { "Content-Type: application/json",
 	                                       "Connection: Upgrade", "Upgrade: tcp", NULL };
 	struct sbx_http_request req;
-	char *url = NULL, err[160];
+	char *url = NULL;
 	long status;
 	int r;
 
@@ -194,9 +213,7 @@ int docker_call_upgrade(const struct docker_engine *e, const char *path, const s
 	r = sbx_http_upgrade(&req, fd, &status, early);
 	free(url);
 	if (r < 0) {
-		snprintf(err, sizeof err, "%s", sbx_last_error());
-		return sbx_fail(r == -SBX_ENOENT || r == -SBX_EIO ? -SBX_EBACKEND : r, "docker: %s: %s",
-		                what, err);
+		return transport_error(e, r, what);
 	}
 	if (status != 101 && (status < 200 || status > 299)) {
 		close(*fd);
@@ -267,7 +284,7 @@ int docker_call_lines(const struct docker_engine *e, const char *method, const c
 	struct line_reader lr = { .fn = fn, .arg = arg };
 	struct sbx_http_request req;
 	struct sbx_http_response resp;
-	char *url = NULL, err[300];
+	char *url = NULL;
 	int r;
 
 	if (asprintf(&url, "%s%s%s", e->base_url, e->api, path) < 0)
@@ -282,8 +299,7 @@ int docker_call_lines(const struct docker_engine *e, const char *method, const c
 	if (r == 0 && lr.partial.len)
 		r = feed_line(&lr, lr.partial.data, lr.partial.len);
 	if (r < 0 && resp.status < 400) {
-		snprintf(err, sizeof err, "%s", sbx_last_error());
-		r = sbx_fail(r == -SBX_EIO ? -SBX_EBACKEND : r, "docker: %s: %s", what, err);
+		r = transport_error(e, r, what);
 	} else if (resp.status >= 400) {
 		r = engine_error(what, resp.status, &lr.start);
 	}
