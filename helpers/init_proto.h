@@ -4,7 +4,8 @@
  * The backend starts `agentsbx-init --proto 1 --mode direct|inside` with
  *   fd 3: one end of a SOCK_SEQPACKET socketpair, the control channel;
  *   fd 4: a memfd holding the sandbox spec as JSON (see init/spec.c for the keys);
- *   fd 5: (direct mode) an O_PATH fd of the host workspace directory;
+ *   fd 5: (direct mode) an O_PATH fd of the host workspace directory (absent when the spec
+ *         says "prestart": it comes with SBX_INIT_ACTIVATE);
  *   fd 6: (direct mode, optional) the seccomp program, built once by the library
  *         (sbx_seccomp_export); without it the init builds the filter itself;
  *   fd 7: (network mode "allowlist") a bridge channel to the workspace's proxy
@@ -17,7 +18,8 @@
  * with the reason and exits. Then each SBX_INIT_SPAWN message the backend sends starts one
  * command: the message carries five fds (SCM_RIGHTS): the command's stdin, stdout, stderr,
  * the runner's end of a new SOCK_SEQPACKET socketpair (spoken to as run_proto.h says), and a
- * memfd with the payload. The payload is NUL-terminated strings: cwd, argc arguments, envc
+ * memfd with the payload — or, for a payload of at most SBX_INIT_INLINE_MAX bytes, only the
+ * first four, the payload following the header in the message itself. The payload is NUL-terminated strings: cwd, argc arguments, envc
  * environment entries, nlimits "name=value" runner limits (names as in runner.h).
  * When the control channel closes, the init exits, and with it every process of the sandbox.
  */
@@ -35,6 +37,7 @@
 
 #define SBX_INIT_SPAWN_FDS 5
 #define SBX_INIT_PAYLOAD_MAX (8u << 20)
+#define SBX_INIT_INLINE_MAX (64u << 10)
 
 enum sbx_init_kind {
 	SBX_INIT_READY = 1,
@@ -55,6 +58,25 @@ enum sbx_init_kind {
  *  SBX_INIT_SHUTDOWN  any client → init: stop the sandbox now (no fds). */
 #define SBX_INIT_LISTEN   0x10
 #define SBX_INIT_SHUTDOWN 0x11
+
+/* Pre-started sandboxes (spec key "prestart": true): the init is started without fd 5, builds
+ * everything but the workspace and waits.
+ *  SBX_INIT_ACTIVATE  host → init, once: a struct sbx_init_spawn header whose other fields are
+ *                     zero, carrying one fd: the O_PATH workspace directory (as fd 5 would
+ *                     have). The init binds it, finishes, hardens and answers READY or ERROR
+ *                     as an ordinary start does. If the channel closes first, the init exits. */
+#define SBX_INIT_ACTIVATE 0x12
+
+/* A pre-started sandbox is no child of the host: its first process forks and exits at once
+ * (the host reaps it), so an idle spare is not among the host's children, and the second
+ * sends, as the very first message on the channel,
+ *  SBX_INIT_OUTER     outer → host: a struct sbx_init_spawn header whose other fields are
+ *                     zero, carrying one fd: a pidfd of the outer process, by which the host
+ *                     waits for the sandbox's end (and kills it if it must).
+ * It still dies with the host. A spare that gets no ACTIVATE within SBX_INIT_PRESTART_IDLE_MS
+ * ends by itself. */
+#define SBX_INIT_OUTER 0x13
+#define SBX_INIT_PRESTART_IDLE_MS 35000
 
 /* SBX_INIT_READY flags: what the sandbox got (what it could not get is not an error). */
 #define SBX_INIT_HAS_LANDLOCK (1u << 0)

@@ -31,6 +31,7 @@
 #include "sandbox.h"
 #include "server.h"
 #include "spec.h"
+#include "util/fdpass.h"
 
 extern char **environ;
 
@@ -116,45 +117,30 @@ static int namespace_flags(const struct init_state *st)
 	return st->spec.share_network ? flags : flags | CLONE_NEWNET;
 }
 
-/* The workspace fd was opened in the host's mount namespace, and the kernel binds only
- * mounts of the caller's own namespace. Its path names the same directory in the copy this
- * namespace started with; the inode check makes sure nothing was swapped in meanwhile. */
-static int reopen_workspace(char *err, size_t errlen)
+/* The workspace: fd 5, or for a pre-started sandbox the fd its activation brings. The
+ * library opened it in the host's mount namespace; the root builder reopens it in ours. */
+static int receive_workspace(const struct init_state *st, int *fd, char *err, size_t errlen)
 {
-	char link[64], path[PATH_MAX];
-	struct stat before, after;
-	ssize_t n;
-	int fd;
+	int r;
 
-	snprintf(link, sizeof link, "/proc/self/fd/%d", SBX_INIT_WORKSPACE_FD);
-	n = readlink(link, path, sizeof path - 1);
-	if (n <= 0 || fstat(SBX_INIT_WORKSPACE_FD, &before) < 0) {
-		snprintf(err, errlen, "workspace fd: %s", strerror(errno));
-		return -1;
+	if (!st->spec.prestart) {
+		*fd = SBX_INIT_WORKSPACE_FD;
+		return 0;
 	}
-	path[n] = '\0';
-	fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &after) < 0 || after.st_dev != before.st_dev ||
-	    after.st_ino != before.st_ino) {
-		snprintf(err, errlen, "workspace %.200s: %s", path,
-		         fd < 0 ? strerror(errno) : "replaced while the sandbox started");
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(SBX_INIT_WORKSPACE_FD);
-	return fd;
+	r = sbx_init_await_activation(SBX_INIT_CONTROL_FD, SBX_INIT_PRESTART_IDLE_MS, fd);
+	if (r < 0)
+		snprintf(err, errlen, "waiting for the workspace: %s",
+		         r == -EPIPE ? "the host closed the channel" :
+		         r == -ETIMEDOUT ? "none came" : "unexpected request");
+	return r;
 }
 
-/* The init's own setup inside the new namespaces (direct mode). */
+/* The init's own setup inside the new namespaces (direct mode). Everything that does not
+ * depend on the workspace comes first, so a pre-started sandbox has done it before it waits. */
 static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 {
-	int workspace_fd = reopen_workspace(err, errlen);
-
-	if (workspace_fd < 0)
-		return -1;
 	struct sbx_rootfs_spec rs = {
-		.workspace_fd = workspace_fd,
+		.workspace_fd = -1,
 		.rootfs = st->spec.rootfs,
 		.binds = st->spec.binds,
 		.n_binds = st->spec.n_binds,
@@ -164,11 +150,19 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 		.hostname = st->spec.hostname,
 		.workspace_readonly = st->spec.workspace_readonly,
 	};
-	int r = sbx_rootfs_build(&rs, err, errlen);
+	struct sbx_rootfs_stage *stage = NULL;
+	int workspace_fd = -1;
+	int r = sbx_rootfs_prepare(&rs, &stage, err, errlen);
 
-	close(workspace_fd);
 	if (r == 0 && !st->spec.share_network)
 		r = sbx_net_loopback_up(err, errlen);
+	if (r == 0)
+		r = receive_workspace(st, &workspace_fd, err, errlen);
+	if (r == 0)
+		r = sbx_rootfs_finish(&rs, stage, workspace_fd, err, errlen);
+	sbx_rootfs_stage_free(stage);
+	if (workspace_fd >= 0)
+		close(workspace_fd);
 	return r;
 }
 
@@ -395,6 +389,24 @@ static void leave_host(void)
 		_exit(0);
 }
 
+/* A pre-started sandbox leaves the host's process tree too, yet stays tied to the host; the
+ * host learns the outer process by a pidfd (init_proto.h, SBX_INIT_OUTER). */
+static int leave_host_keeping_watch(void)
+{
+	struct sbx_init_spawn outer = { .kind = SBX_INIT_OUTER };
+	int pidfd, r;
+
+	leave_host();
+	pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (pidfd < 0) {
+		send_error("pidfd_open: %s", strerror(errno));
+		return -1;
+	}
+	r = sbx_send_with_fds(SBX_INIT_CONTROL_FD, &outer, sizeof outer, &pidfd, 1);
+	close(pidfd);
+	return r;
+}
+
 static int usage(const char *why)
 {
 	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init [--detached] --proto %d "
@@ -472,6 +484,8 @@ int main(int argc, char **argv)
 		send_error("mode \"allowlist\" without a bridge channel on fd %d", SBX_INIT_BRIDGE_FD);
 		return 1;
 	}
+	if (st.direct && st.spec.prestart && leave_host_keeping_watch() < 0)
+		return 1;
 	if (st.direct)
 		return start_direct(&st);
 	/* Inside bubblewrap the host's cgroup tree is out of reach. */

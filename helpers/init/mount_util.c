@@ -351,20 +351,6 @@ static int mount_table_read(struct mount_table *t)
 	return r;
 }
 
-int sbx_mount_is_ours(int id, bool *ours)
-{
-	struct mount_table t = { 0 };
-	int r = mount_table_read(&t);
-
-	if (r < 0)
-		return r;
-	*ours = false;
-	for (size_t i = 0; i < t.n && !*ours; i++)
-		*ours = t.v[i].id == id;
-	mount_table_free(&t);
-	return 0;
-}
-
 /* ---- remounting: mount_setattr, or the remount(2) fallback ---- */
 
 /* The per-mount flags a remount must repeat: in a user namespace the kernel locks the ones a

@@ -48,10 +48,6 @@ int sbx_mountpoint_at(int dirfd, const char *name, bool directory, int *out);
 /* The id /proc/self/mountinfo gives the mount fd is on. */
 int sbx_mount_id_of(int fd, int *id);
 
-/* Is the mount with this id one of our mount namespace's? (Mount ids are unique across
- * namespaces; the kernel binds only mounts of our own.) */
-int sbx_mount_is_ours(int id, bool *ours);
-
 /* Recursively binds what src_fd is open on onto what dst_fd is open on. */
 int sbx_bind_fds(int src_fd, int dst_fd);
 

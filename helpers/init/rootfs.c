@@ -40,6 +40,9 @@
 /* Names of a caller-given rootfs that are not taken from it: the sandbox gets fresh ones. */
 static const char *const rootfs_skipped[] = { "proc", "dev", "tmp", "workspace", NULL };
 
+#define PINS_NONE { .workspace = -1, .host_root = -1, .host_tmp = -1, \
+                    .dev = { -1, -1, -1, -1, -1, -1 } }
+
 /* A host object pinned before anything is mounted. */
 struct pin {
 	char *rel;                /* where it goes, relative to the new root */
@@ -54,6 +57,8 @@ struct pin_list {
 
 struct pins {
 	int workspace;            /* the workspace, as a mount of our own namespace */
+	int host_root;            /* the host's / and /tmp, opened before the new root hides */
+	int host_tmp;             /* /tmp: what the workspace's path is resolved from */
 	struct pin_list top;      /* /usr, /bin, ... or the entries of spec->rootfs */
 	struct pin_list etc;      /* allow-listed /etc entries (host system only) */
 	int dev[SBX_DEV_NODES];
@@ -98,6 +103,10 @@ static void pins_release(struct pins *p)
 {
 	if (p->workspace >= 0)
 		close(p->workspace);
+	if (p->host_root >= 0)
+		close(p->host_root);
+	if (p->host_tmp >= 0)
+		close(p->host_tmp);
 	pin_list_release(&p->top);
 	pin_list_release(&p->etc);
 	for (size_t i = 0; i < SBX_DEV_NODES; i++)
@@ -107,7 +116,7 @@ static void pins_release(struct pins *p)
 		if (p->binds && p->binds[i] >= 0)
 			close(p->binds[i]);
 	free(p->binds);
-	*p = (struct pins){ .workspace = -1, .dev = { -1, -1, -1, -1, -1, -1 } };
+	*p = (struct pins)PINS_NONE;
 }
 
 /* ---- validation: refuse bad input before anything is mounted ---- */
@@ -130,16 +139,21 @@ static bool bind_dest_ok(const char *dest)
 	return strcmp(dest, "/tmp") != 0 && strcmp(dest, SBX_SANDBOX_ROOT) != 0;
 }
 
-static int validate_spec(const struct sbx_rootfs_spec *spec, char *err, size_t errlen)
+static int validate_workspace_fd(int fd, char *err, size_t errlen)
 {
 	struct stat st;
 
-	if (!spec)
-		return sbx_init_fail(err, errlen, -EINVAL, "rootfs: no spec");
-	if (spec->workspace_fd < 0 || fstat(spec->workspace_fd, &st) < 0)
+	if (fd < 0 || fstat(fd, &st) < 0)
 		return sbx_init_fail(err, errlen, -EBADF, "rootfs: the workspace fd is not open");
 	if (!S_ISDIR(st.st_mode))
 		return sbx_init_fail(err, errlen, -ENOTDIR, "rootfs: the workspace is not a directory");
+	return 0;
+}
+
+static int validate_spec(const struct sbx_rootfs_spec *spec, char *err, size_t errlen)
+{
+	if (!spec)
+		return sbx_init_fail(err, errlen, -EINVAL, "rootfs: no spec");
 	if (spec->hostname && (!*spec->hostname || strlen(spec->hostname) > HOST_NAME_MAX))
 		return sbx_init_fail(err, errlen, -EINVAL, "rootfs: bad hostname \"%s\"",
 		                     spec->hostname);
@@ -151,10 +165,11 @@ static int validate_spec(const struct sbx_rootfs_spec *spec, char *err, size_t e
 	for (size_t i = 0; i < spec->n_binds; i++) {
 		const struct sbx_bind *b = &spec->binds[i];
 
-		if (!b->source || b->source[0] != '/')
+		if (!b->source || (b->in_workspace ? !sbx_rel_path_ok(b->source) : b->source[0] != '/'))
 			return sbx_init_fail(err, errlen, -EINVAL,
-			                     "rootfs: bind source \"%s\" is not an absolute path",
-			                     b->source ? b->source : "(null)");
+			                     "rootfs: bind source \"%s\" is not an %s path",
+			                     b->source ? b->source : "(null)",
+			                     b->in_workspace ? "plain relative" : "absolute");
 		if (!bind_dest_ok(b->dest))
 			return sbx_init_fail(err, errlen, -EINVAL,
 			                     "rootfs: bind destination \"%s\" is not allowed",
@@ -165,30 +180,46 @@ static int validate_spec(const struct sbx_rootfs_spec *spec, char *err, size_t e
 
 /* ---- phase 1: pin the host objects ---- */
 
+/* The host's / and /tmp, opened before the new root is mounted over /tmp: the workspace is
+ * resolved from them later (a pre-started sandbox learns its workspace only then). */
+static int pin_host_anchors(struct pins *p, char *err, size_t errlen)
+{
+	p->host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	p->host_tmp = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (p->host_root < 0 || p->host_tmp < 0)
+		return sbx_init_fail(err, errlen, -errno, "rootfs: open / and /tmp: %s",
+		                     strerror(errno));
+	return 0;
+}
+
+/* Opens the host path `path` (absolute, as the kernel names it) beneath the host anchors. The
+ * only mount this namespace made on a host path is the new root over /tmp, so a path below
+ * /tmp is walked from the /tmp pinned before it, and any other from /. */
+static int open_host_path(const struct pins *p, const char *path, int *out)
+{
+	if (strcmp(path, "/tmp") == 0)
+		return sbx_open_beneath(p->host_tmp, "", out);
+	if (strncmp(path, "/tmp/", 5) == 0)
+		return sbx_open_beneath(p->host_tmp, path + 5, out);
+	return sbx_open_beneath(p->host_root, path + 1, out);
+}
+
 /* The workspace fd may come from the mount namespace we left: the library opens it before the
  * sandbox exists. The kernel binds only mounts of our own namespace (EINVAL otherwise), so
  * such an fd is reopened through the path the kernel gives for it, walked without following
  * any link, and accepted only if it is the very same directory (device and inode). A rename
  * or a swapped-in link between the two opens fails the build instead of binding something
- * else. An fd opened in our namespace is used as it is. */
-static int pin_workspace(int ws_fd, int *out, char *err, size_t errlen)
+ * else. (An fd of our own namespace comes out of this as itself, without the cost of reading
+ * the mount table to tell the two apart.) */
+static int pin_workspace(struct pins *pins, int ws_fd, char *err, size_t errlen)
 {
-	_cleanup_close_ int rootfd = -1, fd = -1;
+	_cleanup_close_ int fd = -1;
 	struct sbx_fd_path p;
 	char path[PATH_MAX];
 	struct stat a, b;
-	bool ours = false;
 	ssize_t n;
-	int id, r;
+	int r;
 
-	r = sbx_mount_id_of(ws_fd, &id);
-	if (r == 0)
-		r = sbx_mount_is_ours(id, &ours);
-	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "workspace: find its mount: %s", strerror(-r));
-	if (ours)
-		return (*out = fcntl(ws_fd, F_DUPFD_CLOEXEC, 3)) < 0
-		       ? sbx_init_fail(err, errlen, -errno, "workspace: dup: %s", strerror(errno)) : 0;
 	n = readlink(sbx_fd_path(&p, ws_fd), path, sizeof path - 1);
 	if (n <= 0)
 		return sbx_init_fail(err, errlen, n < 0 ? -errno : -EIO, "workspace: readlink %s: %s",
@@ -196,8 +227,7 @@ static int pin_workspace(int ws_fd, int *out, char *err, size_t errlen)
 	path[n] = '\0';
 	if (path[0] != '/' || (n > 10 && strcmp(path + n - 10, " (deleted)") == 0))
 		return sbx_init_fail(err, errlen, -ENOENT, "workspace: %s is gone", path);
-	rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	r = rootfd < 0 ? -errno : sbx_open_beneath(rootfd, path + 1, &fd);
+	r = open_host_path(pins, path, &fd);
 	if (r < 0)
 		return sbx_init_fail(err, errlen, r, "workspace: reopen %s in the new mount namespace: %s",
 		                     path, strerror(-r));
@@ -207,7 +237,7 @@ static int pin_workspace(int ws_fd, int *out, char *err, size_t errlen)
 		return sbx_init_fail(err, errlen, -ESTALE,
 		                     "workspace: %s is no longer the directory the workspace fd names",
 		                     path);
-	*out = SBX_TAKE_FD(fd);
+	pins->workspace = SBX_TAKE_FD(fd);
 	return 0;
 }
 
@@ -379,38 +409,52 @@ static int pin_etc(struct pin_list *l, char *err, size_t errlen)
 }
 
 /* Extra bind sources: never a link (O_NOFOLLOW plus a type check, as O_PATH|O_NOFOLLOW opens
- * the link itself), never a device node (only our fresh /dev has those). */
-static int pin_bind_source(const char *source, int *out, char *err, size_t errlen)
+ * the link itself), never a device node. A source inside the workspace is opened beneath it. */
+static int pin_bind_source(const struct pins *p, const struct sbx_bind *b, int *out,
+                           char *err, size_t errlen)
 {
-	_cleanup_close_ int fd = open(source, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd = -1;
 	struct stat st;
+	int r = 0;
 
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return sbx_init_fail(err, errlen, -errno, "open bind source %s: %s", source,
-		                     strerror(errno));
+	if (b->in_workspace)
+		r = sbx_open_beneath(p->workspace, b->source, &fd);
+	else if ((fd = open(b->source, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		r = -errno;
+	if (r == 0 && fstat(fd, &st) < 0)
+		r = -errno;
+	if (r < 0)
+		return sbx_init_fail(err, errlen, r, "open bind source %s%s: %s",
+		                     b->in_workspace ? "/workspace/" : "", b->source, strerror(-r));
 	if (S_ISLNK(st.st_mode))
 		return sbx_init_fail(err, errlen, -ELOOP,
-		                     "bind source %s is a symbolic link; give its target", source);
+		                     "bind source %s is a symbolic link; give its target", b->source);
 	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
 		return sbx_init_fail(err, errlen, -EPERM,
-		                     "bind source %s is a device node: not allowed", source);
+		                     "bind source %s is a device node: not allowed", b->source);
 	*out = SBX_TAKE_FD(fd);
 	return 0;
 }
 
-static int pin_binds(const struct sbx_rootfs_spec *spec, struct pins *p, char *err,
-                     size_t errlen)
+/* The sources of the binds from the host (in_workspace false) or from the workspace, which
+ * can only be pinned once it is. */
+static int pin_binds(const struct sbx_rootfs_spec *spec, struct pins *p, bool in_workspace,
+                     char *err, size_t errlen)
 {
 	if (spec->n_binds == 0)
 		return 0;
-	p->binds = malloc(spec->n_binds * sizeof *p->binds);
-	if (!p->binds)
-		return sbx_init_fail(err, errlen, -ENOMEM, "rootfs: out of memory");
-	for (size_t i = 0; i < spec->n_binds; i++)
-		p->binds[i] = -1;
-	p->n_binds = spec->n_binds;
+	if (!p->binds) {
+		p->binds = malloc(spec->n_binds * sizeof *p->binds);
+		if (!p->binds)
+			return sbx_init_fail(err, errlen, -ENOMEM, "rootfs: out of memory");
+		for (size_t i = 0; i < spec->n_binds; i++)
+			p->binds[i] = -1;
+		p->n_binds = spec->n_binds;
+	}
 	for (size_t i = 0; i < spec->n_binds; i++) {
-		int r = pin_bind_source(spec->binds[i].source, &p->binds[i], err, errlen);
+		if (spec->binds[i].in_workspace != in_workspace)
+			continue;
+		int r = pin_bind_source(p, &spec->binds[i], &p->binds[i], err, errlen);
 
 		if (r < 0)
 			return r;
@@ -421,7 +465,7 @@ static int pin_binds(const struct sbx_rootfs_spec *spec, struct pins *p, char *e
 static int pin_all(const struct sbx_rootfs_spec *spec, struct pins *p, char *err,
                    size_t errlen)
 {
-	int r = pin_workspace(spec->workspace_fd, &p->workspace, err, errlen);
+	int r = pin_host_anchors(p, err, errlen);
 
 	if (r == 0)
 		r = spec->rootfs ? pin_rootfs_top(spec->rootfs, &p->top, err, errlen)
@@ -431,7 +475,7 @@ static int pin_all(const struct sbx_rootfs_spec *spec, struct pins *p, char *err
 	if (r == 0)
 		r = sbx_dev_pin_nodes(p->dev, err, errlen);
 	if (r == 0)
-		r = pin_binds(spec, p, err, errlen);
+		r = pin_binds(spec, p, false, err, errlen);
 	return r;
 }
 
@@ -594,10 +638,26 @@ static int populate_etc(int basefd, const struct pin_list *etc, const char *host
 	return r;
 }
 
+static bool under_workspace(const char *dest)
+{
+	size_t n = strlen(SBX_SANDBOX_ROOT);
+
+	return strncmp(dest, SBX_SANDBOX_ROOT, n) == 0 && dest[n] == '/';
+}
+
+/* Binds that wait for the workspace: from it, or onto a place in it. */
+static bool bind_is_late(const struct sbx_bind *b)
+{
+	return b->in_workspace || under_workspace(b->dest);
+}
+
+/* The extra binds that do not wait for the workspace (late false), or those that do. */
 static int mount_extra_binds(int basefd, const struct sbx_rootfs_spec *spec,
-                             const struct pins *p, char *err, size_t errlen)
+                             const struct pins *p, bool late, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < spec->n_binds; i++) {
+		if (bind_is_late(&spec->binds[i]) != late)
+			continue;
 		int r = sbx_bind_at(basefd, p->binds[i], spec->binds[i].dest + 1,
 		                    spec->binds[i].writable ? RW_FLAGS : RO_FLAGS, err, errlen);
 
@@ -607,6 +667,7 @@ static int mount_extra_binds(int basefd, const struct sbx_rootfs_spec *spec,
 	return 0;
 }
 
+/* Everything but the workspace. */
 static int build_tree(int basefd, const struct sbx_rootfs_spec *spec, const struct pins *p,
                       char *err, size_t errlen)
 {
@@ -615,9 +676,6 @@ static int build_tree(int basefd, const struct sbx_rootfs_spec *spec, const stru
 	if (r == 0 && !spec->rootfs)
 		r = populate_etc(basefd, &p->etc, spec->hostname, err, errlen);
 	if (r == 0)
-		r = sbx_bind_at(basefd, p->workspace, SBX_SANDBOX_ROOT + 1,
-		                spec->workspace_readonly ? RO_FLAGS : RW_FLAGS, err, errlen);
-	if (r == 0)
 		r = sbx_mount_new_at(basefd, "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", err,
 		                     errlen);
 	if (r == 0)
@@ -625,7 +683,18 @@ static int build_tree(int basefd, const struct sbx_rootfs_spec *spec, const stru
 	if (r == 0)
 		r = sbx_dev_mount(basefd, p->dev, err, errlen);
 	if (r == 0)
-		r = mount_extra_binds(basefd, spec, p, err, errlen);
+		r = mount_extra_binds(basefd, spec, p, false, err, errlen);
+	return r;
+}
+
+static int place_workspace(int basefd, const struct sbx_rootfs_spec *spec,
+                           const struct pins *p, char *err, size_t errlen)
+{
+	int r = sbx_bind_at(basefd, p->workspace, SBX_SANDBOX_ROOT + 1,
+	                    spec->workspace_readonly ? RO_FLAGS : RW_FLAGS, err, errlen);
+
+	if (r == 0)
+		r = mount_extra_binds(basefd, spec, p, true, err, errlen);
 	if (r == 0)
 		r = sbx_protect_paths(basefd, spec->protected_paths, err, errlen);
 	return r;
@@ -716,10 +785,74 @@ static int set_hostname(const char *hostname, char *err, size_t errlen)
 	return 0;
 }
 
+struct sbx_rootfs_stage {
+	struct pins pins;
+	int basefd;
+};
+
+void sbx_rootfs_stage_free(struct sbx_rootfs_stage *st)
+{
+	if (!st)
+		return;
+	pins_release(&st->pins);
+	if (st->basefd >= 0)
+		close(st->basefd);
+	free(st);
+}
+
+int sbx_rootfs_prepare(const struct sbx_rootfs_spec *spec, struct sbx_rootfs_stage **out,
+                       char *err, size_t errlen)
+{
+	struct sbx_rootfs_stage *st = malloc(sizeof *st);
+	int r;
+
+	*out = NULL;
+	if (!st)
+		return sbx_init_fail(err, errlen, -ENOMEM, "rootfs: out of memory");
+	*st = (struct sbx_rootfs_stage){ .pins = PINS_NONE, .basefd = -1 };
+	r = validate_spec(spec, err, errlen);
+	if (r == 0)
+		r = pin_all(spec, &st->pins, err, errlen);
+	if (r == 0)
+		r = make_mounts_private(err, errlen);
+	if (r == 0)
+		r = mount_base(&st->basefd, err, errlen);
+	if (r == 0)
+		r = build_tree(st->basefd, spec, &st->pins, err, errlen);
+	if (r < 0) {
+		sbx_rootfs_stage_free(st);
+		return r;
+	}
+	*out = st;
+	return 0;
+}
+
+int sbx_rootfs_finish(const struct sbx_rootfs_spec *spec, struct sbx_rootfs_stage *st,
+                      int workspace_fd, char *err, size_t errlen)
+{
+	int r = validate_workspace_fd(workspace_fd, err, errlen);
+
+	if (r == 0)
+		r = pin_workspace(&st->pins, workspace_fd, err, errlen);
+	if (r == 0)
+		r = pin_binds(spec, &st->pins, true, err, errlen);
+	if (r == 0)
+		r = place_workspace(st->basefd, spec, &st->pins, err, errlen);
+	if (r == 0)
+		r = seal_all(st->basefd, err, errlen);
+	pins_release(&st->pins);
+	if (r == 0)
+		r = pivot_into(st->basefd, err, errlen);
+	if (r == 0)
+		r = enter_workspace(err, errlen);
+	if (r == 0)
+		r = set_hostname(spec->hostname, err, errlen);
+	return r;
+}
+
 int sbx_rootfs_build(const struct sbx_rootfs_spec *spec, char *err, size_t errlen)
 {
-	struct pins pins = { .workspace = -1, .dev = { -1, -1, -1, -1, -1, -1 } };
-	_cleanup_close_ int basefd = -1;
+	struct sbx_rootfs_stage *st = NULL;
 	char scratch[8];
 	int r;
 
@@ -727,23 +860,9 @@ int sbx_rootfs_build(const struct sbx_rootfs_spec *spec, char *err, size_t errle
 		err = scratch;
 		errlen = sizeof scratch;
 	}
-	r = validate_spec(spec, err, errlen);
+	r = sbx_rootfs_prepare(spec, &st, err, errlen);
 	if (r == 0)
-		r = pin_all(spec, &pins, err, errlen);
-	if (r == 0)
-		r = make_mounts_private(err, errlen);
-	if (r == 0)
-		r = mount_base(&basefd, err, errlen);
-	if (r == 0)
-		r = build_tree(basefd, spec, &pins, err, errlen);
-	if (r == 0)
-		r = seal_all(basefd, err, errlen);
-	pins_release(&pins);
-	if (r == 0)
-		r = pivot_into(basefd, err, errlen);
-	if (r == 0)
-		r = enter_workspace(err, errlen);
-	if (r == 0)
-		r = set_hostname(spec->hostname, err, errlen);
+		r = sbx_rootfs_finish(spec, st, spec->workspace_fd, err, errlen);
+	sbx_rootfs_stage_free(st);
 	return r;
 }

@@ -26,9 +26,11 @@ int sbx_userns_enter(uid_t outer_uid, gid_t outer_gid, int extra_flags, char *er
 /* rootfs.c ------------------------------------------------------------------------------ */
 
 struct sbx_bind {
-	const char *source;       /* host path */
+	const char *source;       /* host path, or relative to the workspace (in_workspace) */
 	const char *dest;         /* absolute path inside */
 	bool writable;
+	bool in_workspace;        /* source names something inside the workspace: resolved
+	                             beneath it, once the workspace is known */
 };
 
 struct sbx_rootfs_spec {
@@ -61,6 +63,17 @@ struct sbx_rootfs_spec {
  * pivot_root with the old root detached; cwd "/workspace". All binds nosuid,nodev except
  * /dev's nodes. */
 int sbx_rootfs_build(const struct sbx_rootfs_spec *spec, char *err, size_t errlen);
+
+/* The same in two steps, for a sandbox started before its workspace is known: prepare builds
+ * everything but the workspace (ignoring spec->workspace_fd) and may run long before finish
+ * binds workspace_fd, protects its paths, seals the root and pivots into it. The stage is
+ * freed by sbx_rootfs_stage_free after finish, whatever either returned. */
+struct sbx_rootfs_stage;
+int sbx_rootfs_prepare(const struct sbx_rootfs_spec *spec, struct sbx_rootfs_stage **out,
+                       char *err, size_t errlen);
+int sbx_rootfs_finish(const struct sbx_rootfs_spec *spec, struct sbx_rootfs_stage *st,
+                      int workspace_fd, char *err, size_t errlen);
+void sbx_rootfs_stage_free(struct sbx_rootfs_stage *st);
 
 /* policy.c: the host directories a sandbox sees read-only, and the /etc allow-list. */
 extern const char *const sbx_system_dirs[];

@@ -31,7 +31,11 @@ struct spawn_request {
 	struct sbx_init_spawn head;
 	int fds[SBX_INIT_SPAWN_FDS];  /* stdin, stdout, stderr, runner socket, payload */
 	int nfds;
+	size_t inline_len;            /* a payload that came in the message itself */
 };
+
+/* Where an inline payload lands: one request is read and unpacked at a time. */
+static char inline_payload[SBX_INIT_INLINE_MAX];
 
 enum { FD_STDIN, FD_STDOUT, FD_STDERR, FD_RUNNER, FD_PAYLOAD };
 
@@ -49,6 +53,7 @@ static int fds_of_kind(uint32_t kind)
 	case SBX_INIT_SPAWN:
 		return SBX_INIT_SPAWN_FDS;
 	case SBX_INIT_LISTEN:
+	case SBX_INIT_ACTIVATE:
 		return 1;
 	case SBX_INIT_SHUTDOWN:
 		return 0;
@@ -62,12 +67,15 @@ static int fds_of_kind(uint32_t kind)
 static int receive_request(int ctl, struct spawn_request *req)
 {
 	char control[CMSG_SPACE(sizeof(int) * SBX_INIT_SPAWN_FDS)];
-	struct iovec iov = { .iov_base = &req->head, .iov_len = sizeof req->head };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+	struct iovec iov[2] = { { .iov_base = &req->head, .iov_len = sizeof req->head },
+	                        { .iov_base = inline_payload, .iov_len = sizeof inline_payload } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = control,
 	                      .msg_controllen = sizeof control };
 	ssize_t n;
+	int want;
 
 	req->nfds = 0;
+	req->inline_len = 0;
 	do
 		n = recvmsg(ctl, &msg, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
@@ -83,7 +91,15 @@ static int receive_request(int ctl, struct spawn_request *req)
 			req->nfds = SBX_INIT_SPAWN_FDS;
 		memcpy(req->fds, CMSG_DATA(c), sizeof(int) * (size_t)req->nfds);
 	}
-	if (n != (ssize_t)sizeof req->head || req->nfds != fds_of_kind(req->head.kind) ||
+	if (n >= (ssize_t)sizeof req->head)
+		req->inline_len = (size_t)n - sizeof req->head;
+	want = fds_of_kind(req->head.kind);
+	/* A spawn whose payload came inline carries one fd less (no memfd). */
+	if (req->head.kind == SBX_INIT_SPAWN && req->inline_len)
+		want--;
+	else if (req->inline_len)
+		want = -1;
+	if (n < (ssize_t)sizeof req->head || req->nfds != want ||
 	    (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		close_request_fds(req);
 		return -1;
@@ -102,14 +118,20 @@ static char **unpack_payload(const struct spawn_request *req, char **cwd, char *
 	char **vec, *text, *p, *end;
 
 	if (h->argc == 0 || len == 0 || len > SBX_INIT_PAYLOAD_MAX || h->envc > 65536 ||
-	    h->nlimits > 16 || h->argc > 65536 || fstat(req->fds[FD_PAYLOAD], &st) < 0 ||
-	    (size_t)st.st_size < len)
+	    h->nlimits > 16 || h->argc > 65536)
+		return NULL;
+	if (req->inline_len ? req->inline_len != len
+	                    : fstat(req->fds[FD_PAYLOAD], &st) < 0 || (size_t)st.st_size < len)
 		return NULL;
 	vec = malloc((nstr + 3) * sizeof *vec + len + 1);
 	if (!vec)
 		return NULL;
 	text = (char *)(vec + nstr + 3);
-	if (pread(req->fds[FD_PAYLOAD], text, len, 0) != (ssize_t)len || text[len - 1] != '\0') {
+	if (req->inline_len)
+		memcpy(text, inline_payload, len);
+	else if (pread(req->fds[FD_PAYLOAD], text, len, 0) != (ssize_t)len)
+		len = 0;
+	if (len == 0 || text[len - 1] != '\0') {
 		free(vec);
 		return NULL;
 	}
@@ -229,9 +251,32 @@ static bool serve_message(struct sbx_init_peers *peers, int fd, const sigset_t *
 	case SBX_INIT_SHUTDOWN:
 		return false;
 	default:
+		close_request_fds(&req);   /* ACTIVATE means nothing to a running sandbox */
 		break;
 	}
 	return true;
+}
+
+int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd)
+{
+	struct pollfd pfd = { .fd = ctl, .events = POLLIN };
+	struct spawn_request req;
+	int r;
+
+	do {
+		r = poll(&pfd, 1, timeout_ms);
+		if (r == 0)
+			return -ETIMEDOUT;
+		r = r < 0 && errno != EINTR ? 0 : receive_request(ctl, &req);
+	} while (r < 0);
+	if (r == 0)
+		return -EPIPE;
+	if (req.head.kind != SBX_INIT_ACTIVATE) {
+		close_request_fds(&req);
+		return -EPROTO;
+	}
+	*workspace_fd = req.fds[0];
+	return 0;
 }
 
 int sbx_init_serve(int ctl)

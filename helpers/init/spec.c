@@ -48,18 +48,23 @@ static int take_binds(const sbx_json *v, struct sbx_init_spec *spec, char *err, 
 	for (size_t i = 0; i < v->n; i++) {
 		const sbx_json *b = v->items[i];
 		const sbx_json *src = sbx_json_get(b, "source"), *dst = sbx_json_get(b, "dest");
+		const sbx_json *ws_src = sbx_json_get(b, "workspace_source");
 		const sbx_json *rw = sbx_json_get(b, "writable");
 		char *s = NULL, *d = NULL;
 
-		if (b->type != SBX_JSON_OBJECT || !src || !dst)
-			return bad(err, errlen, "binds", "each entry needs source and dest");
+		if (b->type != SBX_JSON_OBJECT || !dst || !src == !ws_src)
+			return bad(err, errlen, "binds", "each entry needs dest and one of source and "
+			           "workspace_source");
+		if (!src)
+			src = ws_src;
 		if (take_string(src, "binds.source", &s, err, errlen) < 0)
 			return -1;
 		if (take_string(dst, "binds.dest", &d, err, errlen) < 0) {
 			free(s);
 			return -1;
 		}
-		spec->binds[i] = (struct sbx_bind){ .source = s, .dest = d, .writable = false };
+		spec->binds[i] = (struct sbx_bind){ .source = s, .dest = d, .writable = false,
+		                                    .in_workspace = src == ws_src };
 		spec->n_binds = i + 1;
 		if (rw && take_bool(rw, "binds.writable", &spec->binds[i].writable, err, errlen) < 0)
 			return -1;
@@ -125,6 +130,8 @@ static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *sp
 	}
 	if (!strcmp(key, "seccomp_program"))
 		return take_bool(v, key, &spec->seccomp_program, err, errlen);
+	if (!strcmp(key, "prestart"))
+		return take_bool(v, key, &spec->prestart, err, errlen);
 	return bad(err, errlen, key, "unknown key");
 }
 

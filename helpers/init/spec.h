@@ -5,11 +5,14 @@
  *   proxy_port          integer  mode "allowlist": the loopback port of the proxy bridge
  *   rootfs              string   a root directory to use instead of the host's /usr, ...
  *   binds               array    [{"source": host path, "dest": path inside, "writable": bool}]
+ *                                ("workspace_source": a path relative to the workspace
+ *                                instead of "source")
  *   protected           array    paths under /workspace kept read-only (default list if absent)
  *   landlock            bool     restrict writes with Landlock where the kernel has it
  *   workspace_readonly  bool
  *   memory_bytes, pids  integer  cgroup limits (0 / absent = none)
  *   seccomp_program     bool     fd 6 holds the seccomp program to load
+ *   prestart            bool     no workspace yet: build the rest, then wait for ACTIVATE
  * Unknown keys are refused: the backend and the init are built together. */
 #ifndef SBX_INIT_SPEC_H
 #define SBX_INIT_SPEC_H
@@ -34,6 +37,7 @@ struct sbx_init_spec {
 	uint64_t memory_bytes;
 	uint64_t pids;
 	bool seccomp_program;
+	bool prestart;
 	bool has_host_uid;            /* "host_uid": a uid allowed to connect besides ours */
 	uint64_t host_uid;
 };

@@ -1,8 +1,9 @@
-/* SCM_RIGHTS sending, once for every caller. */
+/* SCM_RIGHTS sending and receiving, once for every caller. */
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "util/fdpass.h"
 
@@ -33,4 +34,45 @@ int sbx_send_with_fds(int sock, const void *data, size_t len, const int *fds, si
 	if (n < 0)
 		return -errno;
 	return (size_t)n == len ? 0 : -EIO;
+}
+
+int sbx_recv_with_fds(int sock, void *data, size_t len, int *fds, size_t maxfds, size_t *nfds)
+{
+	char control[CMSG_SPACE(sizeof(int) * MAX_FDS)];
+	struct iovec iov = { .iov_base = data, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+	                      .msg_controllen = sizeof control };
+	ssize_t n;
+
+	*nfds = 0;
+	if (maxfds > MAX_FDS)
+		return -EINVAL;
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		size_t got;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		got = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < got; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+			if (*nfds < maxfds)
+				fds[(*nfds)++] = fd;
+			else
+				close(fd);       /* more than asked for: not ours to keep */
+		}
+	}
+	if ((size_t)n != len || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		for (size_t i = 0; i < *nfds; i++)
+			close(fds[i]);
+		*nfds = 0;
+		return n == 0 ? -EPIPE : -EPROTO;
+	}
+	return 0;
 }

@@ -9,4 +9,9 @@
  * EINTR. Returns 0 when all of data went, else -errno (-EIO for a short write). */
 int sbx_send_with_fds(int sock, const void *data, size_t len, const int *fds, size_t nfds);
 
+/* Receives one message of exactly len bytes and up to maxfds (at most 8) fds, close-on-exec,
+ * into fds (*nfds of them). Returns 0; -EPIPE when the peer closed, -EPROTO for a message
+ * of another size (its fds closed), or -errno. */
+int sbx_recv_with_fds(int sock, void *data, size_t len, int *fds, size_t maxfds, size_t *nfds);
+
 #endif

@@ -30,6 +30,7 @@
 #include "util/path.h"
 #include "util/sandbox.h"
 #include "util/sandbox_attach.h"
+#include "util/sandbox_spare.h"
 
 #define INIT_NAME "agentsbx-init"
 #define READY_TIMEOUT_MS 15000
@@ -49,7 +50,9 @@ struct sbx_sandbox {
 	char **placeholders;          /* protected paths missing at start (see below) */
 	const struct sbx_sandbox_options *opts; /* owned by the backend, outlives sb */
 	int ctl;
-	pid_t pid;                    /* the outer init process (direct) or bwrap */
+	pid_t pid;                    /* the outer init process (direct) or bwrap, our child */
+	int pidfd;                    /* instead, for a sandbox that was a spare: a pidfd of its
+	                                 outer process, which is no child of ours */
 	uint32_t flags;
 	char cgroup_note[244];
 	struct sbx_runclient_set live;
@@ -179,6 +182,12 @@ static int parse_option(const char *backend, const char *key, const sbx_json *v,
 		o->detached = v->b;
 		return 0;
 	}
+	if (allow_mode && !strcmp(key, "prestart")) {
+		if (v->type != SBX_JSON_BOOL)
+			return option_error(backend, key, "expected true or false");
+		o->prestart = v->b;
+		return 0;
+	}
 	if (!strcmp(key, "landlock")) {
 		if (v->type != SBX_JSON_BOOL)
 			return option_error(backend, key, "expected true or false");
@@ -199,6 +208,7 @@ int sbx_sandbox_parse_options(const char *backend, const char *options_json, boo
 	memset(o, 0, sizeof *o);
 	o->mode = allow_mode ? SBX_SANDBOX_AUTO : SBX_SANDBOX_BWRAP;
 	o->landlock = true;
+	o->prestart = allow_mode;     /* ns only: bubblewrap builds its sandboxes itself */
 	if (sbx_json_parse(text, strlen(text), &root, err, sizeof err) < 0)
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s': %s", backend, err);
 	if (root->type != SBX_JSON_OBJECT)
@@ -266,13 +276,27 @@ static void json_key_string(sbx_buf *b, const char *key, const char *value)
 	sbx_buf_puts(b, ",");
 }
 
-static char *build_spec(const struct sbx_sandbox *sb)
+/* The part of path below dir ("a/b" for dir "/w" and path "/w/a/b"), or NULL. */
+static const char *path_below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (strncmp(path, dir, n) != 0 || path[n] != '/' || !path[n + 1])
+		return NULL;
+	return path + n + 1;
+}
+
+/* The init's spec. A pre-started init gets the same without the workspace id (it serves
+ * any workspace of this shape, and the id only names a cgroup, which such a sandbox has not). */
+static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
 {
 	const struct sbx_sandbox_options *o = sb->opts;
 	sbx_buf b = { 0 };
 
-	sbx_buf_puts(&b, "{");
-	json_key_string(&b, "id", sb->id);
+	sbx_buf_puts(&b, prestart ? "{\"prestart\":true," : "{");
+	json_key_string(&b, "id", prestart ? "prestarted" : sb->id);
 	json_key_string(&b, "hostname", o->hostname);
 	json_key_string(&b, "network", sb->network_mode);
 	if (sb->proxy)
@@ -281,8 +305,13 @@ static char *build_spec(const struct sbx_sandbox *sb)
 		json_key_string(&b, "rootfs", o->rootfs);
 	sbx_buf_puts(&b, "\"binds\":[");
 	for (size_t i = 0; i < o->n_binds; i++) {
+		const char *in_ws = path_below(o->binds[i].source, sb->workdir);
+
 		sbx_buf_puts(&b, i ? ",{" : "{");
-		json_key_string(&b, "source", o->binds[i].source);
+		/* Sources in the workspace are named relative to it: the init opens them beneath it,
+		 * and a pre-started init can serve any workspace. */
+		json_key_string(&b, in_ws ? "workspace_source" : "source",
+		                in_ws ? in_ws : o->binds[i].source);
 		json_key_string(&b, "dest", o->binds[i].dest);
 		sbx_buf_printf(&b, "\"writable\":%s}", o->binds[i].writable ? "true" : "false");
 	}
@@ -725,7 +754,8 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 		                msg.error.message);
 	}
 	read_stderr(err_fd, said, sizeof said);
-	reap(sb->pid, &status);
+	if (sb->pid > 0)
+		reap(sb->pid, &status);
 	sb->pid = -1;
 	if (said[0])
 		return sbx_fail(-SBX_EBACKEND, "%s: the sandbox did not start: %s", sb->who, said);
@@ -736,9 +766,9 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 /* Starts the init (direct) or bubblewrap with the init's fds (init_proto.h: 3 control,
  * 4 spec, 5 workspace, 6 seccomp program, 7 proxy bridge; -1 leaves a number closed) and,
  * from BWRAP_FIRST_BIND_FD on, bubblewrap's bind fds. */
-static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *const *bwrap,
-                      int ctl, int spec, int workspace, int bridge, const struct fd_list *binds,
-                      int err_fd)
+static int spawn_init(const struct sbx_sandbox *sb, const char *init,
+                      const char *const *bwrap, int ctl, int spec, int workspace, int bridge,
+                      const struct fd_list *binds, int err_fd, pid_t *pid)
 {
 	static const char *const direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct",
 	                                           NULL };
@@ -762,14 +792,15 @@ static int spawn_init(struct sbx_sandbox *sb, const char *init, const char *cons
 	}
 	err = sbx_spawn_with_fds(init, sb->mode == SBX_SANDBOX_BWRAP ? bwrap
 	                         : sb->opts->detached ? detached_argv : direct_argv, fds, n, err_fd,
-	                         &sb->pid);
+	                         pid);
 	free(fds);
 	return err;
 }
 
-static int launch(struct sbx_sandbox *sb)
+/* Starts the init and waits until it is ready. */
+static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 {
-	_cleanup_free_ char *init = NULL, *spec = NULL;
+	_cleanup_free_ char *spec = NULL;
 	_cleanup_close_ int spec_fd = -1, ws_fd = -1, child_ctl = -1, err_read = -1, err_write = -1;
 	_cleanup_close_ int bridge = -1;
 	_cleanup_free_ const char **argv = NULL;
@@ -777,15 +808,10 @@ static int launch(struct sbx_sandbox *sb)
 	struct fd_list binds = { 0 };
 	int sv[2], r, err;
 
-	if ((r = sbx_helper_path(INIT_NAME, &init)) < 0) {
-		char why[512];
-		snprintf(why, sizeof why, "%s", sbx_last_error());
-		return sbx_fail(-SBX_EBACKEND, "%s: %s", sb->who, why);
-	}
 	note_missing_protected(sb);
 	if (sb->mode == SBX_SANDBOX_BWRAP)
 		prepare_placeholders(sb);   /* the init does this itself when it builds the root */
-	if (!(spec = build_spec(sb)))
+	if (!(spec = build_spec(sb, false)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
 		return spec_fd;
@@ -814,7 +840,8 @@ static int launch(struct sbx_sandbox *sb)
 		fd_list_close(&binds);
 		return r;
 	}
-	err = spawn_init(sb, init, argv, child_ctl, spec_fd, ws_fd, bridge, &binds, err_write);
+	err = spawn_init(sb, init, argv, child_ctl, spec_fd, ws_fd, bridge, &binds, err_write,
+	                 &sb->pid);
 	pool_free(&pool);
 	fd_list_close(&binds);
 	if (err) {
@@ -843,6 +870,7 @@ static void stop_init(struct sbx_sandbox *sb)
 		close(SBX_TAKE_FD(sb->ctl));
 	sbx_reap_or_kill(sb->pid, STOP_TIMEOUT_MS);
 	sb->pid = -1;
+	sbx_pidfd_wait_or_kill(SBX_TAKE_FD(sb->pidfd), STOP_TIMEOUT_MS);
 }
 
 /* After the init is gone: the placeholders, and the cgroup the outer process made (under this
@@ -855,8 +883,137 @@ static void stop_and_tidy(struct sbx_sandbox *sb)
 		sbx_cgroup_cleanup(sb->id);
 }
 
+/* ---- pre-started sandboxes (sandbox_spare.h) ------------------------------------------ */
+
+/* A pre-started init knows neither the workspace id (cgroup limits are per id) nor a proxy
+ * (one per workspace), and only direct mode builds its own root. */
+static bool can_prestart(const struct sbx_sandbox *sb)
+{
+	return sb->opts->prestart && sb->mode == SBX_SANDBOX_DIRECT && !sb->opts->detached &&
+	       !sb->proxy && !sb->cfg.limits.memory_bytes && !sb->cfg.limits.pids;
+}
+
+/* What a spare must match to serve a sandbox: its spec, and the ids the init maps into its
+ * user namespace (a process that changes its uid must not get a spare of the old one). */
+static char *spare_shape(const struct sbx_sandbox *sb)
+{
+	_cleanup_free_ char *spec = build_spec(sb, true);
+	char *shape = NULL;
+
+	if (!spec || asprintf(&shape, "%u:%u %s", (unsigned)getuid(), (unsigned)getgid(),
+	                      spec) < 0)
+		return NULL;
+	return shape;
+}
+
+/* The first message of a spare: the pidfd of its outer process. */
+static int receive_outer_pidfd(int ctl, int *pidfd)
+{
+	struct pollfd pfd = { .fd = ctl, .events = POLLIN };
+	struct sbx_init_spawn msg;
+	size_t nfds = 0;
+	int r;
+
+	if (poll(&pfd, 1, READY_TIMEOUT_MS) <= 0)
+		return -ETIMEDOUT;
+	r = sbx_recv_with_fds(ctl, &msg, sizeof msg, pidfd, 1, &nfds);
+	if (r == 0 && (msg.kind != SBX_INIT_OUTER || nfds != 1)) {
+		if (nfds)
+			close(*pidfd);
+		r = -EPROTO;
+	}
+	if (r < 0)
+		*pidfd = -1;
+	return r;
+}
+
+/* Starts an init of this shape and parks it: it builds itself while the caller goes on (the
+ * wait here is only for its first process to hand over to the second). A failure costs only
+ * the next start its head start. Takes shape. */
+static void prestart(const struct sbx_sandbox *sb, const char *init, char *shape)
+{
+	struct sbx_spare s = { .shape = shape, .pidfd = -1, .ctl = -1, .err_fd = -1 };
+	_cleanup_close_ int spec_fd = -1, child_ctl = -1, err_write = -1;
+	struct fd_list no_binds = { 0 };
+	int sv[2], p[2], status;
+	pid_t first;
+
+	const char *spec = strchr(shape, '{');   /* after the "uid:gid " of spare_shape */
+
+	if ((spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		sbx_spare_discard(&s);
+		return;
+	}
+	s.ctl = sv[0];
+	child_ctl = sv[1];
+	if (pipe2(p, O_CLOEXEC) == 0) {
+		s.err_fd = p[0];
+		err_write = p[1];
+	}
+	if (spawn_init(sb, init, NULL, child_ctl, spec_fd, -1, -1, &no_binds, err_write,
+	               &first) != 0) {
+		sbx_spare_discard(&s);
+		return;
+	}
+	/* The first process only forks the outer one and exits (init_proto.h, SBX_INIT_OUTER). */
+	reap(first, &status);
+	close(SBX_TAKE_FD(child_ctl));
+	if (receive_outer_pidfd(s.ctl, &s.pidfd) < 0) {
+		sbx_spare_discard(&s);
+		return;
+	}
+	sbx_spare_park(&s);
+}
+
+/* Hands the workspace to a parked spare of this shape and waits for it. 0 when it is ready;
+ * negative when there is none or it failed (it is stopped then, and an ordinary start,
+ * which reports whatever is wrong, follows). */
+static int launch_from_spare(struct sbx_sandbox *sb, const char *shape)
+{
+	const struct sbx_init_spawn activate = { .kind = SBX_INIT_ACTIVATE };
+	struct sbx_spare s;
+	int r;
+
+	if (!sbx_spare_take(shape, &s))
+		return -SBX_ENOENT;
+	sb->pidfd = SBX_TAKE_FD(s.pidfd);
+	sb->ctl = SBX_TAKE_FD(s.ctl);
+	note_missing_protected(sb);
+	r = sbx_send_with_fds(sb->ctl, &activate, sizeof activate, &sb->root_fd, 1);
+	if (r == 0)
+		r = wait_ready(sb, s.err_fd);
+	sbx_spare_discard(&s);
+	if (r < 0) {
+		stop_init(sb);
+		remove_placeholders(sb);
+	}
+	return r < 0 ? r : 0;
+}
+
+static int launch(struct sbx_sandbox *sb)
+{
+	_cleanup_free_ char *init = NULL, *shape = NULL;
+	int r;
+
+	if ((r = sbx_helper_path(INIT_NAME, &init)) < 0) {
+		char why[512];
+		snprintf(why, sizeof why, "%s", sbx_last_error());
+		return sbx_fail(-SBX_EBACKEND, "%s: %s", sb->who, why);
+	}
+	if (can_prestart(sb) && !(shape = spare_shape(sb)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if ((!shape || launch_from_spare(sb, shape) < 0) && (r = launch_fresh(sb, init)) < 0)
+		return r;
+	if (shape && sbx_spare_wanted(shape))
+		prestart(sb, init, SBX_TAKE_PTR(shape));
+	return 0;
+}
+
 static void free_sandbox(struct sbx_sandbox *sb)
 {
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
 	sbx_netproxy_stop(sb->proxy);
 	sbx_runclient_set_destroy(&sb->live);
 	sbx_strv_free(sb->placeholders);
@@ -963,6 +1120,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	sb->opts = o;
 	sb->ctl = -1;
 	sb->pid = -1;
+	sb->pidfd = -1;
 	sb->root_fd = -1;
 	memcpy(&sb->cfg, cfg, cfg->size < sizeof sb->cfg ? cfg->size : sizeof sb->cfg);
 	sb->workdir = cfg->workdir ? strdup(cfg->workdir) : NULL;
@@ -1025,58 +1183,73 @@ void sbx_sandbox_stop(struct sbx_sandbox *sb)
 
 /* ---- commands ------------------------------------------------------------------------ */
 
-static char *build_payload(const sbx_backend_spawn *req, const sbx_backend_limits *limits,
-                           struct sbx_init_spawn *head, size_t *len)
+/* The spawn message: the header, then the payload (init_proto.h); *len counts both. */
+static char *build_message(const sbx_backend_spawn *req, const sbx_backend_limits *limits,
+                           size_t *len)
 {
 	sbx_rlimit_text rl[SBX_RUNCLIENT_MAX_RLIMITS];
 	size_t nrl = sbx_runclient_rlimits(limits, rl);
+	struct sbx_init_spawn head = { .kind = SBX_INIT_SPAWN, .nlimits = (uint32_t)nrl };
 	sbx_buf b = { 0 };
 
-	*head = (struct sbx_init_spawn){ .kind = SBX_INIT_SPAWN, .nlimits = (uint32_t)nrl };
+	sbx_buf_append(&b, &head, sizeof head);
 	sbx_buf_append(&b, req->cwd, strlen(req->cwd) + 1);
-	for (; req->argv[head->argc]; head->argc++)
-		sbx_buf_append(&b, req->argv[head->argc], strlen(req->argv[head->argc]) + 1);
-	for (; req->envp && req->envp[head->envc]; head->envc++)
-		sbx_buf_append(&b, req->envp[head->envc], strlen(req->envp[head->envc]) + 1);
+	for (; req->argv[head.argc]; head.argc++)
+		sbx_buf_append(&b, req->argv[head.argc], strlen(req->argv[head.argc]) + 1);
+	for (; req->envp && req->envp[head.envc]; head.envc++)
+		sbx_buf_append(&b, req->envp[head.envc], strlen(req->envp[head.envc]) + 1);
 	for (size_t i = 0; i < nrl; i++)
 		sbx_buf_append(&b, rl[i], strlen(rl[i]) + 1);
-	if (b.oom || b.len > SBX_INIT_PAYLOAD_MAX) {
+	if (b.oom || b.len - sizeof head > SBX_INIT_PAYLOAD_MAX) {
 		sbx_buf_free(&b);
 		return NULL;
 	}
-	head->payload_len = (uint32_t)b.len;
+	head.payload_len = (uint32_t)(b.len - sizeof head);
+	memcpy(b.data, &head, sizeof head);
 	return sbx_buf_steal(&b, len);
 }
 
-static int send_spawn(int ctl, const struct sbx_init_spawn *head, const int fds[5])
+/* The payload travels in the message itself, or in a memfd when it is larger than the inline
+ * limit (a memfd per command costs an inode, and few commands need one). */
+static int send_spawn(int ctl, const char *msg, size_t len,
+                      const int stdio_and_runner[SBX_INIT_SPAWN_FDS - 1])
 {
-	return sbx_send_with_fds(ctl, head, sizeof *head, fds, SBX_INIT_SPAWN_FDS);
+	const size_t head_len = sizeof(struct sbx_init_spawn);
+	_cleanup_close_ int payload_fd = -1;
+	int fds[SBX_INIT_SPAWN_FDS];
+
+	memcpy(fds, stdio_and_runner, sizeof *fds * (SBX_INIT_SPAWN_FDS - 1));
+	if (len - head_len <= SBX_INIT_INLINE_MAX)
+		return sbx_send_with_fds(ctl, msg, len, fds, SBX_INIT_SPAWN_FDS - 1);
+	payload_fd = sbx_memfd_with("agentsbx-spawn", msg + head_len, len - head_len);
+	if (payload_fd < 0)
+		return -EIO;
+	fds[SBX_INIT_SPAWN_FDS - 1] = payload_fd;
+	return sbx_send_with_fds(ctl, msg, head_len, fds, SBX_INIT_SPAWN_FDS);
 }
 
 int sbx_init_channel_spawn(int ctl, const char *who, const sbx_backend_spawn *req,
                            const sbx_backend_limits *limits, struct sbx_runclient_set *live,
                            void **proc, int *wait_fd)
 {
-	_cleanup_free_ char *payload = NULL;
-	_cleanup_close_ int payload_fd = -1, host_end = -1, runner_end = -1;
-	struct sbx_init_spawn head;
+	_cleanup_free_ char *msg = NULL;
+	_cleanup_close_ int host_end = -1, runner_end = -1;
 	struct sbx_runclient *p;
 	size_t len = 0;
 	int sv[2], r;
 
 	if (ctl < 0)
 		return sbx_fail(-SBX_ESTATE, "%s: the sandbox is not running", who);
-	if (!(payload = build_payload(req, limits, &head, &len)))
+	if (!(msg = build_message(req, limits, &len)))
 		return sbx_fail(-SBX_E2BIG, "%s: command, environment and cwd exceed %u bytes",
 		                who, SBX_INIT_PAYLOAD_MAX);
-	if ((payload_fd = sbx_memfd_with("agentsbx-spawn", payload, len)) < 0)
-		return payload_fd;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", who, strerror(errno));
 	host_end = sv[0];
 	runner_end = sv[1];
-	const int fds[5] = { req->stdin_fd, req->stdout_fd, req->stderr_fd, runner_end, payload_fd };
-	if ((r = send_spawn(ctl, &head, fds)) < 0)
+	const int fds[SBX_INIT_SPAWN_FDS - 1] = { req->stdin_fd, req->stdout_fd, req->stderr_fd,
+	                                          runner_end };
+	if ((r = send_spawn(ctl, msg, len, fds)) < 0)
 		return sbx_fail(-SBX_EIO, "%s: the sandbox init does not answer: %s", who,
 		                strerror(-r));
 	if (!(p = sbx_runclient_new(0, host_end, who)))

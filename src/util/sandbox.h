@@ -40,6 +40,8 @@ struct sbx_sandbox_options {
 	bool landlock;
 	char *hostname;
 	bool detached;
+	bool prestart;                /* direct mode: keep the next sandbox half-built when the
+	                                 process opens them one after another (default on) */
 };
 
 int sbx_sandbox_parse_options(const char *backend, const char *options_json, bool allow_mode,

@@ -4,6 +4,8 @@
  * issue sets targets for, then the resident memory of open workspaces and how many can be
  * open at once. Not a pass/fail test: numbers for people. */
 #include <dirent.h>
+#include <ftw.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -30,6 +32,18 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* One thing timed: every contender runs once per round, in turn, so that a load that comes
+ * and goes on the machine falls on all of them alike and their ratios stay fair. */
+struct contender {
+	const char *what;
+	bench_fn fn;
+	void *ctx;
+	int every;                    /* runs in every n-th round only (the slow cold ones) */
+	double *samples;
+	int n;
+	bool failed;
+};
+
 static int compare_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -37,22 +51,46 @@ static int compare_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Median of `runs` timed calls after a few warm-up calls; -1 if a call failed. */
-static double median_ms(bench_fn fn, void *ctx, int runs)
+/* A cold start leaves work behind that the kernel and the library finish in the background
+ * (a network namespace's teardown, the next pre-started sandbox): let it finish before the
+ * next contender, which would otherwise pay for it. */
+static void settle(void)
 {
-	static double samples[MAX_RUNS];
+	struct timespec pause = { 0, 15 * 1000 * 1000 };
 
-	for (int i = 0; i < 3; i++)
-		if (fn(ctx) < 0)
-			return -1;
-	for (int i = 0; i < runs; i++) {
-		double t0 = now_ms();
-		if (fn(ctx) < 0)
-			return -1;
-		samples[i] = now_ms() - t0;
+	nanosleep(&pause, NULL);
+}
+
+static void run_rounds(struct contender *c, size_t nc, int rounds)
+{
+	for (size_t i = 0; i < nc; i++) {       /* warm-up, and a check that each works */
+		c[i].samples = calloc((size_t)rounds, sizeof *c[i].samples);
+		c[i].failed = !c[i].samples || c[i].fn(c[i].ctx) < 0;
+		if (c[i].failed)
+			printf("%-44s   failed: %s\n", c[i].what, sbx_last_error());
 	}
-	qsort(samples, (size_t)runs, sizeof samples[0], compare_double);
-	return samples[runs / 2];
+	for (int r = 0; r < rounds; r++)
+		for (size_t i = 0; i < nc; i++) {
+			if (c[i].failed || r % c[i].every)
+				continue;
+			double t0 = now_ms();
+			if (c[i].fn(c[i].ctx) < 0) {
+				c[i].failed = true;
+				printf("%-44s   failed: %s\n", c[i].what, sbx_last_error());
+				continue;
+			}
+			c[i].samples[c[i].n++] = now_ms() - t0;
+			if (c[i].every > 1)
+				settle();
+		}
+}
+
+static double median_of(struct contender *c)
+{
+	if (c->failed || c->n == 0)
+		return -1;
+	qsort(c->samples, (size_t)c->n, sizeof c->samples[0], compare_double);
+	return c->samples[c->n / 2];
 }
 
 static int spawn_and_wait(const char *const argv[])
@@ -184,14 +222,24 @@ static void many_workspaces(const char *backend, int count)
 
 static void line(const char *what, double ms, double base, const char *base_name)
 {
-	if (ms < 0) {
-		printf("%-44s   failed: %s\n", what, sbx_last_error());
+	if (ms < 0)
 		return;
-	}
 	printf("%-44s %8.3f ms", what, ms);
 	if (base > 0)
 		printf("   %5.2fx %s", ms / base, base_name);
 	printf("\n");
+}
+
+#define MAX_CONTENDERS 16
+
+/* The cold workspaces leave their state folder in the bench directory. */
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)st;
+	(void)type;
+	(void)f;
+	remove(path);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -200,35 +248,61 @@ int main(int argc, char **argv)
 	int many = argc > 2 ? atoi(argv[2]) : 200;
 	const char *backends[] = { "local", "ns", "bwrap" };
 	char dir[] = "/tmp/sbx-bench-XXXXXX";
-	double bare, bw;
+	struct contender c[MAX_CONTENDERS];
+	struct cold_ctx cold[MAX_CONTENDERS];
+	char names[MAX_CONTENDERS][64], configs[MAX_CONTENDERS][256];
+	sbx_workspace *open_ws[4] = { 0 };
+	size_t nc = 0, nws = 0;
 
 	if (runs < 1 || runs > MAX_RUNS || !mkdtemp(dir))
 		return 2;
-	printf("libagentsbx %s exec benchmark: %d runs each, medians\n\n", sbx_version(), runs);
-	bare = median_ms(bare_true, NULL, runs);
-	line("posix_spawn(/bin/true) + wait", bare, 0, "");
-	bw = median_ms(bwrap_true, dir, runs);
-	line("bwrap agent profile /bin/true", bw, bare, "bare spawn");
+	printf("libagentsbx %s exec benchmark: %d rounds, each contender once per round in turn "
+	       "(cold ones every 4th, 15 ms apart from the next), medians\n\n", sbx_version(),
+	       runs);
+	c[nc++] = (struct contender){ "posix_spawn(/bin/true) + wait", bare_true, NULL, 1 };
+	c[nc++] = (struct contender){ "bwrap agent profile /bin/true", bwrap_true, dir, 1 };
 	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-		char config[256], what[64];
-		struct cold_ctx cold = { config };
 		sbx_workspace *ws = NULL;
 
-		snprintf(config, sizeof config, "{\"backend\":\"%s\"}", backends[i]);
-		if (sbx_workspace_open(config, &ws) < 0) {
+		snprintf(configs[nc], sizeof configs[nc], "{\"backend\":\"%s\"}", backends[i]);
+		if (sbx_workspace_open(configs[nc], &ws) < 0) {
 			printf("%-44s   unavailable: %s\n", backends[i], sbx_last_error());
 			continue;
 		}
-		snprintf(what, sizeof what, "sbx_exec(true) warm, %s", backends[i]);
-		line(what, median_ms(exec_true, ws, runs), bare, "bare spawn");
-		sbx_workspace_close(ws);
-		snprintf(what, sizeof what, "open + exec + close (cold), %s", backends[i]);
-		line(what, median_ms(open_exec_close, &cold, runs / 4 > 10 ? runs / 4 : 10), bw,
-		     "bwrap run");
+		open_ws[nws++] = ws;
+		snprintf(names[nc], sizeof names[nc], "sbx_exec(true) warm, %s", backends[i]);
+		c[nc] = (struct contender){ names[nc], exec_true, ws, 1 };
+		nc++;
+		/* The same bound directory as the bwrap run, for a like-for-like cold start. */
+		snprintf(configs[nc], sizeof configs[nc], "{\"backend\":\"%s\",\"workdir\":\"%s\"}",
+		         backends[i], dir);
+		snprintf(names[nc], sizeof names[nc], "open + exec + close (cold), %s", backends[i]);
+		cold[nc].config = configs[nc];
+		c[nc] = (struct contender){ names[nc], open_exec_close, &cold[nc], 4 };
+		nc++;
+		if (strcmp(backends[i], "ns") == 0) {
+			snprintf(configs[nc], sizeof configs[nc], "{\"backend\":\"ns\",\"workdir\":\"%s\","
+			         "\"ns\":{\"prestart\":false}}", dir);
+			snprintf(names[nc], sizeof names[nc], "  the same, \"prestart\": false");
+			cold[nc].config = configs[nc];
+			c[nc] = (struct contender){ names[nc], open_exec_close, &cold[nc], 4 };
+			nc++;
+		}
 	}
+	run_rounds(c, nc, runs);
+	for (size_t i = 0; i < nc; i++) {
+		bool is_cold = c[i].fn == open_exec_close;
+
+		line(c[i].what, median_of(&c[i]), i == 0 ? 0 : median_of(&c[is_cold ? 1 : 0]),
+		     is_cold ? "bwrap run" : "bare spawn");
+	}
+	for (size_t i = 0; i < nws; i++)
+		sbx_workspace_close(open_ws[i]);
+	for (size_t i = 0; i < nc; i++)
+		free(c[i].samples);
 	printf("\n");
 	many_workspaces("ns", many);
-	rmdir(dir);
+	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("\ntargets (ns): warm exec <= 1.5x bare spawn; cold open+exec+close <= 1.0x bwrap; "
 	       "<= 2 MiB resident per workspace; 200 workspaces at once\n");
 	return 0;

@@ -280,6 +280,35 @@ START_TEST(test_no_host_fds_leak_into_command)
 }
 END_TEST
 
+/* Arguments of every size arrive whole: the sandbox backends send a small command inside the
+ * request and a large one through a memfd (the limit between them is 64 KiB). */
+START_TEST(test_argument_sizes_arrive_whole)
+{
+	/* One argument may not exceed 128 KiB (the kernel's MAX_ARG_STRLEN); the last size makes
+	 * a command of 600 KiB out of six. */
+	static const size_t sizes[] = { 1, 65000, 70000, 100000 };
+
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		char *arg = malloc(sizes[i] + 1);
+		const bool six = i == sizeof sizes / sizeof sizes[0] - 1;
+		const char *argv[] = { "sh", "-c", "printf %s \"$@\" | wc -c", "sh", arg,
+		                       six ? arg : NULL, arg, arg, arg, arg, NULL };
+		sbx_result *res;
+		char want[32];
+
+		ck_assert_ptr_nonnull(arg);
+		memset(arg, 'x', sizes[i]);
+		arg[sizes[i]] = '\0';
+		res = bt_argv(ws, argv, NULL);
+		snprintf(want, sizeof want, "%zu\n", sizes[i] * (six ? 6 : 1));
+		ck_assert_int_eq(sbx_result_exit_code(res), 0);
+		ck_assert_str_eq(sbx_result_stdout(res, NULL), want);
+		sbx_result_free(res);
+		free(arg);
+	}
+}
+END_TEST
+
 /* ---- stdin and output ------------------------------------------------------------------- */
 
 START_TEST(test_large_stdin_round_trip)
@@ -997,6 +1026,7 @@ static Suite *conformance_suite(void)
 
 	tcase_add_checked_fixture(io, setup, teardown);
 	tcase_add_test(io, test_large_stdin_round_trip);
+	tcase_add_test(io, test_argument_sizes_arrive_whole);
 	tcase_add_test(io, test_stdin_ignored_or_absent);
 	tcase_add_test(io, test_stderr_separate_and_merged);
 	tcase_add_test(io, test_streaming_callback_delivers_as_it_arrives);

@@ -1383,11 +1383,118 @@ START_TEST(test_concurrent_execs_stay_apart)
 }
 END_TEST
 
+/* ---- pre-started sandboxes ("ns": {"prestart": true}) ----------------------------------- */
+
+#define PRESTART "\"ns\":{\"prestart\":true}"
+#define NO_PRESTART "\"ns\":{\"prestart\":false}"
+
+/* A workspace made outside /tmp: a pre-started init resolves /tmp paths differently. */
+static char *mkdtemp_outside_tmp(void)
+{
+	char *dir = bt_fmt("%s/prestart-XXXXXX", getenv("SBX_TEST_BUILD_ROOT"));
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	return dir;
+}
+
+/* Each workspace opened one after another (the second on is served by the sandbox the one
+ * before left half-built) sees its own files and nothing of the others, with every rule in
+ * place; a workspace of another shape (read-only) gets a sandbox of its own. */
+START_TEST(test_prestarted_sandboxes_stay_apart)
+{
+	int children = bt_count_children();   /* the fixture's sandbox */
+	int inits = bt_count_processes("agentsbx-init");
+	char *dirs[5];
+	char *out;
+
+	for (int i = 0; i < 5; i++) {
+		bool read_only = i == 4;
+		sbx_workspace *w;
+
+		dirs[i] = i % 2 ? mkdtemp_outside_tmp() : bt_mkdtemp();
+		test_put_file(dirs[i], bt_tmp("mine-%d", i), "x", 0644);
+		w = bt_open_ok(dirs[i], read_only ? PRESTART ",\"mode\":\"read-only\"" : PRESTART);
+		out = bt_shell_out(w, "ls /workspace; hostname; "
+		                   "(echo x >> .bashrc) 2>/dev/null && echo bashrc-written; "
+		                   "(echo x > new) 2>/dev/null && echo new-written; "
+		                   "grep NoNewPrivs /proc/self/status | tr -d '\\t'");
+		ck_assert_str_eq(out, bt_tmp("mine-%d\nagentsbx\n%sNoNewPrivs:1\n", i,
+		                             read_only ? "" : "new-written\n"));
+		free(out);
+		/* From the second open on, a spare (two processes) waits besides the open sandbox
+		 * (two more); neither is a child of ours once it came from a spare. */
+		if (i >= 1 && !read_only)
+			ck_assert_int_eq(bt_wait_for_process_count("agentsbx-init", inits + 4),
+			                 inits + 4);
+		ck_assert_int_le(bt_count_children(), children + 1);
+		sbx_workspace_close(w);
+		ck_assert_msg(!test_exists(test_path_at(dirs[i], ".bashrc")),
+		              "a placeholder stayed behind in %s", dirs[i]);
+		ck_assert_int_eq(bt_count_children(), children);
+	}
+	for (int i = 1; i < 5; i += 2) {       /* bt_mkdtemp's go with the run's folder */
+		test_rm_rf(dirs[i]);
+		free(dirs[i]);
+	}
+}
+END_TEST
+
+/* The spare is no child of the host, yet it dies with it like any sandbox. */
+START_TEST(test_prestarted_sandbox_dies_with_host)
+{
+	int before = bt_count_processes("agentsbx-init"), ready[2];
+	const char *dirs[3];
+	pid_t child;
+	char c;
+
+	for (int i = 0; i < 3; i++)
+		dirs[i] = bt_mkdtemp();
+	ck_assert_int_eq(pipe(ready), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		for (int i = 0; i < 3; i++) {
+			sbx_workspace *w = NULL;
+			if (bt_open(dirs[i], PRESTART, &w) != 0)
+				_exit(1);
+			sbx_workspace_close(w);
+		}
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	/* The spare: its outer process and its init. */
+	ck_assert_int_eq(bt_wait_for_process_count("agentsbx-init", before + 2), before + 2);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	ck_assert_int_eq(bt_wait_for_process_count("agentsbx-init", before), before);
+	close(ready[0]);
+}
+END_TEST
+
+/* "prestart": false: one workspace after another, and never a spare beside them. */
+START_TEST(test_no_spare_when_prestart_is_off)
+{
+	int inits = bt_count_processes("agentsbx-init");
+
+	for (int i = 0; i < 3; i++) {
+		sbx_workspace *w = bt_open_ok(bt_mkdtemp(), NO_PRESTART);
+
+		ck_assert_int_eq(bt_count_processes("agentsbx-init"), inits + 2);
+		sbx_workspace_close(w);
+		ck_assert_int_eq(bt_count_processes("agentsbx-init"), inits);
+	}
+}
+END_TEST
+
 static Suite *security_suite(void)
 {
 	static char name[64];
 	Suite *s;
-	TCase *ns, *fsys, *hard, *res, *life;
+	TCase *ns, *fsys, *hard, *res, *life, *pre;
 
 	/* Not bt_fmt: its check fails only inside a test. */
 	snprintf(name, sizeof name, "security-%s", bt_backend());
@@ -1443,6 +1550,16 @@ static Suite *security_suite(void)
 	tcase_add_test(life, test_host_sigkill_with_heir_leaves_no_process);
 	tcase_add_test(life, test_concurrent_execs_stay_apart);
 	suite_add_tcase(s, life);
+
+	/* Only ns builds its own root; bubblewrap's sandboxes cannot be pre-started. */
+	if (!strcmp(bt_backend(), "ns")) {
+		pre = tcase_create("prestart");
+		tcase_add_checked_fixture(pre, setup, teardown);
+		tcase_add_test(pre, test_prestarted_sandboxes_stay_apart);
+		tcase_add_test(pre, test_prestarted_sandbox_dies_with_host);
+		tcase_add_test(pre, test_no_spare_when_prestart_is_off);
+		suite_add_tcase(s, pre);
+	}
 	return s;
 }
 

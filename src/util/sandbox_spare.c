@@ -1,0 +1,134 @@
+/* The parked spare of this process (sandbox_spare.h). One slot, under a lock: a spare is
+ * worth its idle process only to a caller that keeps opening workspaces of one shape. */
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "util/launch.h"
+#include "util/sandbox_spare.h"
+
+/* Opens further apart than this do not start spares; a spare parked longer than the maximum
+ * age is not used (its /etc is a copy from when it started; and by SBX_INIT_PRESTART_IDLE_MS
+ * it has ended by itself). */
+#define SPARE_REPEAT_MS 10000
+#define SPARE_MAX_AGE_MS 30000
+#define SPARE_STOP_TIMEOUT_MS 2000
+#define SPARE_NONE { .pidfd = -1, .ctl = -1, .err_fd = -1 }
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sbx_spare parked = SPARE_NONE;
+static pid_t parked_owner;        /* the process that parked it: a forked child must not use it */
+static long long parked_at_ms;
+static char *last_shape;
+static long long last_start_ms;
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sbx_pidfd_wait_or_kill(int pidfd, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+	if (pidfd < 0)
+		return;
+	if (poll(&pfd, 1, timeout_ms) == 0) {
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		poll(&pfd, 1, timeout_ms);
+	}
+	close(pidfd);
+}
+
+void sbx_spare_discard(struct sbx_spare *s)
+{
+	if (s->ctl >= 0)
+		close(s->ctl);
+	if (s->err_fd >= 0)
+		close(s->err_fd);
+	sbx_pidfd_wait_or_kill(s->pidfd, SPARE_STOP_TIMEOUT_MS);
+	free(s->shape);
+	*s = (struct sbx_spare)SPARE_NONE;
+}
+
+/* After a fork the slot's fds are copies and the spare serves the parent: close the copies,
+ * leave the process alone. */
+static void forget_if_inherited(void)
+{
+	if (!parked.shape || parked_owner == getpid())
+		return;
+	close(parked.pidfd);
+	parked.pidfd = -1;
+	sbx_spare_discard(&parked);
+}
+
+/* Takes the parked spare out of the slot (caller holds the lock). */
+static struct sbx_spare unpark(void)
+{
+	struct sbx_spare s = parked;
+
+	parked = (struct sbx_spare)SPARE_NONE;
+	return s;
+}
+
+bool sbx_spare_take(const char *shape, struct sbx_spare *out)
+{
+	struct sbx_spare stale = SPARE_NONE;
+	bool taken = false;
+
+	pthread_mutex_lock(&lock);
+	forget_if_inherited();
+	if (parked.shape && now_ms() - parked_at_ms > SPARE_MAX_AGE_MS)
+		stale = unpark();
+	else if (parked.shape && strcmp(parked.shape, shape) == 0) {
+		*out = unpark();
+		taken = true;
+	}
+	pthread_mutex_unlock(&lock);
+	sbx_spare_discard(&stale);        /* outside the lock: it waits for a process */
+	return taken;
+}
+
+bool sbx_spare_wanted(const char *shape)
+{
+	long long now = now_ms();
+	bool wanted;
+
+	pthread_mutex_lock(&lock);
+	forget_if_inherited();
+	wanted = !parked.shape && last_shape && strcmp(last_shape, shape) == 0 &&
+	         now - last_start_ms < SPARE_REPEAT_MS;
+	if (!last_shape || strcmp(last_shape, shape) != 0) {
+		char *copy = strdup(shape);
+		if (copy) {
+			free(last_shape);
+			last_shape = copy;
+		}
+	}
+	last_start_ms = now;
+	pthread_mutex_unlock(&lock);
+	return wanted;
+}
+
+void sbx_spare_park(struct sbx_spare *s)
+{
+	struct sbx_spare old;
+
+	pthread_mutex_lock(&lock);
+	forget_if_inherited();
+	old = unpark();
+	parked = *s;
+	parked_owner = getpid();
+	parked_at_ms = now_ms();
+	pthread_mutex_unlock(&lock);
+	*s = (struct sbx_spare)SPARE_NONE;
+	sbx_spare_discard(&old);
+}
