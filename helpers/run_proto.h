@@ -4,6 +4,14 @@
  * command's environment, its working directory already set, the command's stdio on fds 0-2
  * and one end of a SOCK_SEQPACKET socketpair on fd 3 (the control channel).
  *
+ * Where the host cannot pass a socketpair end (the docker backend, through the Engine's exec
+ * API), it listens on a SOCK_SEQPACKET Unix socket the runner can reach and starts
+ * `agentsbx-run --control-socket PATH --proto 1 ...`: the runner connects and uses that
+ * connection as fd 3. `--env-only` with `--env-keep NAME`... keeps only the named variables
+ * of the runner's environment, where the host cannot set it exactly. `--stdio-from-control`
+ * (after --control-socket) makes the runner take the command's stdin, stdout and stderr from
+ * the first control message (one byte with three SCM_RIGHTS fds) instead of its own fds 0-2.
+ *
  * The backend starts the runner in a session of its own (the sandbox init's children have
  * one). The runner becomes a child subreaper, starts the command in a new session, and from
  * then on:

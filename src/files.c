@@ -587,8 +587,10 @@ int sbx_file_mkdir(sbx_workspace *ws, const char *path, unsigned mode)
 	r = sbx_path_open_parent(ws->root_fd, rel, true, &dirfd, &name);
 	if (r < 0)
 		return r;
-	if (mkdirat(dirfd, name, mode) == 0)
+	if (mkdirat(dirfd, name, mode) == 0) {
+		sbx_fs_adopt_owner(dirfd, name);
 		return 0;
+	}
 	if (errno == EEXIST)
 		/* Made meanwhile, or a dangling symlink: say which. */
 		return existing_dir(ws, rel, path);

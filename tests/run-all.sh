@@ -38,11 +38,17 @@ step "the Node binding's dependency (koffi, from npm)"
 step "MCP test servers (npm, pinned by tests/mcp/package-lock.json)"
 sh tests/mcp/install.sh
 
+step "Docker engine and the docker backend's test image"
+bash tests/docker/start-engine.sh
+bash tests/docker/build-image.sh agentsbx-test:busybox
+# The docker suites must run here: a missing engine fails them instead of skipping them.
+export_require="SBX_TEST_REQUIRE=docker"
+
 step "strict build and test suite"
 rm -rf "$out"
 meson setup "$out/main" -Dwerror=true -Dbuildtype=debugoptimized >/dev/null
 meson compile -C "$out/main"
-meson test -C "$out/main" --print-errorlogs
+env "$export_require" meson test -C "$out/main" --print-errorlogs
 count_results "$out/main"
 
 step "the suite again as an ordinary user"
@@ -56,7 +62,11 @@ count_results "$out/main"
 step "sanitizers (address, undefined; leaks fail)"
 meson setup "$out/asan" -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 meson compile -C "$out/asan"
-meson test -C "$out/asan" --print-errorlogs --timeout-multiplier 3
+# This build's helpers are not static: the image gets the libraries the two the docker
+# backend binds into its containers need.
+bash tests/docker/build-image.sh agentsbx-test:busybox "$out/asan/helpers/agentsbx-run" \
+  "$out/asan/helpers/agentsbx-init"
+env "$export_require" meson test -C "$out/asan" --print-errorlogs --timeout-multiplier 3
 count_results "$out/asan"
 
 step "valgrind on the unit tests"
@@ -84,6 +94,14 @@ for f in "$out"/fuzz/tests/fuzz/fuzz-*; do
   rm -rf "$work" "$work.log"
   echo "$name: clean"
 done
+
+step "no container of the docker backend left behind"
+left=$(docker ps -aq --filter label=io.agentsbx.backend=docker)
+if [ -n "$left" ]; then
+  docker ps -a --filter label=io.agentsbx.backend=docker
+  docker rm -f $left >/dev/null
+  echo "containers were left behind"; failed=$((failed + 1))
+fi
 
 step "done"
 echo "tests: $passed passed, $failed failed"

@@ -29,6 +29,10 @@ void sbx_init_peers_accept(struct sbx_init_peers *p);
 /* Forgets and closes a channel or a client that hung up. */
 void sbx_init_peers_drop(struct sbx_init_peers *p, int fd);
 
+/* One more uid whose processes outside the sandbox may connect: the host user of a docker
+ * workspace, whose container runs the server as another user (spec key "host_uid"). */
+void sbx_init_peers_allow_uid(unsigned uid);
+
 /* The READY message main.c sent, which every accepted client receives first. */
 void sbx_init_set_greeting(const void *msg, size_t len);
 

@@ -243,6 +243,8 @@ static int run_init(struct init_state *st, pid_t host_pid)
 		send_error("%s", err);
 		return 1;
 	}
+	if (st->spec.has_host_uid)
+		sbx_init_peers_allow_uid((unsigned)st->spec.host_uid);
 	send_ready(st, host_pid);
 	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
 }
@@ -417,11 +419,41 @@ static int usage(const char *why)
 	return 2;
 }
 
+/* "--control-socket PATH" (first): where the host cannot start us with fds 3 and 4 (the
+ * docker backend's fast path runs the init as a container's main process), connect to the
+ * host's socket, make it the control channel, and take the spec memfd from its first
+ * message. Then the usual "--proto 1 --mode inside" follows. */
+static bool started_by_socket;
+
+static int connect_to_host(int *argc, char ***argv)
+{
+	static const int spec_fd[1] = { SBX_INIT_SPEC_FD };
+	int r;
+
+	if (*argc < 3 || strcmp((*argv)[1], "--control-socket") != 0)
+		return 0;
+	if ((r = sbx_peer_connect_at((*argv)[2], SBX_INIT_CONTROL_FD)) < 0) {
+		fprintf(stderr, "agentsbx-init: --control-socket %s: %s\n", (*argv)[2], strerror(-r));
+		return -1;
+	}
+	if ((r = sbx_peer_receive_fds_at(SBX_INIT_CONTROL_FD, spec_fd, 1)) < 0) {
+		send_error("--control-socket: no spec from the host: %s", strerror(-r));
+		return -1;
+	}
+	*argv += 2;
+	*argc -= 2;
+	started_by_socket = true;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct init_state st = { 0 };
 	char err[400] = "";
 	struct stat sb;
+
+	if (connect_to_host(&argc, &argv) < 0)
+		return 1;
 
 	if (argc > 1 && !strcmp(argv[1], "--detached")) {
 		detached = true;
@@ -440,7 +472,8 @@ int main(int argc, char **argv)
 		return usage("bad arguments");
 	if (fstat(SBX_INIT_CONTROL_FD, &sb) < 0 || !S_ISSOCK(sb.st_mode))
 		return usage("fd 3 is not the control socket");
-	if (detached)
+	/* A container's main process must stay: it is not in the host's process tree anyway. */
+	if (detached && !started_by_socket)
 		leave_host();
 	/* First of all, so that the host waits only for this hand-over before it goes on. */
 	if (prestarted && leave_host_keeping_watch() < 0)

@@ -1,4 +1,5 @@
 /* Reading the sandbox spec the backend wrote (see spec.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,14 @@ static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *sp
 		return take_u64(v, key, &spec->memory_bytes, err, errlen);
 	if (!strcmp(key, "pids"))
 		return take_u64(v, key, &spec->pids, err, errlen);
+	if (!strcmp(key, "host_uid")) {
+		if (take_u64(v, key, &spec->host_uid, err, errlen) < 0)
+			return -1;
+		if (spec->host_uid > UINT32_MAX - 1)
+			return bad(err, errlen, key, "not a uid");
+		spec->has_host_uid = true;
+		return 0;
+	}
 	if (!strcmp(key, "seccomp_program"))
 		return take_bool(v, key, &spec->seccomp_program, err, errlen);
 	if (!strcmp(key, "prestart"))

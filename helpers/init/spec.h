@@ -38,6 +38,8 @@ struct sbx_init_spec {
 	uint64_t pids;
 	bool seccomp_program;
 	bool prestart;
+	bool has_host_uid;            /* "host_uid": a uid allowed to connect besides ours */
+	uint64_t host_uid;
 };
 
 /* Parses text; on failure returns -1 with the reason in err. */

@@ -233,6 +233,15 @@ static int check_file_mode(mode_t mode)
 	return 0;
 }
 
+void sbx_fs_adopt_owner(int dirfd, const char *name)
+{
+	struct stat dir;
+
+	if (geteuid() != 0 || fstat(dirfd, &dir) < 0 || dir.st_uid == 0)
+		return;
+	(void)!fchownat(dirfd, name, dir.st_uid, dir.st_gid, AT_SYMLINK_NOFOLLOW);
+}
+
 int sbx_fs_write_atomic(int dirfd, const char *name, const void *data, size_t len,
                         mode_t mode, uint32_t flags)
 {
@@ -266,6 +275,9 @@ int sbx_fs_write_atomic(int dirfd, const char *name, const void *data, size_t le
 	int fd = create_temp(dirfd, name, tmp);
 	if (fd < 0)
 		return fd;
+	/* A new file takes the owner the directory would give it (sbx_fs_adopt_owner). */
+	if (!replaces_file && fstat(dirfd, &st) == 0 && geteuid() == 0 && st.st_uid != 0)
+		replaces_file = true;
 	r = fill_temp(fd, data, len, mode, replaces_file ? &st : NULL);
 	if (r >= 0)
 		r = rename_into_place(dirfd, tmp, name, flags & SBX_WRITE_EXCL);

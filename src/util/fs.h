@@ -12,6 +12,12 @@
 int sbx_fs_write_atomic(int dirfd, const char *name, const void *data, size_t len,
                         mode_t mode, uint32_t flags);
 
+/* As root, something the library made in a directory owned by another (non-root) user gets
+ * that user and group: a sandbox whose commands run as that user (the docker backend's nobody,
+ * say) must be able to change what the API made for it, as if it had made it itself. Does
+ * nothing for other callers. sbx_fs_write_atomic does the same for new files. */
+void sbx_fs_adopt_owner(int dirfd, const char *name);
+
 /* Reads all of fd (a regular file) up to max bytes (-SBX_EFBIG beyond). *data is
  * NUL-terminated; caller frees. */
 int sbx_fs_read_fd(int fd, size_t max, char **data, size_t *len);

@@ -24,6 +24,7 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/path.h"
 
 #ifndef SYS_openat2
@@ -625,6 +626,7 @@ static int make_parents(int rootfd, const char *dir)
 			if (mkdirat(parent, prefix + start, 0755) < 0 && errno != EEXIST)
 				return sbx_fail(sbx_errno_code(errno), "path '%s': cannot create directory: %s",
 				                prefix, strerror(errno));
+			sbx_fs_adopt_owner(parent, prefix + start);
 		}
 		prefix[i] = dir[i];
 	}

@@ -1210,39 +1210,48 @@ static int send_spawn(int ctl, const char *msg, size_t len,
 	return sbx_send_with_fds(ctl, msg, head_len, fds, SBX_INIT_SPAWN_FDS);
 }
 
-int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void **proc,
-                      int *wait_fd)
+int sbx_init_channel_spawn(int ctl, const char *who, const sbx_backend_spawn *req,
+                           const sbx_backend_limits *limits, struct sbx_runclient_set *live,
+                           void **proc, int *wait_fd)
 {
-	const sbx_backend_limits *limits = req->size >= offsetof(sbx_backend_spawn, limits) +
-	                                   sizeof req->limits && req->limits ? req->limits
-	                                                                      : &sb->cfg.limits;
 	_cleanup_free_ char *msg = NULL;
 	_cleanup_close_ int host_end = -1, runner_end = -1;
 	struct sbx_runclient *p;
 	size_t len = 0;
 	int sv[2], r;
 
-	if (sb->ctl < 0)
-		return sbx_fail(-SBX_ESTATE, "%s: the sandbox is not running", sb->who);
+	if (ctl < 0)
+		return sbx_fail(-SBX_ESTATE, "%s: the sandbox is not running", who);
 	if (!(msg = build_message(req, limits, &len)))
 		return sbx_fail(-SBX_E2BIG, "%s: command, environment and cwd exceed %u bytes",
-		                sb->who, SBX_INIT_PAYLOAD_MAX);
+		                who, SBX_INIT_PAYLOAD_MAX);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", sb->who, strerror(errno));
+		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", who, strerror(errno));
 	host_end = sv[0];
 	runner_end = sv[1];
 	const int fds[SBX_INIT_SPAWN_FDS - 1] = { req->stdin_fd, req->stdout_fd, req->stderr_fd,
 	                                          runner_end };
-	if ((r = send_spawn(sb->ctl, msg, len, fds)) < 0)
-		return sbx_fail(-SBX_EIO, "%s: the sandbox init does not answer: %s", sb->who,
+	if ((r = send_spawn(ctl, msg, len, fds)) < 0)
+		return sbx_fail(-SBX_EIO, "%s: the sandbox init does not answer: %s", who,
 		                strerror(-r));
-	if (!(p = sbx_runclient_new(0, host_end, sb->who)))
+	if (!(p = sbx_runclient_new(0, host_end, who)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	host_end = -1;
-	sbx_runclient_track(&sb->live, p);
+	if (live)
+		sbx_runclient_track(live, p);
 	*proc = p;
 	*wait_fd = p->ctrl;
 	return 0;
+}
+
+int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void **proc,
+                      int *wait_fd)
+{
+	const sbx_backend_limits *limits = req->size >= offsetof(sbx_backend_spawn, limits) +
+	                                   sizeof req->limits && req->limits ? req->limits
+	                                                                      : &sb->cfg.limits;
+
+	return sbx_init_channel_spawn(sb->ctl, sb->who, req, limits, &sb->live, proc, wait_fd);
 }
 
 /* ---- facts and probes ---------------------------------------------------------------- */

@@ -58,6 +58,12 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 /* Starts a command in it; the process handle is a runclient (sbx_runclient_* ops). */
 int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void **proc,
                       int *wait_fd);
+/* The same on the control channel of an init a backend started itself (the docker fast
+ * path): sends SBX_INIT_SPAWN (init_proto.h) and returns the runclient, tracked in live
+ * when live is not NULL. */
+int sbx_init_channel_spawn(int ctl, const char *who, const sbx_backend_spawn *req,
+                           const sbx_backend_limits *limits, struct sbx_runclient_set *live,
+                           void **proc, int *wait_fd);
 /* Kills every command, stops the init (and with it everything in the sandbox) and frees sb.
  * When it returns no process of the sandbox is left. */
 void sbx_sandbox_stop(struct sbx_sandbox *sb);

@@ -103,6 +103,12 @@ static int receive_answer(int fd, void *msg, size_t len, const char *who)
 int sbx_attach_connect(int run_fd, const char *who, struct sbx_init_ready *ready,
                        pid_t *init_pid, int *fd)
 {
+	return sbx_attach_connect_as(run_fd, who, geteuid(), ready, init_pid, fd);
+}
+
+int sbx_attach_connect_as(int run_fd, const char *who, uid_t server_uid,
+                          struct sbx_init_ready *ready, pid_t *init_pid, int *fd)
+{
 	_cleanup_close_ int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	struct sockaddr_un sa;
 	struct ucred cred;
@@ -123,7 +129,7 @@ int sbx_attach_connect(int run_fd, const char *who, struct sbx_init_ready *ready
 	}
 	/* Only a process of our own uid can have bound in our 0700 directory; the check costs
 	 * nothing and names the init, whose end tells when the sandbox is gone. */
-	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid() ||
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != server_uid ||
 	    cred.pid <= 0)
 		return sbx_fail(-SBX_EPERM, "%s: the detached sandbox's socket belongs to another "
 		                "user", who);

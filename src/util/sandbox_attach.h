@@ -25,6 +25,10 @@ int sbx_attach_lock(int run_fd, int *lock_fd);
 int sbx_attach_connect(int run_fd, const char *who, struct sbx_init_ready *ready,
                        pid_t *init_pid, int *fd);
 
+/* The same for a server that runs as server_uid (a docker container's user). */
+int sbx_attach_connect_as(int run_fd, const char *who, uid_t server_uid,
+                          struct sbx_init_ready *ready, pid_t *init_pid, int *fd);
+
 /* After READY from an init started with --detached: binds a new socket in the run directory
  * (0600), hands it to the init over ctl and waits until the init listens. */
 int sbx_attach_hand_listener(int run_fd, int ctl, const char *who);

@@ -24,6 +24,14 @@ sbx_workspace *bt_open_ok(const char *workdir, const char *extra);
  * (-SBX_EBACKEND), prints why on stderr and returns false: main then exits with 77, which
  * meson reports as a skipped test. Any other failure is an error of the test, not a skip. */
 bool bt_backend_usable(void);
+/* Whether SBX_TEST_REQUIRE (comma-separated backend names) lists the backend under test:
+ * then a backend that cannot work fails the program (exit 1) instead of skipping it. */
+bool bt_backend_required(void);
+
+/* The docker backend's test image ($SBX_TEST_DOCKER_IMAGE, else agentsbx-test:busybox, made
+ * by tests/docker/build-image.sh) and the user its commands run as in a root-run test. */
+const char *bt_docker_image(void);
+#define BT_DOCKER_UID 65534
 #define BT_EXIT_SKIP 77
 
 /* The directory every bt_mkdtemp directory of this run goes into: main makes it before the

@@ -1,0 +1,137 @@
+/* The docker backend's internals: one container per workspace, driven through the Docker
+ * Engine API (engine.c), configured from the "docker" config object (options.c), created and
+ * found again by label (container.c), and running commands through the exec API under
+ * agentsbx-run (exec.c), whose control channel is a Unix socket in a host folder bound into
+ * the container (control.c). */
+#ifndef SBX_DOCKER_H
+#define SBX_DOCKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <agentsbx/backend.h>
+
+#include "util/buf.h"
+#include "util/json.h"
+
+#define DOCKER_WHO "docker"
+/* Where the container sees things. */
+#define DOCKER_WORKSPACE "/workspace"
+#define DOCKER_RUNNER "/.agentsbx/agentsbx-run"
+#define DOCKER_INIT "/.agentsbx/agentsbx-init"
+#define DOCKER_CONTROL_DIR "/.agentsbx/run"
+/* The host folder (inside the workspace's state folder) holding the control sockets. */
+#define DOCKER_STATE_SUBDIR ".agentsbx/docker"
+/* Labels every container of ours carries. */
+#define DOCKER_LABEL_WORKSPACE "io.agentsbx.workspace"
+#define DOCKER_LABEL_WORKDIR "io.agentsbx.workdir"
+#define DOCKER_LABEL_SPEC "io.agentsbx.spec"
+#define DOCKER_LABEL_BACKEND "io.agentsbx.backend"
+
+/* ---- engine.c: the Engine API ---------------------------------------------------------- */
+
+struct docker_engine {
+	char *unix_socket;            /* the engine's socket, or NULL for tcp:// */
+	char *base_url;               /* "http://docker" or "http://host:port" */
+	char api[16];                 /* "/v1.41": the negotiated version's path prefix */
+	long timeout_ms;              /* per call; 0 = the default (the probe's is short) */
+};
+
+/* Reads where the engine is (host: "unix:///path" or "tcp://host:port"; NULL = $DOCKER_HOST,
+ * else the default socket) and negotiates the API version with GET /version, waiting at most
+ * timeout_ms for the answer (0 = the default). */
+int docker_engine_connect(struct docker_engine *e, const char *host, long timeout_ms);
+void docker_engine_free(struct docker_engine *e);
+
+/* One API call: method, path (after the version prefix, query string included), optional
+ * JSON body. *status gets the HTTP status; with out non-NULL a JSON response body is parsed
+ * into *out. A transport failure is an error; a status >= 400 is an error carrying the
+ * engine's message (what says what we were doing). */
+int docker_call(const struct docker_engine *e, const char *method, const char *path,
+                const sbx_buf *body, const char *what, long *status, sbx_json **out);
+/* The same, taking over the connection after the response head (exec start). */
+int docker_call_upgrade(const struct docker_engine *e, const char *path, const sbx_buf *body,
+                        const char *what, int *fd, sbx_buf *early);
+/* The same for answers that are JSON lines (POST /images/create): fn gets each parsed line
+ * and may stop the transfer with a negative code, which is returned. timeout_ms 0 = none. */
+typedef int (*docker_line_fn)(void *arg, const sbx_json *line);
+int docker_call_lines(const struct docker_engine *e, const char *method, const char *path,
+                      const char *what, long timeout_ms, docker_line_fn fn, void *arg);
+/* Percent-encodes s for a query string or a path segment, appending to b. */
+void docker_url_escape(sbx_buf *b, const char *s);
+
+/* ---- options.c: the "docker" config object --------------------------------------------- */
+
+struct docker_options {
+	char *image;                  /* required */
+	char *host;                   /* engine address, NULL = $DOCKER_HOST or the default */
+	char *user;                   /* "uid[:gid]" or a name; NULL = chosen at open */
+	bool detached;                /* close leaves the container (default: removed) */
+	bool bridge;                  /* network "bridge" instead of the host's (mode host) */
+	uint64_t nano_cpus;           /* 0 = no CPU limit */
+	uint64_t tmp_bytes;           /* size of the tmpfs on /tmp */
+	bool pull;                    /* pull the image when the engine lacks it */
+	bool stream;                  /* stdio "stream": through the exec's hijacked connection
+	                                 (default "direct": the host's pipes, passed to the
+	                                 runner over its control socket) */
+	int exec;                     /* DOCKER_EXEC_*: how commands start */
+};
+
+/* "exec": "server" runs the ns backend's resident exec server (agentsbx-init) as the
+ * container's main process and starts commands through it, as ns does; "api" starts each
+ * through the Engine's exec API. Default: the server, unless stdio is "stream". */
+enum { DOCKER_EXEC_AUTO, DOCKER_EXEC_SERVER, DOCKER_EXEC_API };
+
+int docker_options_parse(const char *options_json, struct docker_options *o);
+void docker_options_free(struct docker_options *o);
+
+/* ---- control.c: the runner's control sockets ------------------------------------------- */
+
+/* A listening SOCK_SEQPACKET socket named <dir>/<random>.sock that the container's user can
+ * connect to. *name gets the file name (caller frees). */
+int docker_control_listen(const char *dir, int *fd, char **name);
+/* Waits up to timeout_ms for the runner's connection on lfd; also returns (-SBX_EIO) when
+ * stop_fd becomes readable first (the exec stream ended: nobody will connect). */
+int docker_control_accept(int lfd, int stop_fd, int timeout_ms, int *conn);
+
+/* ---- the workspace -------------------------------------------------------------------- */
+
+struct docker_proc;
+
+struct docker_ws {
+	struct docker_options opts;
+	struct docker_engine engine;
+	char *id;                     /* the workspace id */
+	char *workdir;                /* host directory bound at /workspace */
+	char *control_dir;            /* host folder of the control sockets */
+	char *runner;                 /* host path of agentsbx-run (static) */
+	char *init;                   /* host path of agentsbx-init (static), for the server */
+	bool server;                  /* commands start through the exec server */
+	char *user;                   /* the user commands run as */
+	char *container;              /* the container's id */
+	char *network;                /* "none", "host" or "bridge" */
+	bool read_only;
+	sbx_backend_limits limits;
+	int keepalive;                /* control channel of the container's main process, the
+	                                 runner or the exec server (-1: detached, none) */
+	pthread_mutex_t lock;         /* the live list */
+	struct docker_proc *live;
+};
+
+/* container.c */
+int docker_container_up(struct docker_ws *ws);
+/* Removes the container (ephemeral close, reset). */
+int docker_container_remove(struct docker_ws *ws);
+
+/* exec.c */
+int docker_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wait_fd);
+int docker_proc_wait(void *proc, int timeout_ms, int *exit_code, int *term_signal);
+int docker_proc_signal(void *proc, int sig);
+int docker_proc_kill(void *proc);
+void docker_proc_release(void *proc);
+/* Kills every live command of the workspace (reset, close) and waits for their ends; with
+ * forget (close) they leave the workspace, which the core may free before releasing them. */
+void docker_kill_all(struct docker_ws *ws, bool forget);
+
+#endif
