@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "peer.h"
+#include "util/fdpass.h"
 
 int sbx_pidfd_of_peer(int sock)
 {
@@ -51,30 +52,13 @@ int sbx_peer_connect_at(const char *path, int target)
 
 int sbx_peer_receive_fds_at(int sock, const int *targets, size_t n)
 {
-	union {
-		char buf[CMSG_SPACE(8 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	char byte[64];
-	struct iovec iov = { .iov_base = byte, .iov_len = sizeof byte };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-	                      .msg_controllen = sizeof u.buf };
-	struct cmsghdr *c;
 	int fds[8];
-	ssize_t got;
+	int r;
 
 	if (n == 0 || n > 8)
 		return -EINVAL;
-	do
-		got = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-	while (got < 0 && errno == EINTR);
-	if (got < 0)
-		return -errno;
-	c = got > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
-	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(n * sizeof(int)))
-		return -EPROTO;
-	memcpy(fds, CMSG_DATA(c), n * sizeof(int));
+	if ((r = sbx_recv_fds(sock, fds, n)) < 0)
+		return r == -EPIPE ? -EPROTO : r;
 	for (size_t i = 0; i < n; i++) {
 		if (fds[i] != targets[i] && dup2(fds[i], targets[i]) < 0)
 			return -errno;

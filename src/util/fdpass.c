@@ -9,6 +9,13 @@
 
 #define MAX_FDS 8
 
+static void close_all(int *fds, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		close(fds[i]);
+	*n = 0;
+}
+
 int sbx_send_with_fds(int sock, const void *data, size_t len, const int *fds, size_t nfds)
 {
 	char control[CMSG_SPACE(sizeof(int) * MAX_FDS)];
@@ -36,7 +43,11 @@ int sbx_send_with_fds(int sock, const void *data, size_t len, const int *fds, si
 	return (size_t)n == len ? 0 : -EIO;
 }
 
-int sbx_recv_with_fds(int sock, void *data, size_t len, int *fds, size_t maxfds, size_t *nfds)
+/* One recvmsg: up to len bytes of data and up to maxfds fds (more are closed). Returns the
+ * byte count (0 when the peer closed) or -errno; MSG_TRUNC and MSG_CTRUNC count as -EPROTO,
+ * with the fds closed. */
+static ssize_t recv_message(int sock, void *data, size_t len, int *fds, size_t maxfds,
+                            size_t *nfds)
 {
 	char control[CMSG_SPACE(sizeof(int) * MAX_FDS)];
 	struct iovec iov = { .iov_base = data, .iov_len = len };
@@ -68,11 +79,32 @@ int sbx_recv_with_fds(int sock, void *data, size_t len, int *fds, size_t maxfds,
 				close(fd);       /* more than asked for: not ours to keep */
 		}
 	}
-	if ((size_t)n != len || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-		for (size_t i = 0; i < *nfds; i++)
-			close(fds[i]);
-		*nfds = 0;
+	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		close_all(fds, nfds);
+		return -EPROTO;
+	}
+	return n;
+}
+
+int sbx_recv_with_fds(int sock, void *data, size_t len, int *fds, size_t maxfds, size_t *nfds)
+{
+	ssize_t n = recv_message(sock, data, len, fds, maxfds, nfds);
+
+	if (n >= 0 && (size_t)n != len) {
+		close_all(fds, nfds);
 		return n == 0 ? -EPIPE : -EPROTO;
 	}
-	return 0;
+	return n < 0 ? (int)n : 0;
+}
+
+int sbx_recv_fds(int sock, int *fds, size_t n)
+{
+	char data[64];
+	size_t got = 0;
+	ssize_t r = recv_message(sock, data, sizeof data, fds, n, &got);
+
+	if (r > 0 && got == n)
+		return 0;
+	close_all(fds, &got);
+	return r < 0 ? (int)r : r == 0 ? -EPIPE : -EPROTO;
 }

@@ -14,4 +14,8 @@ int sbx_send_with_fds(int sock, const void *data, size_t len, const int *fds, si
  * of another size (its fds closed), or -errno. */
 int sbx_recv_with_fds(int sock, void *data, size_t len, int *fds, size_t maxfds, size_t *nfds);
 
+/* Receives one message (of at most 64 bytes, which are dropped) carrying exactly n (1..8)
+ * fds. 0; -EPIPE when the peer closed, -EPROTO for another number of fds (those closed). */
+int sbx_recv_fds(int sock, int *fds, size_t n);
+
 #endif
