@@ -345,6 +345,11 @@ static bool cmdline_has(const char *pid, const void *fragment)
 	return found;
 }
 
+bool bt_pid_cmdline_has(const char *pid, const char *fragment)
+{
+	return cmdline_has(pid, fragment);
+}
+
 int bt_count_processes(const char *cmdline_fragment)
 {
 	return count_host_processes(cmdline_has, cmdline_fragment);

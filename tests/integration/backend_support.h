@@ -80,6 +80,8 @@ int bt_count_children(void);
 
 /* Number of host processes with the fragment in their command line (this one excluded). */
 int bt_count_processes(const char *cmdline_fragment);
+/* Does process pid's command line (NULs read as spaces) contain fragment? */
+bool bt_pid_cmdline_has(const char *pid, const char *fragment);
 /* Polls until exactly n such processes exist, for at most 5 s; returns how many there are. */
 int bt_wait_for_process_count(const char *cmdline_fragment, int n);
 
