@@ -22,6 +22,32 @@ function streamOverFd(fd, direction) {
   return new net.Socket({ fd, readable, writable: !readable, allowHalfOpen: true });
 }
 
+// How long a read stream someone is consuming may take to deliver the end of a command that
+// has ended (its pipe's EOF is already on the way: the whole tree is gone).
+const DRAIN_MS = 2000;
+
+/**
+ * Lets a stream that is being read reach its end before it is closed, so that a reader sees
+ * the output and a clean end rather than a premature close; one nobody reads is closed now.
+ */
+function endOrDestroy(stream) {
+  if (!stream || stream.destroyed || stream.readableEnded) return undefined;
+  if (stream.readableFlowing !== true && stream.listenerCount('readable') === 0) {
+    stream.destroy();
+    return undefined;
+  }
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, DRAIN_MS);
+    function done() {
+      clearTimeout(timer);
+      stream.destroy();
+      resolve();
+    }
+    stream.once('end', done);
+    stream.once('close', done);
+  });
+}
+
 function brokenPipe() {
   return bindingError('EIO', 'write to stdin: broken pipe (the command closed its stdin)', 'write');
 }
@@ -137,7 +163,8 @@ class Process {
         await this.kill().catch(() => {});
         await this.wait({ timeoutMs: 10000 }).catch(() => {});
       }
-      for (const stream of [this.stdin, this.stdout, this.stderr]) stream?.destroy();
+      this.stdin?.destroy();
+      await Promise.all([this.stdout, this.stderr].map(endOrDestroy));
       await this.#call('processFree');
     } finally {
       this.#handle = null;
