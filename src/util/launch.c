@@ -112,3 +112,23 @@ void sbx_reap_or_kill(pid_t pid, int timeout_ms)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 }
+
+/* idtype_t P_PIDFD (Linux 5.4); older headers lack it. */
+#define SBX_P_PIDFD 3
+
+void sbx_pidfd_wait_or_kill(int pidfd, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+	siginfo_t info;
+
+	if (pidfd < 0)
+		return;
+	if (poll(&pfd, 1, timeout_ms) == 0) {
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		poll(&pfd, 1, timeout_ms);
+	}
+	/* Were we a child subreaper, the orphaned process was reparented to us: reap it (for
+	 * anyone else's child this fails with ECHILD and does nothing). */
+	waitid(SBX_P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG);
+	close(pidfd);
+}

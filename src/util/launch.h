@@ -22,4 +22,9 @@ int sbx_memfd_with(const char *name, const void *data, size_t len);
  * and reaps it. */
 void sbx_reap_or_kill(pid_t pid, int timeout_ms);
 
+/* The same for a process known by a pidfd, which need not be our child (a pre-started
+ * sandbox's): waits up to timeout_ms, SIGKILLs it if it still runs, reaps it if it is our
+ * child after all (a subreaper inherits orphans), and closes pidfd. */
+void sbx_pidfd_wait_or_kill(int pidfd, int timeout_ms);
+
 #endif

@@ -3,16 +3,15 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "init_proto.h"
 #include "util/fdpass.h"
+#include "util/launch.h"
 #include "util/sandbox_spare.h"
 
 /* Opens further apart than this do not start spares; a spare parked longer than the maximum
@@ -21,7 +20,6 @@
 #define SPARE_REPEAT_MS 10000
 #define SPARE_MAX_AGE_MS 30000
 #define SPARE_STOP_TIMEOUT_MS 2000
-#define SBX_P_PIDFD 3             /* idtype_t P_PIDFD (Linux 5.4); older headers lack it */
 #define SPARE_NONE { .pidfd = -1, .ctl = -1, .err_fd = -1 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -38,23 +36,6 @@ static long long now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void sbx_pidfd_wait_or_kill(int pidfd, int timeout_ms)
-{
-	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-	siginfo_t info;
-
-	if (pidfd < 0)
-		return;
-	if (poll(&pfd, 1, timeout_ms) == 0) {
-		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-		poll(&pfd, 1, timeout_ms);
-	}
-	/* Were we a child subreaper, the orphaned process was reparented to us: reap it (for
-	 * anyone else's child this fails with ECHILD and does nothing). */
-	waitid(SBX_P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG);
-	close(pidfd);
 }
 
 int sbx_spare_receive_outer(struct sbx_spare *s, int timeout_ms)

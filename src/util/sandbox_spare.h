@@ -44,8 +44,5 @@ int sbx_spare_receive_outer(struct sbx_spare *s, int timeout_ms);
 /* Stops a spare: closing its channel ends the init; waits for the outer process to end. */
 void sbx_spare_discard(struct sbx_spare *s);
 
-/* Waits up to timeout_ms for the process of pidfd to end, kills it if it has not, and closes
- * pidfd. For processes that are not our children (nothing to reap). */
-void sbx_pidfd_wait_or_kill(int pidfd, int timeout_ms);
 
 #endif
