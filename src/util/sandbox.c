@@ -766,7 +766,7 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 /* Starts the init (direct) or bubblewrap with the init's fds (init_proto.h: 3 control,
  * 4 spec, 5 workspace, 6 seccomp program, 7 proxy bridge; -1 leaves a number closed) and,
  * from BWRAP_FIRST_BIND_FD on, bubblewrap's bind fds. */
-static int spawn_init(const struct sbx_sandbox *sb, const char *init,
+static int spawn_init(enum sbx_sandbox_mode mode, bool detached, const char *init,
                       const char *const *bwrap, int ctl, int spec, int workspace, int bridge,
                       const struct fd_list *binds, int err_fd, pid_t *pid)
 {
@@ -786,14 +786,14 @@ static int spawn_init(const struct sbx_sandbox *sb, const char *init,
 	fds[1] = spec;
 	fds[2] = workspace;
 	/* fd 6: the seccomp program the spec announced (built before the spec was). */
-	fds[3] = sb->mode == SBX_SANDBOX_DIRECT ? seccomp_program() : -1;
+	fds[3] = mode == SBX_SANDBOX_DIRECT ? seccomp_program() : -1;
 	fds[4] = bridge;
-	if (sb->mode == SBX_SANDBOX_BWRAP && binds->n) {
+	if (mode == SBX_SANDBOX_BWRAP && binds->n) {
 		memcpy(fds + own, binds->v, binds->n * sizeof *fds);
 		n += binds->n;
 	}
-	err = sbx_spawn_with_fds(init, sb->mode == SBX_SANDBOX_BWRAP ? bwrap
-	                         : sb->opts->detached ? detached_argv
+	err = sbx_spawn_with_fds(init, mode == SBX_SANDBOX_BWRAP ? bwrap
+	                         : detached ? detached_argv
 	                         : workspace < 0 ? prestarted_argv /* a spare: no workspace yet */
 	                         : direct_argv, fds, n, err_fd,
 	                         pid);
@@ -844,8 +844,8 @@ static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 		fd_list_close(&binds);
 		return r;
 	}
-	err = spawn_init(sb, init, argv, child_ctl, spec_fd, ws_fd, bridge, &binds, err_write,
-	                 &sb->pid);
+	err = spawn_init(sb->mode, sb->opts->detached, init, argv, child_ctl, spec_fd, ws_fd,
+	                 bridge, &binds, err_write, &sb->pid);
 	pool_free(&pool);
 	fd_list_close(&binds);
 	if (err) {
@@ -911,18 +911,21 @@ static char *spare_shape(const struct sbx_sandbox *sb)
 }
 
 /* Starts an init of this shape and parks it: it builds itself while the caller goes on. A
- * failure costs only the next start its head start. Takes shape. */
-static void prestart(const struct sbx_sandbox *sb, const char *init, char *shape)
+ * failure costs only the next start its head start. Runs on the spare's starter thread
+ * (sandbox_spare.h). Takes shape. */
+static void prestart(char *shape)
 {
 	struct sbx_spare s = { .shape = shape, .pidfd = -1, .ctl = -1, .err_fd = -1 };
 	_cleanup_close_ int spec_fd = -1, child_ctl = -1, err_write = -1;
+	_cleanup_free_ char *init = NULL;
 	struct fd_list no_binds = { 0 };
 	int sv[2], p[2];
 	pid_t first;
 
 	const char *spec = strchr(shape, '{');   /* after the "uid:gid " of spare_shape */
 
-	if ((spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0 ||
+	if (sbx_helper_path(INIT_NAME, &init) < 0 ||
+	    (spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		sbx_spare_discard(&s);
 		return;
@@ -933,13 +936,15 @@ static void prestart(const struct sbx_sandbox *sb, const char *init, char *shape
 		s.err_fd = p[0];
 		err_write = p[1];
 	}
-	if (spawn_init(sb, init, NULL, child_ctl, spec_fd, -1, -1, &no_binds, err_write,
-	               &first) != 0) {
+	if (spawn_init(SBX_SANDBOX_DIRECT, false, init, NULL, child_ctl, spec_fd, -1, -1,
+	               &no_binds, err_write, &first) != 0) {
 		sbx_spare_discard(&s);
 		return;
 	}
-	/* The outer process's pidfd is read when the spare is taken. */
-	sbx_spare_note_first_half(first);
+	/* The first process forks the outer one and exits at once; this thread is the one to
+	 * wait for that, not the caller. The outer's pidfd is read when the spare is taken. */
+	int status;
+	reap(first, &status);
 	sbx_spare_park(&s);
 }
 
@@ -987,7 +992,7 @@ static int launch(struct sbx_sandbox *sb)
 	if ((!shape || launch_from_spare(sb, shape) < 0) && (r = launch_fresh(sb, init)) < 0)
 		return r;
 	if (shape && sbx_spare_wanted(shape))
-		prestart(sb, init, SBX_TAKE_PTR(shape));
+		sbx_spare_schedule(SBX_TAKE_PTR(shape), prestart);
 	return 0;
 }
 
@@ -1154,13 +1159,13 @@ void sbx_sandbox_stop(struct sbx_sandbox *sb)
 {
 	if (!sb)
 		return;
-	sbx_spare_reap_first_half();   /* no child of ours outlives a close */
 	sbx_runclient_kill_all(&sb->live, true);
 	if (sb->opts->detached)
 		close(SBX_TAKE_FD(sb->ctl));   /* only detaches: the sandbox runs on */
 	else
 		stop_and_tidy(sb);
 	free_sandbox(sb);
+	sbx_spare_nudge();   /* the caller's work is done: a spare may start now */
 }
 
 /* ---- commands ------------------------------------------------------------------------ */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,6 +21,8 @@
 #define SPARE_REPEAT_MS 10000
 #define SPARE_MAX_AGE_MS 30000
 #define SPARE_STOP_TIMEOUT_MS 2000
+/* After a take found its spare not started yet, spares start at once for this long. */
+#define SPARE_EAGER_MS 2000
 #define SPARE_NONE { .pidfd = -1, .ctl = -1, .err_fd = -1 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -27,8 +30,15 @@ static struct sbx_spare parked = SPARE_NONE;
 static pid_t parked_owner;        /* the process that parked it: a forked child must not use it */
 static long long parked_at_ms;
 static char *last_shape;
-static pid_t first_half = -1;     /* a spare's first process, exited or about to, not reaped */
 static long long last_start_ms;
+
+/* The spare to start next, its starter thread waiting on start_cond (sbx_spare_schedule). */
+static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
+static char *scheduled;
+static sbx_spare_starter scheduled_start;
+static pid_t schedule_owner;
+static bool start_now;
+static long long eager_until_ms;
 
 static long long now_ms(void)
 {
@@ -99,26 +109,27 @@ static struct sbx_spare unpark(void)
 	return s;
 }
 
-void sbx_spare_note_first_half(pid_t pid)
+/* A forked child has the parent's schedule but not its thread (caller holds the lock). */
+static void forget_schedule_if_inherited(void)
 {
-	sbx_spare_reap_first_half();
-	pthread_mutex_lock(&lock);
-	first_half = pid;
-	pthread_mutex_unlock(&lock);
+	if (schedule_owner == getpid())
+		return;
+	free(scheduled);
+	scheduled = NULL;
+	start_now = false;
+	schedule_owner = getpid();
 }
 
-void sbx_spare_reap_first_half(void)
+/* A take while a spare of its shape waits to start: the caller opens faster than it closes
+ * (caller holds the lock). */
+static void note_take(const char *shape, long long now)
 {
-	pid_t pid;
-	int status;
-
-	pthread_mutex_lock(&lock);
-	pid = first_half;
-	first_half = -1;
-	pthread_mutex_unlock(&lock);
-	/* Outside the lock; it exits right after its fork, so this does not wait long. */
-	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	forget_schedule_if_inherited();
+	if (now < eager_until_ms || (scheduled && strcmp(scheduled, shape) == 0)) {
+		eager_until_ms = now + SPARE_EAGER_MS;
+		start_now = true;
+		pthread_cond_signal(&start_cond);
+	}
 }
 
 bool sbx_spare_take(const char *shape, struct sbx_spare *out)
@@ -128,6 +139,7 @@ bool sbx_spare_take(const char *shape, struct sbx_spare *out)
 
 	pthread_mutex_lock(&lock);
 	forget_if_inherited();
+	note_take(shape, now_ms());
 	if (parked.shape && now_ms() - parked_at_ms > SPARE_MAX_AGE_MS)
 		stale = unpark();
 	else if (parked.shape && strcmp(parked.shape, shape) == 0) {
@@ -159,6 +171,86 @@ bool sbx_spare_wanted(const char *shape)
 	last_start_ms = now;
 	pthread_mutex_unlock(&lock);
 	return wanted;
+}
+
+static void *starter_main(void *arg)
+{
+	struct timespec deadline;
+	sbx_spare_starter start;
+	char *shape;
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += SBX_SPARE_DELAY_MS / 1000;
+	deadline.tv_nsec += (long)(SBX_SPARE_DELAY_MS % 1000) * 1000000;
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&lock);
+	while (scheduled && !start_now &&
+	       pthread_cond_clockwait(&start_cond, &lock, CLOCK_MONOTONIC, &deadline) != ETIMEDOUT)
+		;
+	shape = scheduled;
+	start = scheduled_start;
+	scheduled = NULL;
+	start_now = false;
+	pthread_mutex_unlock(&lock);
+	if (shape)
+		start(shape);
+	return NULL;
+}
+
+/* The starter runs with every signal blocked: the host's handlers stay on the host's threads. */
+static bool create_starter(void)
+{
+	sigset_t all, saved;
+	pthread_attr_t attr;
+	pthread_t thread;
+	int err;
+
+	if (pthread_attr_init(&attr) != 0)
+		return false;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	err = pthread_create(&thread, &attr, starter_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	pthread_attr_destroy(&attr);
+	return err == 0;
+}
+
+void sbx_spare_schedule(char *shape, sbx_spare_starter start)
+{
+	bool have_thread;
+
+	pthread_mutex_lock(&lock);
+	forget_schedule_if_inherited();
+	/* One waits already: it starts the latest shape instead. */
+	have_thread = scheduled != NULL;
+	free(scheduled);
+	scheduled = shape;
+	scheduled_start = start;
+	if (now_ms() < eager_until_ms) {
+		start_now = true;
+		pthread_cond_signal(&start_cond);
+	}
+	if (!have_thread && !create_starter()) {
+		scheduled = NULL;
+		free(shape);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void sbx_spare_nudge(void)
+{
+	pthread_mutex_lock(&lock);
+	forget_schedule_if_inherited();
+	if (scheduled) {
+		start_now = true;
+		pthread_cond_signal(&start_cond);
+	}
+	pthread_mutex_unlock(&lock);
 }
 
 void sbx_spare_park(struct sbx_spare *s)

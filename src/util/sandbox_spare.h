@@ -22,17 +22,27 @@ struct sbx_spare {
  * trust its copy of /etc); returns true and fills *out, which the caller then owns. */
 bool sbx_spare_take(const char *shape, struct sbx_spare *out);
 
-/* Notes a start of this shape and says whether a spare of it should be started now: when the
+/* Notes a start of this shape and says whether a spare of it should be started: when the
  * process started one of the same shape shortly before and no spare of it is parked (one of
  * another shape is then replaced). A process that opens one workspace never pays for a
  * spare. */
 bool sbx_spare_wanted(const char *shape);
 
-/* A spare's first process only forks the outer one and exits (SBX_INIT_OUTER). Rather than
- * wait for that while the caller's open is still going, it is noted here and reaped later:
- * when a sandbox stops, or before the next spare starts. */
-void sbx_spare_note_first_half(pid_t pid);
-void sbx_spare_reap_first_half(void);
+/* Starting a spare costs a few milliseconds of CPU (a static program's start, two forks,
+ * namespaces, a root), which on a small machine slow down whatever the caller does meanwhile
+ * -- typically the first commands of the workspace just opened. So the open that wants a
+ * spare does not start it: a short-lived thread of its own does, when the caller is idle:
+ * right after its next close (sbx_spare_nudge), or SBX_SPARE_DELAY_MS after the open when
+ * no close comes first. While the caller opens faster than that (a take finds the spare not
+ * started yet), spares are started at once. start(shape) starts and parks one, on that
+ * thread; the spare's first process is a child of ours until that thread has reaped it, a
+ * millisecond or two. Takes shape. */
+#define SBX_SPARE_DELAY_MS 250
+typedef void (*sbx_spare_starter)(char *shape);
+void sbx_spare_schedule(char *shape, sbx_spare_starter start);
+
+/* The caller is done with its work for now (a workspace closed): a scheduled spare starts. */
+void sbx_spare_nudge(void);
 
 /* Parks s (takes ownership); a spare already parked is discarded. */
 void sbx_spare_park(struct sbx_spare *s);

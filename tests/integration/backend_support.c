@@ -269,6 +269,16 @@ int bt_count_children(void)
 	return n;
 }
 
+int bt_wait_for_children(int n)
+{
+	int64_t deadline = bt_now_ms() + 5000;
+	int have;
+
+	while ((have = bt_count_children()) != n && bt_now_ms() < deadline)
+		usleep(10000);
+	return have;
+}
+
 /* Calls fn(pid, arg) for every process on the host but this one; returns how many it
  * counted true. */
 static int count_host_processes(bool (*fn)(const char *pid, const void *arg), const void *arg)

@@ -78,6 +78,11 @@ bool bt_wait_for_process(const char *mark, bool present);
 /* Number of processes whose parent is this process, zombies included. */
 int bt_count_children(void);
 
+/* Polls until this process has n children, for at most 5 s; returns how many it has. A close
+ * may leave the first process of a pre-started sandbox for a moment (the library's starter
+ * thread reaps it): what must hold is that no child *stays*. */
+int bt_wait_for_children(int n);
+
 /* Number of host processes with the fragment in their command line (this one excluded). */
 int bt_count_processes(const char *cmdline_fragment);
 /* Does process pid's command line (NULs read as spaces) contain fragment? */

@@ -1406,7 +1406,7 @@ static char *mkdtemp_outside_tmp(void)
 }
 
 /* Children of ours in state Z, or (any_first_half) also a spare's first process that has not
- * ended yet ("--prestarted" in its command line; it is reaped at the next close). */
+ * ended yet ("--prestarted" in its command line; the library's starter thread reaps it). */
 static int count_children_where(bool any_first_half)
 {
 	DIR *d = opendir("/proc");
@@ -1456,14 +1456,25 @@ static int wait_for_marked(const char *marker, int n)
 	return have;
 }
 
+/* See bt_wait_for_children: a spare being started has a child of ours for a moment. */
+static int wait_for_no_zombies(void)
+{
+	int64_t deadline = bt_now_ms() + 5000;
+	int have;
+
+	while ((have = count_zombie_children()) != 0 && bt_now_ms() < deadline)
+		usleep(10000);
+	return have;
+}
+
 /* Each workspace opened one after another (from the third on, served by the sandbox the one
  * before left half-built) sees its own files and nothing of the others, with every rule in
  * place; a workspace of another shape (read-only) gets a sandbox of its own. */
 START_TEST(test_prestarted_sandboxes_stay_apart)
 {
 	const char *marker = bt_mkdtemp();
-	/* The fixture's sandbox (not the first process of a spare its open started, which the
-	 * next close reaps). */
+	/* The fixture's sandbox (not the first process of a spare being started, which the
+	 * library reaps). */
 	int children = bt_count_children() - count_children_where(true);
 	char *dirs[5];
 	char *out;
@@ -1491,8 +1502,8 @@ START_TEST(test_prestarted_sandboxes_stay_apart)
 		sbx_workspace_close(w);
 		ck_assert_msg(!test_exists(test_path_at(dirs[i], ".bashrc")),
 		              "a placeholder stayed behind in %s", dirs[i]);
-		ck_assert_int_eq(bt_count_children(), children);
-		ck_assert_int_eq(count_zombie_children(), 0);
+		ck_assert_int_eq(bt_wait_for_children(children), children);
+		ck_assert_int_eq(wait_for_no_zombies(), 0);
 	}
 	for (int i = 0; i < 5; i++) {
 		test_rm_rf(dirs[i]);
@@ -1556,7 +1567,7 @@ START_TEST(test_prestarted_sandbox_reaped_by_subreaper_host)
 				_exit(3);
 			sbx_result_free(res);
 			sbx_workspace_close(w);
-			if (count_zombie_children() != 0)
+			if (wait_for_no_zombies() != 0)
 				_exit(4);
 		}
 		_exit(0);
@@ -1564,6 +1575,46 @@ START_TEST(test_prestarted_sandbox_reaped_by_subreaper_host)
 	ck_assert_int_eq(waitpid(child, &status, 0), child);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x",
 	              (unsigned)status);
+}
+END_TEST
+
+/* The open that wants a spare does not start it (that would slow the workspace it opens):
+ * the next close does, or the spare starts by itself after a short while when the
+ * workspace stays open. Opens in a burst, faster than closes, get spares at once, each
+ * workspace with its own files. */
+START_TEST(test_spares_start_when_the_caller_is_idle)
+{
+	const char *marker = bt_mkdtemp(), *opts = prestart_options(marker, true);
+	sbx_workspace *w, *burst[5];
+	int64_t opened;
+
+	w = bt_open_ok(bt_mkdtemp(), opts);
+	sbx_workspace_close(w);
+	w = bt_open_ok(bt_mkdtemp(), opts);   /* the second of its shape: a spare is wanted */
+	opened = bt_now_ms();
+	/* Kept open, the spare comes by itself, but not before the delay (a slow machine can only
+	 * make it later). */
+	ck_assert_int_eq(wait_for_marked(marker, 4), 4);
+	ck_assert_msg(bt_now_ms() - opened >= 200, "the spare was there %lld ms after the open",
+	              (long long)(bt_now_ms() - opened));
+	sbx_workspace_close(w);
+	w = bt_open_ok(bt_mkdtemp(), opts);   /* takes the spare; the next waits for the close */
+	sbx_workspace_close(w);
+	ck_assert_int_eq(wait_for_marked(marker, 2), 2);   /* the close started it */
+	for (int i = 0; i < 5; i++) {
+		const char *dir = bt_mkdtemp();
+
+		test_put_file(dir, bt_tmp("burst-%d", i), "x", 0644);
+		burst[i] = bt_open_ok(dir, opts);
+	}
+	for (int i = 0; i < 5; i++) {
+		char *out = bt_shell_out(burst[i], "ls /workspace");
+
+		ck_assert_str_eq(out, bt_tmp("burst-%d\n", i));
+		free(out);
+		sbx_workspace_close(burst[i]);
+	}
+	ck_assert_int_eq(wait_for_no_zombies(), 0);
 }
 END_TEST
 
@@ -1652,6 +1703,7 @@ static Suite *security_suite(void)
 		tcase_add_test(pre, test_prestarted_sandboxes_stay_apart);
 		tcase_add_test(pre, test_prestarted_sandbox_dies_with_host);
 		tcase_add_test(pre, test_no_spare_when_prestart_is_off);
+		tcase_add_test(pre, test_spares_start_when_the_caller_is_idle);
 		tcase_add_test(pre, test_prestarted_sandbox_reaped_by_subreaper_host);
 		suite_add_tcase(s, pre);
 	}
