@@ -22,6 +22,7 @@
 #include "mcp/client.h"
 #include "mcp/mcp.h"
 #include "mcp/proto.h"
+#include "mcp/sse.h"
 #include "network.h"
 #include "util/error.h"
 #include "util/http.h"
@@ -57,9 +58,7 @@ struct post {
 	const char *want_id;         /* the request's id (JSON text), or NULL */
 	bool started, sse, failed_status, answered;   /* failed_status: not 2xx */
 	sbx_buf body;                /* a JSON body, or an error body */
-	sbx_buf line;                /* SSE: the line being read */
-	sbx_buf data;                /* SSE: the event's data lines */
-	bool event_is_message;
+	sbx_sse events;              /* an SSE body */
 	int error;                   /* set by the callback when it gives up */
 	int64_t deadline;            /* moved on by progress on the request */
 	int64_t hard_deadline;       /* never moved */
@@ -164,58 +163,11 @@ static int take_message(struct post *p, const char *text, size_t len)
 	return r;
 }
 
-/* One SSE line (without its end): fields accumulate, a blank line dispatches the event.
- * Comments (":"), "id" and "retry" carry nothing this client uses (no resumption). */
-static int sse_line(struct post *p, const char *line, size_t len)
+/* An SSE event: MCP sends its messages as "message" events (the default); others, and
+ * events without data, are not for us. */
+static int on_event(void *arg, const char *event, const char *data, size_t len)
 {
-	const char *colon = memchr(line, ':', len);
-	size_t name_len = colon ? (size_t)(colon - line) : len;
-	const char *value = colon ? colon + 1 : line + len;
-	size_t value_len = len - (size_t)(value - line);
-	int r = 0;
-
-	if (len == 0) {
-		if (p->data.len && p->event_is_message)
-			r = take_message(p, p->data.data, p->data.len);
-		p->data.len = 0;
-		p->event_is_message = true;
-		return r;
-	}
-	if (value_len && *value == ' ') {
-		value++;
-		value_len--;
-	}
-	if (name_len == 4 && !memcmp(line, "data", 4)) {
-		if (p->data.len)
-			sbx_buf_append(&p->data, "\n", 1);
-		sbx_buf_append(&p->data, value, value_len);
-		if (p->data.oom)
-			return sbx_fail(-SBX_ENOMEM, "out of memory");
-	} else if (name_len == 5 && !memcmp(line, "event", 5)) {
-		/* MCP sends its messages as "message" events (the default); others are not for us */
-		p->event_is_message = value_len == 7 && !memcmp(value, "message", 7);
-	}
-	return 0;
-}
-
-static int sse_feed(struct post *p, const char *data, size_t len)
-{
-	for (size_t i = 0; i < len; i++) {
-		int r;
-
-		if (data[i] != '\n') {
-			sbx_buf_append(&p->line, &data[i], 1);
-			continue;
-		}
-		if (p->line.len && p->line.data[p->line.len - 1] == '\r')
-			p->line.len--;
-		r = p->line.oom ? sbx_fail(-SBX_ENOMEM, "out of memory")
-		                : sse_line(p, p->line.data ? p->line.data : "", p->line.len);
-		p->line.len = 0;
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return strcmp(event, "message") == 0 && len ? take_message(arg, data, len) : 0;
 }
 
 static long status_of(const struct sbx_http_response *resp)
@@ -232,7 +184,6 @@ static void begin_body(struct post *p)
 	long status = status_of(p->resp);
 
 	p->started = true;
-	p->event_is_message = true;
 	p->failed_status = status < 200 || status > 299;
 	sbx_http_response_header(p->resp, "Content-Type", type, sizeof type);
 	p->sse = !p->failed_status && !strncasecmp(type, "text/event-stream", 17);
@@ -256,7 +207,7 @@ static int on_body(void *arg, const char *data, size_t len)
 		sbx_buf_append(&p->body, data, len);
 		return p->body.oom ? sbx_fail(-SBX_ENOMEM, "out of memory") : 0;
 	}
-	if ((r = sse_feed(p, data, len)) < 0) {
+	if ((r = sbx_sse_feed(&p->events, data, len)) < 0) {
 		p->error = r;
 		return r;
 	}
@@ -396,6 +347,7 @@ static int post_once(sbx_mcp_client *c, struct http_conn *h, const char *msg, si
 
 	if (!headers)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	sbx_sse_init(&p.events, STREAM_MAX, on_event, &p);
 	r = sbx_http_request_do(&req, &resp);
 	if (r == -SBX_ESTATE && p.answered)
 		r = 0;   /* we stopped it: the answer is in */
@@ -409,10 +361,8 @@ static int post_once(sbx_mcp_client *c, struct http_conn *h, const char *msg, si
 		r = take_message(&p, p.body.data, p.body.len);
 	/* A stream that ended by itself may end in a line without its newline, or an event
 	 * without its blank line; one we stopped holds only the start of what came next. */
-	if (r == 0 && p.sse && !p.answered && p.line.len)
-		r = sse_line(&p, p.line.data, p.line.len);
 	if (r == 0 && p.sse && !p.answered)
-		r = sse_line(&p, "", 0);
+		r = sbx_sse_finish(&p.events);
 	if (r == 0 && !p.failed_status &&
 	    sbx_http_response_header(&resp, "Mcp-Session-Id", sid, sizeof sid)) {
 		if (!session_id_ok(sid))
@@ -423,8 +373,7 @@ static int post_once(sbx_mcp_client *c, struct http_conn *h, const char *msg, si
 	}
 	sbx_http_response_free(&resp);
 	sbx_buf_free(&p.body);
-	sbx_buf_free(&p.line);
-	sbx_buf_free(&p.data);
+	sbx_sse_free(&p.events);
 	free(headers);
 	return r < 0 ? transfer_error(c, h, r) : 0;
 }
