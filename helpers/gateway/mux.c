@@ -100,23 +100,23 @@ static struct gw_conn *channel(uint32_t ch, bool create)
  * is logged and dropped. */
 static void on_frame(const char *frame, size_t len)
 {
-	char *end;
-	unsigned long ch;
+	const char *line = NULL;
+	size_t line_len = 0;
+	uint32_t ch;
 	struct gw_conn *c;
+	int kind = sbx_mcp_frame_split(frame, len, &ch, &line, &line_len);
 
-	errno = 0;
-	ch = strtoul(frame, &end, 10);
-	if (end == frame || errno || ch > UINT32_MAX || (*end && *end != ' ')) {
+	if (kind < 0) {
 		gw_log("stream: dropped a frame without a channel number (%.40s)", frame);
 		return;
 	}
-	if (!*end) {
-		if ((c = channel((uint32_t)ch, false)))
+	if (kind == 0) {
+		if ((c = channel(ch, false)))
 			c->closing = true;   /* as a socket closed by the host: nothing more to send */
 		return;
 	}
-	if ((c = channel((uint32_t)ch, true)))
-		gw_conn_on_line(c, end + 1, len - (size_t)(end + 1 - frame));
+	if ((c = channel(ch, true)))
+		gw_conn_on_line(c, line, line_len);
 }
 
 void gw_mux_on_input(void)

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct sbx_linebuf {
 	char *buf;
@@ -26,5 +27,12 @@ int sbx_linebuf_feed(sbx_linebuf *lb, const char *data, size_t len);
  * an over-long line; SBX_LINE_NONE when no complete line is buffered. */
 int sbx_linebuf_next(sbx_linebuf *lb, char **line, size_t *len);
 void sbx_linebuf_free(sbx_linebuf *lb);
+
+/* A frame of the gateway's process-stream transport, one line: "<channel> <line>", or
+ * "<channel>" alone (that channel ends). The channel is 1 to 10 decimal digits no larger
+ * than UINT32_MAX, nothing before them. Returns 1 with *line and *line_len (the rest after the
+ * one space), 0 for a channel alone, -1 for anything else. */
+int sbx_mcp_frame_split(const char *frame, size_t len, uint32_t *channel, const char **line,
+                        size_t *line_len);
 
 #endif

@@ -70,17 +70,15 @@ static struct chan *find_chan(sbx_mcp_mux *m, uint32_t id)
  * gets nothing (its late lines are not wanted). */
 static void file_frame(sbx_mcp_mux *m, const char *frame, size_t len)
 {
-	char *end;
-	unsigned long id;
+	const char *line = NULL;
+	size_t line_len = 0;
+	uint32_t id;
 	struct chan *ch;
+	int kind = sbx_mcp_frame_split(frame, len, &id, &line, &line_len);
 
-	errno = 0;
-	id = strtoul(frame, &end, 10);
-	if (end == frame || errno || id > UINT32_MAX || (*end && *end != ' '))
+	if (kind < 0 || !(ch = find_chan(m, id)))
 		return;
-	if (!(ch = find_chan(m, (uint32_t)id)))
-		return;
-	if (!*end) {
+	if (kind == 0) {
 		ch->closed = true;
 		return;
 	}
@@ -88,7 +86,7 @@ static void file_frame(sbx_mcp_mux *m, const char *frame, size_t len)
 		ch->overflowed = true;
 		return;
 	}
-	sbx_buf_append(&ch->q, end + 1, len - (size_t)(end + 1 - frame));
+	sbx_buf_append(&ch->q, line, line_len);
 	sbx_buf_append(&ch->q, "\n", 1);
 }
 

@@ -3,7 +3,8 @@
  * The first byte picks the mode:
  *  - even: the bytes go through sbx_linebuf in chunks of varying size with a small line limit;
  *    every line that comes out must hold no newline and fit the limit, and the lines that fit
- *    must be exactly the input's lines (a reference split), in order;
+ *    must be exactly the input's lines (a reference split), in order, and each is read as a
+ *    frame of the stream transport ("<channel> <line>") the way its digits say;
  *  - odd: the bytes are what a gateway sends back on a connection, and the client lists tools
  *    (initialize first when the second byte is odd): whatever arrives, it must end in success
  *    or a failure with a message — never a crash, a hang or a leak. */
@@ -42,6 +43,28 @@ static const char *next_kept(const char **ref, const char *end, size_t *len)
 	}
 }
 
+/* Every line is also read as a stream-transport frame: a frame's number is its leading
+ * digits, and its line is exactly what follows them and one space. */
+static void check_frame(const char *frame, size_t len)
+{
+	const char *line = NULL;
+	size_t line_len = 0, digits = 0;
+	uint32_t ch;
+	int kind = sbx_mcp_frame_split(frame, len, &ch, &line, &line_len);
+
+	while (digits < len && frame[digits] >= '0' && frame[digits] <= '9')
+		digits++;
+	if (kind < 0) {
+		CHECK(digits == 0 || digits > 10 || (digits < len && frame[digits] != ' ') ||
+		      strtoull(frame, NULL, 10) > UINT32_MAX);
+		return;
+	}
+	CHECK(digits >= 1 && digits <= 10 && strtoull(frame, NULL, 10) == ch);
+	CHECK(kind == (digits < len));
+	if (kind == 1)
+		CHECK(line == frame + digits + 1 && line_len == len - digits - 1);
+}
+
 static void framing(const uint8_t *data, size_t size)
 {
 	sbx_linebuf lb = { .max = LIMIT };
@@ -66,6 +89,7 @@ static void framing(const uint8_t *data, size_t size)
 			CHECK(len <= LIMIT && !memchr(line, '\n', len));
 			want = next_kept(&ref, end, &want_len);
 			CHECK(want_len == len && memcmp(want, line, len) == 0);
+			check_frame(line, len);
 		}
 	}
 	sbx_linebuf_free(&lb);
