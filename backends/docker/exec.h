@@ -8,12 +8,12 @@
 #include <stdint.h>
 
 #include "docker.h"
+#include "frames.h"
 #include "util/runclient.h"
 
 /* How long to wait for a runner's connection, and for a killed command's end. */
 #define CONNECT_TIMEOUT_MS 30000
 #define RELEASE_TIMEOUT_MS 15000
-#define FRAME_HEADER 8
 
 struct docker_proc {
 	struct docker_ws *ws;             /* NULL once the workspace closed and forgot it */
@@ -36,9 +36,7 @@ struct docker_proc {
 	int error;
 	char message[512];
 	/* Pump-only state. */
-	char header[FRAME_HEADER];
-	size_t header_len, payload_left;
-	int payload_fd;
+	struct docker_frames frames;
 	char *in_buf;
 	size_t in_len, in_off;
 	bool stream_done, report_done, in_closed;

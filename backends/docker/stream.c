@@ -69,39 +69,20 @@ static void deliver(int *fd, const char *data, size_t len)
 	}
 }
 
-/* Frames of the multiplexed stream: a header [type, 0, 0, 0, size (big-endian u32)], then
- * size bytes for stdout (1) or stderr (2). */
-static void demux(struct docker_proc *p, const char *data, size_t len, sbx_buf *sink)
+/* A frame's payload: stdout's to the core's stdout pipe, the rest (stderr, the engine's own
+ * errors) to its stderr pipe. */
+static void deliver_frame(void *arg, int type, const char *data, size_t len)
 {
-	while (len) {
-		if (p->payload_left == 0) {
-			size_t take = FRAME_HEADER - p->header_len;
+	struct docker_proc *p = arg;
 
-			take = take < len ? take : len;
-			memcpy(p->header + p->header_len, data, take);
-			p->header_len += take;
-			data += take;
-			len -= take;
-			if (p->header_len < FRAME_HEADER)
-				return;
-			p->header_len = 0;
-			p->payload_left = (size_t)(unsigned char)p->header[4] << 24 |
-			                  (size_t)(unsigned char)p->header[5] << 16 |
-			                  (size_t)(unsigned char)p->header[6] << 8 |
-			                  (size_t)(unsigned char)p->header[7];
-			p->payload_fd = p->header[0] == 1 ? 1 : 2;
-			continue;
-		}
-		size_t take = p->payload_left < len ? p->payload_left : len;
+	deliver(type == 1 ? &p->out_fd : &p->err_fd, data, len);
+}
 
-		if (sink)
-			sbx_buf_append(sink, data, take);
-		else
-			deliver(p->payload_fd == 1 ? &p->out_fd : &p->err_fd, data, take);
-		p->payload_left -= take;
-		data += take;
-		len -= take;
-	}
+/* Every frame's payload, whatever its type, for a message. */
+static void collect_frame(void *arg, int type, const char *data, size_t len)
+{
+	(void)type;
+	sbx_buf_append(arg, data, len);
 }
 
 static void close_fd(int *fd)
@@ -126,7 +107,7 @@ static void read_stream(struct docker_proc *p)
 		close_fd(&p->in_fd);
 		return;
 	}
-	demux(p, chunk, (size_t)n, NULL);
+	docker_frames_feed(&p->frames, chunk, (size_t)n, deliver_frame, p);
 }
 
 static void read_stdin(struct docker_proc *p)
@@ -321,13 +302,14 @@ static struct docker_proc *new_proc(struct docker_ws *ws, const sbx_backend_spaw
 static int runner_failed(struct docker_ws *ws, const char *exec_id, int stream, sbx_buf *early,
                          int why)
 {
-	struct docker_proc scratch = { .payload_fd = 2 };
+	struct docker_frames frames = { 0 };
 	sbx_buf text = { 0 };
 	long long until = docker_now_ms() + 2000;
 	char chunk[4096];
 	int code, r;
 
-	demux(&scratch, early->data ? early->data : "", early->len, &text);
+	docker_frames_feed(&frames, early->data ? early->data : "", early->len, collect_frame,
+	                   &text);
 	while (text.len < 2048 && docker_now_ms() < until) {
 		struct pollfd f = { .fd = stream, .events = POLLIN };
 		ssize_t n;
@@ -336,7 +318,7 @@ static int runner_failed(struct docker_ws *ws, const char *exec_id, int stream, 
 			break;
 		if ((n = recv(stream, chunk, sizeof chunk, 0)) <= 0)
 			break;
-		demux(&scratch, chunk, (size_t)n, &text);
+		docker_frames_feed(&frames, chunk, (size_t)n, collect_frame, &text);
 	}
 	while (text.len && (text.data[text.len - 1] == '\n' || text.data[text.len - 1] == '\r'))
 		text.data[--text.len] = '\0';
