@@ -220,10 +220,37 @@ static bool create_starter(void)
 	return err == 0;
 }
 
+/* A fork while another thread holds the lock would leave the child a lock nobody unlocks:
+ * forks wait for it, and the child starts with it free. */
+static void lock_for_fork(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void unlock_after_fork(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+/* The child has no starter thread: none waits on the condition either. */
+static void unlock_in_child(void)
+{
+	start_cond = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	pthread_mutex_unlock(&lock);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void watch_forks(void)
+{
+	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_in_child);
+}
+
 void sbx_spare_schedule(char *shape, sbx_spare_starter start)
 {
 	bool have_thread;
 
+	pthread_once(&fork_once, watch_forks);
 	pthread_mutex_lock(&lock);
 	forget_schedule_if_inherited();
 	/* One waits already: it starts the latest shape instead. */
