@@ -1618,6 +1618,65 @@ START_TEST(test_spares_start_when_the_caller_is_idle)
 }
 END_TEST
 
+/* In a forked child: opens workspaces on fresh directories, each must see only its own file;
+ * exits 0 when all did. */
+static void open_in_child(const char *opts, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const char *dir = bt_mkdtemp();
+		sbx_workspace *w = NULL;
+		sbx_result *res = NULL;
+		const char *argv[] = { "ls", "/workspace", NULL };
+
+		test_put_file(dir, "child-file", "x", 0644);
+		if (bt_open(dir, opts, &w) != 0 || sbx_exec(w, argv, NULL, &res) != 0 ||
+		    strcmp(sbx_result_stdout(res, NULL), "child-file\n") != 0)
+			_exit(1);
+		sbx_result_free(res);
+		sbx_workspace_close(w);
+	}
+	_exit(0);
+}
+
+/* A forked child does not use its parent's spare (its channel is the parent's), nor wait for
+ * the parent's starter thread, whether the spare is parked or still to start; both go on
+ * with sandboxes of their own. */
+START_TEST(test_fork_keeps_spares_apart)
+{
+	const char *marker = bt_mkdtemp(), *opts = prestart_options(marker, true);
+	int status;
+
+	for (int round = 0; round < 2; round++) {
+		sbx_workspace *w;
+		pid_t child;
+		char *out;
+
+		sbx_workspace_close(bt_open_ok(bt_mkdtemp(), opts));
+		w = bt_open_ok(bt_mkdtemp(), opts);   /* a spare is scheduled: still to start */
+		if (round == 1) {
+			sbx_workspace_close(w);          /* now it starts, and is parked */
+			ck_assert_int_eq(wait_for_marked(marker, 2), 2);
+			w = NULL;
+		}
+		child = fork();
+		ck_assert_int_ge(child, 0);
+		if (child == 0)
+			open_in_child(opts, 3);
+		ck_assert_int_eq(waitpid(child, &status, 0), child);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		              "round %d: the child's workspaces failed (status 0x%x)", round,
+		              (unsigned)status);
+		if (w)
+			sbx_workspace_close(w);
+		w = bt_open_ok(bt_mkdtemp(), opts);
+		out = bt_shell_out(w, "ls /workspace | wc -l");
+		ck_assert_str_eq(out, "0\n");
+		free(out);
+		sbx_workspace_close(w);
+	}
+}
+END_TEST
+
 /* "prestart": false: one workspace after another, and never a spare beside them. */
 START_TEST(test_no_spare_when_prestart_is_off)
 {
@@ -1704,6 +1763,7 @@ static Suite *security_suite(void)
 		tcase_add_test(pre, test_prestarted_sandbox_dies_with_host);
 		tcase_add_test(pre, test_no_spare_when_prestart_is_off);
 		tcase_add_test(pre, test_spares_start_when_the_caller_is_idle);
+		tcase_add_test(pre, test_fork_keeps_spares_apart);
 		tcase_add_test(pre, test_prestarted_sandbox_reaped_by_subreaper_host);
 		suite_add_tcase(s, pre);
 	}
