@@ -25,7 +25,6 @@ extern const char *const sbx_default_protected_paths[];
 
 #define KEEPALIVE_LOOP "while :; do sleep 86400; done"
 #define START_TIMEOUT_MS 60000
-#define PULL_TIMEOUT_MS (30L * 60 * 1000)
 #define REMOVE_WAIT_ROUNDS 300
 #define REMOVE_WAIT_US 50000
 
@@ -279,41 +278,6 @@ static int remove_by_id(struct docker_ws *ws, const char *id)
 	return r;
 }
 
-/* A pull reports its failures inside a 200 answer, as {"error": "...", "errorDetail": ...}
- * lines among the progress lines. */
-static int pull_line(void *arg, const sbx_json *line)
-{
-	const char *image = arg;
-	const sbx_json *error = sbx_json_get(line, "error");
-
-	if (!error || error->type != SBX_JSON_STRING)
-		return 0;
-	return sbx_fail(-SBX_EBACKEND, "docker: pull image '%s': %s", image, error->str);
-}
-
-static int pull_image(struct docker_ws *ws)
-{
-	const char *image = ws->opts.image, *last;
-	sbx_buf path = { 0 };
-	char what[300];
-	int r;
-
-	if (!image) /* options.c requires it; said again for the compiler's flow analysis */
-		return sbx_fail(-SBX_ECONFIG, "config: key 'docker.image': required");
-	last = strrchr(image, '/');
-	snprintf(what, sizeof what, "pull image '%s'", image);
-	sbx_buf_puts(&path, "/images/create?fromImage=");
-	docker_url_escape(&path, image);
-	/* Without a tag the engine pulls every tag of the repository. */
-	if (!strchr(last ? last : image, ':') && !strchr(image, '@'))
-		sbx_buf_puts(&path, "&tag=latest");
-	r = path.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
-	             : docker_call_lines(&ws->engine, "POST", path.data, what, PULL_TIMEOUT_MS,
-	                                 pull_line, (void *)image);
-	sbx_buf_free(&path);
-	return r;
-}
-
 static int create_container(struct docker_ws *ws, const char *keepalive, const char *spec)
 {
 	sbx_buf body = { 0 };
@@ -329,7 +293,7 @@ static int create_container(struct docker_ws *ws, const char *keepalive, const c
 	snprintf(what, sizeof what, "create a container from '%s'", ws->opts.image);
 	r = docker_call(&ws->engine, "POST", "/containers/create", &body, what, &status, &answer);
 	if (r == -SBX_ENOENT && ws->opts.pull && strstr(sbx_last_error(), "image")) {
-		if ((r = pull_image(ws)) == 0)
+		if ((r = docker_pull_image(ws)) == 0)
 			r = docker_call(&ws->engine, "POST", "/containers/create", &body, what, &status,
 			                &answer);
 	}

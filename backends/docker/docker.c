@@ -152,6 +152,11 @@ static int setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 		ws->limits = cfg->limits;
 	if (cfg->size >= offsetof(sbx_backend_config, read_only) + sizeof cfg->read_only)
 		ws->read_only = cfg->read_only != 0;
+	if (cfg->size >= offsetof(sbx_backend_config, progress_userdata) +
+	                 sizeof cfg->progress_userdata) {
+		ws->progress = cfg->progress;
+		ws->progress_userdata = cfg->progress_userdata;
+	}
 	if ((r = docker_engine_connect(&ws->engine, ws->opts.host, 0)) < 0 ||
 	    (r = find_helpers(ws)) < 0 || (r = make_control_dir(ws)) < 0 ||
 	    (r = pick_user(ws, cfg)) < 0)
@@ -169,7 +174,11 @@ static int docker_open(const sbx_backend_config *cfg, void **state)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	ws->keepalive = -1;
 	pthread_mutex_init(&ws->lock, NULL);
-	if ((r = setup(ws, cfg)) < 0) {
+	r = setup(ws, cfg);
+	/* Reports belong to the open: a later reset has nobody listening. */
+	ws->progress = NULL;
+	ws->progress_userdata = NULL;
+	if (r < 0) {
 		ws_free(ws);
 		return r;
 	}
