@@ -397,6 +397,7 @@ static int start_exec_server(struct docker_ws *ws)
 	/* The server runs as the container's user; later host processes are ours. */
 	if (ws->opts.detached)
 		sbx_buf_printf(&spec, ",\"host_uid\":%u", (unsigned)geteuid());
+	docker_network_spec(ws, &spec);
 	sbx_buf_puts(&spec, "}");
 	if (spec.oom)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
@@ -406,6 +407,8 @@ static int start_exec_server(struct docker_ws *ws)
 		return spec_fd;
 	if ((r = sbx_send_with_fds(ws->keepalive, "s", 1, &spec_fd, 1)) < 0)
 		return sbx_fail(-SBX_EBACKEND, "docker: the exec server went away: %s", strerror(-r));
+	if ((r = docker_network_hand_bridge(ws)) < 0)
+		return r;
 	if (poll(&p, 1, START_TIMEOUT_MS) <= 0)
 		return sbx_fail(-SBX_EBACKEND, "docker: the exec server did not get ready in time");
 	n = recv(ws->keepalive, &msg, sizeof msg, 0);

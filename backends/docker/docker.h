@@ -114,6 +114,7 @@ int docker_control_accept(int lfd, int stop_fd, int timeout_ms, int *conn);
 /* ---- the workspace -------------------------------------------------------------------- */
 
 struct docker_proc;
+struct sbx_netproxy;
 
 struct docker_ws {
 	struct docker_options opts;
@@ -133,6 +134,8 @@ struct docker_ws {
 	                                 runner or the exec server (-1: detached, none) */
 	pthread_mutex_t lock;         /* the live list */
 	struct docker_proc *live;
+	bool allowlist;               /* network mode "allowlist": NetworkMode none plus proxy */
+	struct sbx_netproxy *proxy;   /* its proxy, kept across resets */
 	sbx_open_progress_fn progress; /* the open's listener, during open only (else NULL) */
 	void *progress_userdata;
 };
@@ -146,6 +149,14 @@ struct docker_pull_event {
 void docker_pull_event_read(const sbx_json *line, struct docker_pull_event *ev);
 /* Pulls the configured image, reporting progress to ws->progress. */
 int docker_pull_image(struct docker_ws *ws);
+
+/* network.c: mode "allowlist" */
+int docker_network_start(struct docker_ws *ws, const sbx_backend_config *cfg);
+void docker_network_spec(const struct docker_ws *ws, sbx_buf *spec);
+int docker_network_hand_bridge(struct docker_ws *ws);
+void docker_network_stop(struct docker_ws *ws);
+int docker_set_network(void *state, const char *network_json);
+const char *const *docker_base_env(void *state);
 
 /* container.c */
 int docker_container_up(struct docker_ws *ws);
