@@ -347,31 +347,18 @@ static int serve_later(struct docker_ws *ws)
 	return sbx_attach_hand_listener(run_fd, ws->keepalive, DOCKER_WHO);
 }
 
-/* The uid the container's processes run as: the numeric part of "uid[:gid]". A user name
- * resolves inside the image only, so with one the server's uid is unknown here and no
- * connection passes the check: such a detached container is replaced, not reattached. */
-static uid_t container_uid(const struct docker_ws *ws)
-{
-	char *end;
-	unsigned long uid = strtoul(ws->user, &end, 10);
-
-	if (end != ws->user && (*end == '\0' || *end == ':') && uid < (unsigned long)(uid_t)-1)
-		return (uid_t)uid;
-	return (uid_t)-1;
-}
-
 /* Reaches the detached server of a container found running. */
 static int reach_server(struct docker_ws *ws)
 {
 	_cleanup_close_ int run_fd = -1;
 	struct sbx_init_ready ready;
+	uid_t uid;
 	pid_t pid;
 	int r;
 
-	if ((r = open_run_dir(ws, false, &run_fd)) < 0)
+	if ((r = open_run_dir(ws, false, &run_fd)) < 0 || (r = docker_container_uid(ws, &uid)) < 0)
 		return r;
-	return sbx_attach_connect_as(run_fd, DOCKER_WHO, container_uid(ws), &ready, &pid,
-	                             &ws->keepalive);
+	return sbx_attach_connect_as(run_fd, DOCKER_WHO, uid, &ready, &pid, &ws->keepalive);
 }
 
 /* The exec server's spec (helpers/init/spec.c) and its READY. The container already is the

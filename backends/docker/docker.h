@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <agentsbx/backend.h>
 
 #include "util/buf.h"
@@ -157,6 +158,10 @@ int docker_network_hand_bridge(struct docker_ws *ws);
 void docker_network_stop(struct docker_ws *ws);
 int docker_set_network(void *state, const char *network_json);
 const char *const *docker_base_env(void *state);
+
+/* user.c: the uid the container's processes have on the host (a numeric docker.user, else
+ * that of its main process, which the engine names). */
+int docker_container_uid(struct docker_ws *ws, uid_t *uid);
 
 /* container.c */
 int docker_container_up(struct docker_ws *ws);

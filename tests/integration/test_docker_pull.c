@@ -12,7 +12,8 @@
  *  - `agentsbx exec` shows that progress: a bar redrawn on a terminal, one line per layer
  *    otherwise;
  *  - a detached container whose docker.user is a name the image knows is reattached after
- *    the host process is killed (same container), and its commands run as that user. */
+ *    the host process is killed (same container), and its commands run as that user (the
+ *    suite is named for its larger part). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -480,6 +481,80 @@ START_TEST(test_cli_draws_a_bar_on_a_terminal)
 }
 END_TEST
 
+/* ---- a detached container with a named user ------------------------------------------------ */
+
+static char *named_config(const char *dir, const char *id)
+{
+	return bt_fmt("{\"backend\":\"docker\",\"workdir\":\"%s\",\"id\":\"%s\",\"docker\":"
+	              "{\"image\":\"%s\",\"user\":\"nobody\",\"detached\":true}}", dir, id,
+	              bt_docker_image());
+}
+
+/* A host process that opens the workspace, leaves a mark in the container's /tmp, reports
+ * the container's hostname (its short id) and waits to be killed. */
+static _Noreturn void open_and_wait(const char *cfg, int ready)
+{
+	sbx_workspace *w = NULL;
+	char *out;
+
+	if (sbx_workspace_open(cfg, &w) < 0)
+		_exit(2);
+	out = bt_shell_out(w, "echo alive > /tmp/mark && hostname");
+	if (write(ready, out, strlen(out)) < 0)
+		_exit(3);
+	for (;;)
+		pause();
+}
+
+START_TEST(test_detached_named_user_is_reattached)
+{
+	char *dir = bt_mkdtemp(), *cfg = named_config(dir, bt_tmp("named-%d", (int)getpid()));
+	char first[64] = "", *out;
+	sbx_workspace *w;
+	int p[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		open_and_wait(cfg, p[1]);
+	}
+	close(p[1]);
+	ck_assert_int_gt(read(p[0], first, sizeof first - 1), 0);
+	close(p[0]);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	/* The same container (its hostname, its /tmp), its commands still as the named user. */
+	ck_assert_int_eq(sbx_workspace_open(cfg, &w), 0);
+	out = bt_shell_out(w, "hostname; cat /tmp/mark; id -un; id -u");
+	ck_assert_str_eq(out, bt_tmp("%salive\nnobody\n65534\n", first));
+	free(out);
+	/* Another handle beside it attaches to the same server too. */
+	sbx_workspace *second = NULL;
+	ck_assert_int_eq(sbx_workspace_open(cfg, &second), 0);
+	out = bt_shell_out(second, "hostname");
+	ck_assert_str_eq(out, first);
+	free(out);
+	sbx_workspace_close(second);
+	sbx_workspace_close(w);
+	/* Detached: it stays after close; an ephemeral open replaces it, and that one goes. */
+	ck_assert_int_gt(bt_count_sandbox_processes(dir), 0);
+	free(cfg);
+	cfg = bt_fmt("{\"backend\":\"docker\",\"workdir\":\"%s\",\"id\":\"named-%d\","
+	             "\"docker\":{\"image\":\"%s\",\"user\":\"nobody\"}}", dir, (int)getpid(),
+	             bt_docker_image());
+	ck_assert_int_eq(sbx_workspace_open(cfg, &w), 0);
+	out = bt_shell_out(w, "hostname");
+	ck_assert_str_ne(out, first);
+	free(out);
+	sbx_workspace_close(w);
+	ck_assert_int_eq(bt_wait_for_sandbox_gone(dir), 0);
+	free(cfg);
+}
+END_TEST
+
 static Suite *pull_suite(void)
 {
 	Suite *s = suite_create("docker-pull");
@@ -498,6 +573,10 @@ static Suite *pull_suite(void)
 	tcase_add_test(fake, test_cli_prints_a_line_per_layer_without_a_terminal);
 	tcase_add_test(fake, test_cli_draws_a_bar_on_a_terminal);
 	suite_add_tcase(s, fake);
+
+	TCase *named = tcase_create("named-user");
+	tcase_add_test(named, test_detached_named_user_is_reattached);
+	suite_add_tcase(s, named);
 	return s;
 }
 
