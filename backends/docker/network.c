@@ -17,9 +17,6 @@
 #include "util/json.h"
 #include "util/netproxy.h"
 
-#define CFG_HAS(cfg, member) \
-	((cfg)->size >= offsetof(sbx_backend_config, member) + sizeof (cfg)->member)
-
 static int refuse(const char *key, const char *why)
 {
 	return sbx_fail(-SBX_ECONFIG, "config: key '%s': network mode 'allowlist' %s", key, why);
@@ -27,14 +24,9 @@ static int refuse(const char *key, const char *why)
 
 int docker_network_start(struct docker_ws *ws, const sbx_backend_config *cfg)
 {
-	struct sbx_netproxy_settings s = {
-		.workspace = ws->id,
-		.network_json = CFG_HAS(cfg, network_json) ? cfg->network_json : NULL,
-		.audit_dir_fd = CFG_HAS(cfg, audit_keep) ? cfg->audit_dir_fd : -1,
-		.audit_max_bytes = CFG_HAS(cfg, audit_keep) ? cfg->audit_max_bytes : 0,
-		.audit_keep = CFG_HAS(cfg, audit_keep) ? cfg->audit_keep : 0,
-	};
+	struct sbx_netproxy_settings s;
 
+	sbx_netproxy_settings_of(&s, ws->id, cfg);
 	if (!ws->allowlist)
 		return 0;
 	if (!ws->server)

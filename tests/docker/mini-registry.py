@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """A registry of one image, for the docker backend's pull tests (no Docker Hub here).
 
-Usage: mini-registry.py PORT_FILE
+Usage: mini-registry.py PORT_FILE [PROGRAM...]
 Listens on 127.0.0.1 (a port of its own, written to PORT_FILE once it listens) and speaks
 just enough of the registry API v2 for an engine to pull: GET /v2/, the manifest (schema 2)
 and the blobs of:
   agentsbx-pulltest:v1      two layers: Debian's static busybox with sh, cat and id, and a
                             file /hello.txt saying "pulled"
   agentsbx-brokenlayer:v1   the busybox layer and one of its own whose blob answers 404
+The shared libraries each PROGRAM needs go into the busybox layer at their host paths (a
+sanitizer build's helpers, which the backend binds into the container, are not static).
 Anything else is the registry's 404 MANIFEST_UNKNOWN. Engines treat 127.0.0.0/8 registries
 as insecure: plain HTTP is fine.
 """
@@ -16,6 +18,8 @@ import hashlib
 import io
 import json
 import os
+import re
+import subprocess
 import sys
 import tarfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,10 +51,30 @@ def sha(data):
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def library_entries(programs):
+    """Tar entries for the shared libraries of programs (ldd's paths), with their dirs."""
+    libs, dirs = set(), set()
+    for program in programs:
+        out = subprocess.run(["ldd", program], capture_output=True, text=True).stdout
+        libs.update(re.findall(r"(/\S+)", out))
+    entries = []
+    for lib in sorted(libs):
+        parts = lib.strip("/").split("/")
+        for i in range(1, len(parts)):
+            d = "/".join(parts[:i])
+            if d not in dirs and d not in ("bin", "etc"):
+                dirs.add(d)
+                entries.append((d, None, 0o755, None))
+        with open(lib, "rb") as f:
+            entries.append((lib.strip("/"), f.read(), 0o755, None))
+    return entries
+
+
 with open("/bin/busybox", "rb") as f:
     busybox = f.read()
 layers = [
-    tar_layer([("bin", None, 0o755, None), ("bin/busybox", busybox, 0o755, None),
+    tar_layer(library_entries(sys.argv[2:]) + [
+              ("bin", None, 0o755, None), ("bin/busybox", busybox, 0o755, None),
                ("bin/sh", None, 0, "busybox"), ("bin/cat", None, 0, "busybox"),
                ("bin/id", None, 0, "busybox"), ("etc", None, 0o755, None),
                ("etc/passwd", b"root:x:0:0::/:/bin/sh\nnobody:x:65534:65534::/:/bin/sh\n",
@@ -128,8 +152,13 @@ class Registry(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
 
+class Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass   # an engine that gives up on a blob (the broken layer) resets its connection
+
+
 def main():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Registry)
+    server = Server(("127.0.0.1", 0), Registry)
     server.daemon_threads = True
     tmp = sys.argv[1] + ".tmp"
     with open(tmp, "w") as f:

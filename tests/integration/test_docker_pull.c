@@ -117,12 +117,19 @@ static void start_registry(void)
 	char buf[16] = "";
 	FILE *f;
 
+	const char *helpers = getenv("SBX_HELPER_DIR");
+	char *init = bt_fmt("%s/agentsbx-init", helpers ? helpers : "."),
+	     *run = bt_fmt("%s/agentsbx-run", helpers ? helpers : ".");
+
 	registry_pid = fork();
 	ck_assert_int_ge(registry_pid, 0);
 	if (registry_pid == 0) {
-		execl("/usr/bin/python3", "python3", script, port_file, (char *)NULL);
+		/* The helpers' libraries go into the image too, for a sanitizer build's. */
+		execl("/usr/bin/python3", "python3", script, port_file, init, run, (char *)NULL);
 		_exit(127);
 	}
+	free(init);
+	free(run);
 	for (int i = 0; i < 1000 && !test_exists(port_file); i++)
 		usleep(10000);
 	ck_assert_msg((f = fopen(port_file, "r")) != NULL, "the test registry did not start");
