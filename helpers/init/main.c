@@ -422,7 +422,8 @@ static int usage(const char *why)
 /* "--control-socket PATH" (first): where the host cannot start us with fds 3 and 4 (the
  * docker backend's fast path runs the init as a container's main process), connect to the
  * host's socket, make it the control channel, and take the spec memfd from its first
- * message. Then the usual "--proto 1 --mode inside" follows. */
+ * message (and, when the spec has a proxy_port, the bridge channel from its second:
+ * receive_bridge). Then the usual "--proto 1 --mode inside" follows. */
 static bool started_by_socket;
 
 static int connect_to_host(int *argc, char ***argv)
