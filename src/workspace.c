@@ -229,7 +229,7 @@ static int build_base_env(sbx_workspace *ws)
 	return r;
 }
 
-static int open_backend(sbx_workspace *ws)
+static int open_backend(sbx_workspace *ws, const sbx_open_opts *opts)
 {
 	const char *network_mode = NULL;
 	_cleanup_close_ int audit_dir = -1;
@@ -255,6 +255,11 @@ static int open_backend(sbx_workspace *ws)
 		.audit_max_bytes = ws->cfg->audit_max_bytes,
 		.audit_keep = ws->cfg->audit_keep,
 	};
+	if (opts && opts->size >= offsetof(sbx_open_opts, progress_userdata) +
+	                           sizeof opts->progress_userdata) {
+		bc.progress = opts->progress;
+		bc.progress_userdata = opts->progress_userdata;
+	}
 	return ws->ops->open(&bc, &ws->state);
 }
 
@@ -279,6 +284,12 @@ static void free_workspace(sbx_workspace *ws)
 }
 
 int sbx_workspace_open(const char *config_json, sbx_workspace **out)
+{
+	return sbx_workspace_open_with(config_json, NULL, out);
+}
+
+int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
+                            sbx_workspace **out)
 {
 	sbx_workspace *ws;
 	int r;
@@ -311,7 +322,7 @@ int sbx_workspace_open(const char *config_json, sbx_workspace **out)
 	}
 	if (ws->cfg->baseline == SBX_BASELINE_SNAPSHOT && (r = take_snapshot(ws)) < 0)
 		goto fail;
-	if ((r = sbx_audit_setup(ws)) < 0 || (r = open_backend(ws)) < 0)
+	if ((r = sbx_audit_setup(ws)) < 0 || (r = open_backend(ws, opts)) < 0)
 		goto fail;
 	if ((r = build_base_env(ws)) < 0) {
 		ws->ops->close(ws->state);

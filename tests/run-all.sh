@@ -41,6 +41,8 @@ sh tests/mcp/install.sh
 step "Docker engine and the docker backend's test image"
 bash tests/docker/start-engine.sh
 bash tests/docker/build-image.sh agentsbx-test:busybox
+# The network suite's image: the clients it runs inside.
+SBX_IMAGE_TOOLS="curl bash perl getent git" bash tests/docker/build-image.sh agentsbx-test:net
 # The docker suites must run here: a missing engine fails them instead of skipping them.
 export_require="SBX_TEST_REQUIRE=docker"
 
@@ -66,6 +68,8 @@ meson compile -C "$out/asan"
 # backend binds into its containers need.
 bash tests/docker/build-image.sh agentsbx-test:busybox "$out/asan/helpers/agentsbx-run" \
   "$out/asan/helpers/agentsbx-init"
+SBX_IMAGE_TOOLS="curl bash perl getent git" bash tests/docker/build-image.sh agentsbx-test:net \
+  "$out/asan/helpers/agentsbx-run" "$out/asan/helpers/agentsbx-init"
 env "$export_require" meson test -C "$out/asan" --print-errorlogs --timeout-multiplier 3
 count_results "$out/asan"
 

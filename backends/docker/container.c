@@ -25,7 +25,6 @@ extern const char *const sbx_default_protected_paths[];
 
 #define KEEPALIVE_LOOP "while :; do sleep 86400; done"
 #define START_TIMEOUT_MS 60000
-#define PULL_TIMEOUT_MS (30L * 60 * 1000)
 #define REMOVE_WAIT_ROUNDS 300
 #define REMOVE_WAIT_US 50000
 
@@ -279,41 +278,6 @@ static int remove_by_id(struct docker_ws *ws, const char *id)
 	return r;
 }
 
-/* A pull reports its failures inside a 200 answer, as {"error": "...", "errorDetail": ...}
- * lines among the progress lines. */
-static int pull_line(void *arg, const sbx_json *line)
-{
-	const char *image = arg;
-	const sbx_json *error = sbx_json_get(line, "error");
-
-	if (!error || error->type != SBX_JSON_STRING)
-		return 0;
-	return sbx_fail(-SBX_EBACKEND, "docker: pull image '%s': %s", image, error->str);
-}
-
-static int pull_image(struct docker_ws *ws)
-{
-	const char *image = ws->opts.image, *last;
-	sbx_buf path = { 0 };
-	char what[300];
-	int r;
-
-	if (!image) /* options.c requires it; said again for the compiler's flow analysis */
-		return sbx_fail(-SBX_ECONFIG, "config: key 'docker.image': required");
-	last = strrchr(image, '/');
-	snprintf(what, sizeof what, "pull image '%s'", image);
-	sbx_buf_puts(&path, "/images/create?fromImage=");
-	docker_url_escape(&path, image);
-	/* Without a tag the engine pulls every tag of the repository. */
-	if (!strchr(last ? last : image, ':') && !strchr(image, '@'))
-		sbx_buf_puts(&path, "&tag=latest");
-	r = path.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
-	             : docker_call_lines(&ws->engine, "POST", path.data, what, PULL_TIMEOUT_MS,
-	                                 pull_line, (void *)image);
-	sbx_buf_free(&path);
-	return r;
-}
-
 static int create_container(struct docker_ws *ws, const char *keepalive, const char *spec)
 {
 	sbx_buf body = { 0 };
@@ -329,7 +293,7 @@ static int create_container(struct docker_ws *ws, const char *keepalive, const c
 	snprintf(what, sizeof what, "create a container from '%s'", ws->opts.image);
 	r = docker_call(&ws->engine, "POST", "/containers/create", &body, what, &status, &answer);
 	if (r == -SBX_ENOENT && ws->opts.pull && strstr(sbx_last_error(), "image")) {
-		if ((r = pull_image(ws)) == 0)
+		if ((r = docker_pull_image(ws)) == 0)
 			r = docker_call(&ws->engine, "POST", "/containers/create", &body, what, &status,
 			                &answer);
 	}
@@ -383,31 +347,18 @@ static int serve_later(struct docker_ws *ws)
 	return sbx_attach_hand_listener(run_fd, ws->keepalive, DOCKER_WHO);
 }
 
-/* The uid the container's processes run as: the numeric part of "uid[:gid]". A user name
- * resolves inside the image only, so with one the server's uid is unknown here and no
- * connection passes the check: such a detached container is replaced, not reattached. */
-static uid_t container_uid(const struct docker_ws *ws)
-{
-	char *end;
-	unsigned long uid = strtoul(ws->user, &end, 10);
-
-	if (end != ws->user && (*end == '\0' || *end == ':') && uid < (unsigned long)(uid_t)-1)
-		return (uid_t)uid;
-	return (uid_t)-1;
-}
-
 /* Reaches the detached server of a container found running. */
 static int reach_server(struct docker_ws *ws)
 {
 	_cleanup_close_ int run_fd = -1;
 	struct sbx_init_ready ready;
+	uid_t uid;
 	pid_t pid;
 	int r;
 
-	if ((r = open_run_dir(ws, false, &run_fd)) < 0)
+	if ((r = open_run_dir(ws, false, &run_fd)) < 0 || (r = docker_container_uid(ws, &uid)) < 0)
 		return r;
-	return sbx_attach_connect_as(run_fd, DOCKER_WHO, container_uid(ws), &ready, &pid,
-	                             &ws->keepalive);
+	return sbx_attach_connect_as(run_fd, DOCKER_WHO, uid, &ready, &pid, &ws->keepalive);
 }
 
 /* The exec server's spec (helpers/init/spec.c) and its READY. The container already is the
@@ -433,6 +384,7 @@ static int start_exec_server(struct docker_ws *ws)
 	/* The server runs as the container's user; later host processes are ours. */
 	if (ws->opts.detached)
 		sbx_buf_printf(&spec, ",\"host_uid\":%u", (unsigned)geteuid());
+	docker_network_spec(ws, &spec);
 	sbx_buf_puts(&spec, "}");
 	if (spec.oom)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
@@ -442,6 +394,8 @@ static int start_exec_server(struct docker_ws *ws)
 		return spec_fd;
 	if ((r = sbx_send_with_fds(ws->keepalive, "s", 1, &spec_fd, 1)) < 0)
 		return sbx_fail(-SBX_EBACKEND, "docker: the exec server went away: %s", strerror(-r));
+	if ((r = docker_network_hand_bridge(ws)) < 0)
+		return r;
 	if (poll(&p, 1, START_TIMEOUT_MS) <= 0)
 		return sbx_fail(-SBX_EBACKEND, "docker: the exec server did not get ready in time");
 	n = recv(ws->keepalive, &msg, sizeof msg, 0);

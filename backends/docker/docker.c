@@ -41,6 +41,7 @@ static void ws_free(struct docker_ws *ws)
 		return;
 	if (ws->keepalive >= 0)
 		close(ws->keepalive);
+	docker_network_stop(ws);
 	docker_options_free(&ws->opts);
 	docker_engine_free(&ws->engine);
 	free(ws->id);
@@ -56,17 +57,22 @@ static void ws_free(struct docker_ws *ws)
 }
 
 /* Network mode "none" is the container's "none"; "host" is the host's network, or Docker's
- * bridge when the config asks for that (outbound access without the host's interfaces). */
+ * bridge when the config asks for that (outbound access without the host's interfaces);
+ * "allowlist" is "none" with the workspace's proxy as the only way out (network.c). */
 static int pick_network(struct docker_ws *ws, const sbx_backend_config *cfg)
 {
 	const char *mode = cfg->network_mode ? cfg->network_mode : "none";
 
+	ws->allowlist = !strcmp(mode, "allowlist");
+	if (ws->allowlist)
+		mode = "none";
 	if (!strcmp(mode, "none") && ws->opts.bridge)
 		return sbx_fail(-SBX_ECONFIG, "config: key 'docker.network': \"bridge\" needs network "
-		                "mode \"host\" (mode \"none\" means no network at all)");
+		                "mode \"host\" (modes \"none\" and \"allowlist\" keep the container "
+		                "off every network)");
 	if (strcmp(mode, "none") != 0 && strcmp(mode, "host") != 0)
 		return sbx_fail(-SBX_ECONFIG, "docker: network mode '%s' is not supported (none, "
-		                "host)", mode);
+		                "allowlist, host)", mode);
 	ws->network = strdup(!strcmp(mode, "none") ? "none" : ws->opts.bridge ? "bridge" : "host");
 	return ws->network ? 0 : sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 }
@@ -152,9 +158,14 @@ static int setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 		ws->limits = cfg->limits;
 	if (cfg->size >= offsetof(sbx_backend_config, read_only) + sizeof cfg->read_only)
 		ws->read_only = cfg->read_only != 0;
+	if (cfg->size >= offsetof(sbx_backend_config, progress_userdata) +
+	                 sizeof cfg->progress_userdata) {
+		ws->progress = cfg->progress;
+		ws->progress_userdata = cfg->progress_userdata;
+	}
 	if ((r = docker_engine_connect(&ws->engine, ws->opts.host, 0)) < 0 ||
 	    (r = find_helpers(ws)) < 0 || (r = make_control_dir(ws)) < 0 ||
-	    (r = pick_user(ws, cfg)) < 0)
+	    (r = pick_user(ws, cfg)) < 0 || (r = docker_network_start(ws, cfg)) < 0)
 		return r;
 	return docker_container_up(ws);
 }
@@ -169,7 +180,11 @@ static int docker_open(const sbx_backend_config *cfg, void **state)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	ws->keepalive = -1;
 	pthread_mutex_init(&ws->lock, NULL);
-	if ((r = setup(ws, cfg)) < 0) {
+	r = setup(ws, cfg);
+	/* Reports belong to the open: a later reset has nobody listening. */
+	ws->progress = NULL;
+	ws->progress_userdata = NULL;
+	if (r < 0) {
 		ws_free(ws);
 		return r;
 	}
@@ -222,7 +237,8 @@ const sbx_backend_ops sbx_backend_docker = {
 	.abi_version = SBX_BACKEND_ABI_VERSION,
 	.name = "docker",
 	.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED |
-	        SBX_BACKEND_CAP_NETWORK_NONE | SBX_BACKEND_CAP_NETWORK_HOST,
+	        SBX_BACKEND_CAP_NETWORK_NONE | SBX_BACKEND_CAP_NETWORK_HOST |
+	        SBX_BACKEND_CAP_NETWORK_ALLOWLIST,
 	.probe = docker_probe,
 	.open = docker_open,
 	.close = docker_close,
@@ -235,4 +251,6 @@ const sbx_backend_ops sbx_backend_docker = {
 	.proc_kill = docker_proc_kill,
 	.proc_release = docker_proc_release,
 	.protected_paths = docker_protected,
+	.set_network = docker_set_network,
+	.base_env = docker_base_env,
 };

@@ -10,10 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <agentsbx/backend.h>
 
 #include "util/buf.h"
 #include "util/json.h"
+#include "mcp/linebuf.h"
 
 #define DOCKER_WHO "docker"
 /* Where the container sees things. */
@@ -58,6 +60,21 @@ int docker_call_upgrade(const struct docker_engine *e, const char *path, const s
 typedef int (*docker_line_fn)(void *arg, const sbx_json *line);
 int docker_call_lines(const struct docker_engine *e, const char *method, const char *path,
                       const char *what, long timeout_ms, docker_line_fn fn, void *arg);
+/* The splitting of such an answer, as its bytes arrive: every line that is a JSON object goes
+ * to fn; anything else, and a line longer than DOCKER_LINE_MAX, is skipped. Feed and finish
+ * (the last line may lack its newline) return 0, or fn's negative code, after which nothing
+ * more is handed on. */
+#define DOCKER_LINE_MAX ((size_t)1 << 20)
+struct docker_lines {
+	docker_line_fn fn;
+	void *arg;
+	sbx_linebuf lines;
+	int stopped;                  /* fn's negative code, once it stopped the transfer */
+};
+void docker_lines_init(struct docker_lines *dl, docker_line_fn fn, void *arg);
+int docker_lines_feed(struct docker_lines *dl, const char *data, size_t len);
+int docker_lines_finish(struct docker_lines *dl);
+void docker_lines_free(struct docker_lines *dl);
 /* Percent-encodes s for a query string or a path segment, appending to b. */
 void docker_url_escape(sbx_buf *b, const char *s);
 
@@ -98,6 +115,7 @@ int docker_control_accept(int lfd, int stop_fd, int timeout_ms, int *conn);
 /* ---- the workspace -------------------------------------------------------------------- */
 
 struct docker_proc;
+struct sbx_netproxy;
 
 struct docker_ws {
 	struct docker_options opts;
@@ -117,7 +135,33 @@ struct docker_ws {
 	                                 runner or the exec server (-1: detached, none) */
 	pthread_mutex_t lock;         /* the live list */
 	struct docker_proc *live;
+	bool allowlist;               /* network mode "allowlist": NetworkMode none plus proxy */
+	struct sbx_netproxy *proxy;   /* its proxy, kept across resets */
+	sbx_open_progress_fn progress; /* the open's listener, during open only (else NULL) */
+	void *progress_userdata;
 };
+
+/* pull.c: one line of a pull's answer, read (pointers into the line; "" for what it lacks,
+ * error NULL unless it reports the failure; byte counts 0 when unknown or not counts). */
+struct docker_pull_event {
+	const char *id, *status, *error;
+	uint64_t current, total;
+};
+void docker_pull_event_read(const sbx_json *line, struct docker_pull_event *ev);
+/* Pulls the configured image, reporting progress to ws->progress. */
+int docker_pull_image(struct docker_ws *ws);
+
+/* network.c: mode "allowlist" */
+int docker_network_start(struct docker_ws *ws, const sbx_backend_config *cfg);
+void docker_network_spec(const struct docker_ws *ws, sbx_buf *spec);
+int docker_network_hand_bridge(struct docker_ws *ws);
+void docker_network_stop(struct docker_ws *ws);
+int docker_set_network(void *state, const char *network_json);
+const char *const *docker_base_env(void *state);
+
+/* user.c: the uid the container's processes have on the host (a numeric docker.user, else
+ * that of its main process, which the engine names). */
+int docker_container_uid(struct docker_ws *ws, uid_t *uid);
 
 /* container.c */
 int docker_container_up(struct docker_ws *ws);

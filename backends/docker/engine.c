@@ -227,61 +227,70 @@ int docker_call_upgrade(const struct docker_engine *e, const char *path, const s
 
 /* ---- answers that are a stream of JSON lines (image pulls) ------------------------------- */
 
+/* Hands every complete line to fn; lines that are not JSON objects, or too long, say nothing
+ * we act on (the status decides). */
+static int dispatch(struct docker_lines *dl)
+{
+	char *line;
+	size_t len;
+	int kind;
+
+	while (!dl->stopped && (kind = sbx_linebuf_next(&dl->lines, &line, &len)) != SBX_LINE_NONE) {
+		sbx_json *v = NULL;
+		char err[64];
+
+		if (kind != SBX_LINE_OK || len == 0 ||
+		    sbx_json_parse(line, len, &v, err, sizeof err) < 0)
+			continue;
+		if (v->type == SBX_JSON_OBJECT)
+			dl->stopped = dl->fn(dl->arg, v);
+		sbx_json_free(v);
+	}
+	return dl->stopped;
+}
+
+void docker_lines_init(struct docker_lines *dl, docker_line_fn fn, void *arg)
+{
+	*dl = (struct docker_lines){ .fn = fn, .arg = arg, .lines = { .max = DOCKER_LINE_MAX } };
+}
+
+int docker_lines_feed(struct docker_lines *dl, const char *data, size_t len)
+{
+	if (dl->stopped)
+		return dl->stopped;
+	if (sbx_linebuf_feed(&dl->lines, data, len) < 0)
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	return dispatch(dl);
+}
+
+int docker_lines_finish(struct docker_lines *dl)
+{
+	return docker_lines_feed(dl, "\n", 1);   /* the last line may lack its newline */
+}
+
+void docker_lines_free(struct docker_lines *dl)
+{
+	sbx_linebuf_free(&dl->lines);
+}
+
 struct line_reader {
-	docker_line_fn fn;
-	void *arg;
-	sbx_buf partial;              /* an unfinished line */
+	struct docker_lines lines;
 	sbx_buf start;                /* the answer's first bytes: an error answer's message */
 };
-
-static int feed_line(struct line_reader *lr, const char *line, size_t len)
-{
-	sbx_json *v = NULL;
-	char err[64];
-	int r;
-
-	if (len == 0 || (len == 1 && line[0] == '\r'))
-		return 0;
-	/* A line that is not JSON says nothing we act on; the status decides. */
-	if (sbx_json_parse(line, len, &v, err, sizeof err) < 0)
-		return 0;
-	r = lr->fn(lr->arg, v);
-	sbx_json_free(v);
-	return r;
-}
 
 static int on_stream_body(void *arg, const char *data, size_t len)
 {
 	struct line_reader *lr = arg;
-	const char *nl;
-	int r;
 
 	if (lr->start.len < 4096)
 		sbx_buf_append(&lr->start, data, len < 4096 - lr->start.len ? len : 4096 - lr->start.len);
-	while ((nl = memchr(data, '\n', len))) {
-		size_t take = (size_t)(nl - data);
-
-		if (lr->partial.len) {
-			sbx_buf_append(&lr->partial, data, take);
-			r = lr->partial.oom ? -SBX_ENOMEM
-			                    : feed_line(lr, lr->partial.data, lr->partial.len);
-			lr->partial.len = 0;
-		} else {
-			r = feed_line(lr, data, take);
-		}
-		if (r < 0)
-			return r;
-		data = nl + 1;
-		len -= take + 1;
-	}
-	sbx_buf_append(&lr->partial, data, len);
-	return lr->partial.oom ? -SBX_ENOMEM : 0;
+	return docker_lines_feed(&lr->lines, data, len);
 }
 
 int docker_call_lines(const struct docker_engine *e, const char *method, const char *path,
                       const char *what, long timeout_ms, docker_line_fn fn, void *arg)
 {
-	struct line_reader lr = { .fn = fn, .arg = arg };
+	struct line_reader lr = { 0 };
 	struct sbx_http_request req;
 	struct sbx_http_response resp;
 	char *url = NULL;
@@ -289,6 +298,7 @@ int docker_call_lines(const struct docker_engine *e, const char *method, const c
 
 	if (asprintf(&url, "%s%s%s", e->base_url, e->api, path) < 0)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	docker_lines_init(&lr.lines, fn, arg);
 	request_for(e, &req, url, NULL, NULL);
 	req.method = method;
 	req.timeout_ms = timeout_ms;
@@ -296,14 +306,15 @@ int docker_call_lines(const struct docker_engine *e, const char *method, const c
 	req.on_body = on_stream_body;
 	req.on_body_arg = &lr;
 	r = sbx_http_request_do(&req, &resp);
-	if (r == 0 && lr.partial.len)
-		r = feed_line(&lr, lr.partial.data, lr.partial.len);
-	if (r < 0 && resp.status < 400) {
-		r = transport_error(e, r, what);
-	} else if (resp.status >= 400) {
+	if (r == 0 && resp.status < 400)
+		r = docker_lines_finish(&lr.lines);
+	if (resp.status >= 400)
 		r = engine_error(what, resp.status, &lr.start);
-	}
-	sbx_buf_free(&lr.partial);
+	else if (lr.lines.stopped)
+		r = lr.lines.stopped;   /* fn's verdict, with its message */
+	else if (r < 0)
+		r = transport_error(e, r, what);
+	docker_lines_free(&lr.lines);
 	sbx_buf_free(&lr.start);
 	sbx_http_response_free(&resp);
 	free(url);

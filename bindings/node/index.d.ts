@@ -198,10 +198,26 @@ export interface McpDeclaration {
   error?: string;
 }
 
+/** One progress event of an open (sbx_open_progress): the docker backend's image pull. */
+export interface OpenProgress {
+  /** "pull": a missing image is being fetched. */
+  phase: string;
+  /** The image reference. */
+  subject: string;
+  /** A layer id, or "" for the image as a whole. */
+  item: string;
+  /** The engine's words: "Pulling fs layer", "Downloading", "Pull complete", ... */
+  status: string;
+  /** Bytes done and the size; 0 when not known. */
+  current: number;
+  total: number;
+}
+
 export declare class Workspace implements AsyncDisposable {
   private constructor();
   /** Opens a workspace; a bad config rejects with ECONFIG naming the key. */
-  static open(config?: WorkspaceConfig | string | null): Promise<Workspace>;
+  static open(config?: WorkspaceConfig | string | null,
+    options?: { onProgress?: (event: OpenProgress) => void }): Promise<Workspace>;
 
   readonly id: string;
   /** The root as commands see it ("/workspace" in a sandbox, the host dir for local). */

@@ -128,11 +128,34 @@ class Workspace {
 
   /**
    * Opens a workspace. config is an object or a JSON string (see sbx_workspace_open); an
-   * invalid one fails with an AgentSbxError ECONFIG naming the key.
+   * invalid one fails with an AgentSbxError ECONFIG naming the key. options.onProgress, when
+   * given, receives each progress event of the open (sbx_workspace_open_with: the docker
+   * backend's image pull) as { phase, subject, item, status, current, total }, in order,
+   * before the promise settles. It cannot stop the open; if it throws, the workspace is
+   * closed again and the open rejects with that error.
    */
-  static async open(config = {}) {
+  static async open(config = {}, options = {}) {
     const text = config === null ? '' : cString(jsonText(config), 'config');
-    return new Workspace(await threads().run('open', [text]));
+    const { onProgress } = options ?? {};
+    if (onProgress !== undefined && typeof onProgress !== 'function') {
+      throw new TypeError('options.onProgress must be a function');
+    }
+    let callbackError = null;
+    const onEvent = onProgress ? ({ progress }) => {
+      if (callbackError || !progress) return;
+      try {
+        onProgress(progress);
+      } catch (err) {
+        callbackError = err;
+      }
+    } : undefined;
+    const ws = new Workspace(await threads().run('open', [text, Boolean(onProgress)],
+      { onEvent }));
+    if (callbackError) {
+      await ws.close();
+      throw callbackError;
+    }
+    return ws;
   }
 
   /** The workspace id. */

@@ -422,7 +422,8 @@ static int usage(const char *why)
 /* "--control-socket PATH" (first): where the host cannot start us with fds 3 and 4 (the
  * docker backend's fast path runs the init as a container's main process), connect to the
  * host's socket, make it the control channel, and take the spec memfd from its first
- * message. Then the usual "--proto 1 --mode inside" follows. */
+ * message (and, when the spec has a proxy_port, the bridge channel from its second:
+ * receive_bridge). Then the usual "--proto 1 --mode inside" follows. */
 static bool started_by_socket;
 
 static int connect_to_host(int *argc, char ***argv)
@@ -444,6 +445,16 @@ static int connect_to_host(int *argc, char ***argv)
 	*argc -= 2;
 	started_by_socket = true;
 	return 0;
+}
+
+static int receive_bridge(void)
+{
+	static const int bridge_fd[1] = { SBX_INIT_BRIDGE_FD };
+	int r = sbx_peer_receive_fds_at(SBX_INIT_CONTROL_FD, bridge_fd, 1);
+
+	if (r < 0)
+		send_error("--control-socket: no proxy bridge from the host: %s", strerror(-r));
+	return r;
 }
 
 int main(int argc, char **argv)
@@ -488,6 +499,9 @@ int main(int argc, char **argv)
 		send_error("%s", err);
 		return 1;
 	}
+	/* Started by socket, the bridge channel is the host's second message. */
+	if (started_by_socket && st.spec.proxy_port && receive_bridge() < 0)
+		return 1;
 	close_inherited_fds(st.direct, st.spec.proxy_port != 0);
 	if (st.spec.proxy_port && fstat(SBX_INIT_BRIDGE_FD, &sb) < 0) {
 		send_error("mode \"allowlist\" without a bridge channel on fd %d", SBX_INIT_BRIDGE_FD);

@@ -154,6 +154,39 @@ typedef struct sbx_workspace sbx_workspace;
  * names the key. On success *out is a new handle, released with sbx_workspace_close(). */
 SBX_API int sbx_workspace_open(const char *config_json, sbx_workspace **out);
 
+/* Since 1.5: what a slow open is doing, reported while sbx_workspace_open_with runs. A backend
+ * reports the phases it has; today the docker backend's image pull ("pull"), one event per
+ * progress line of the engine. Strings are never NULL and are valid only during the call. */
+typedef struct sbx_open_progress {
+	size_t size;          /* sizeof the library's struct: read a field only when size covers
+	                         it (fields are only ever appended) */
+	const char *phase;    /* "pull": a missing image is being fetched */
+	const char *subject;  /* what the phase works on: the image reference for "pull" */
+	const char *item;     /* one part of it: a layer id, or "" for the subject as a whole */
+	const char *status;   /* the backend's words: "Pulling fs layer", "Downloading",
+	                         "Download complete", "Pull complete", "Digest: ...", ... */
+	uint64_t current;     /* bytes of item done, and its size; 0 when not known (total 0: */
+	uint64_t total;       /* no measure, show status only) */
+} sbx_open_progress;
+
+/* Receives the events of one open, on the thread that called sbx_workspace_open_with, before
+ * it returns. It cannot stop the open (close the workspace afterwards instead) and must not
+ * call into the workspace being opened; other library calls are fine. */
+typedef void (*sbx_open_progress_fn)(void *userdata, const sbx_open_progress *event);
+
+/* Options of sbx_workspace_open_with (since 1.5). */
+typedef struct sbx_open_opts {
+	size_t size;                  /* sizeof(sbx_open_opts) */
+	sbx_open_progress_fn progress; /* NULL: no reports */
+	void *progress_userdata;
+} sbx_open_opts;
+
+/* sbx_workspace_open with options (NULL = sbx_workspace_open): progress reports while the
+ * backend gets ready. Reports come only during this call; a later reset that pulls again
+ * reports nothing. Since 1.5. */
+SBX_API int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
+                                    sbx_workspace **out);
+
 /* Stops everything running in the workspace, releases the backend's resources (a temporary
  * workdir is removed) and frees the handle. The handle is freed even when an error is returned.
  * NULL is ignored (returns 0). */

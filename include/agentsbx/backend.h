@@ -71,6 +71,11 @@ typedef struct sbx_backend_config {
 	                                 the way src/util/auditlog.h does; -1 when the log is off */
 	uint64_t audit_max_bytes;     /* the log's rotation size, and how many rotated files stay */
 	int audit_keep;
+	/* Since library 1.5 (read only when size covers it): where a slow open reports what it
+	 * is doing (sbx_open_progress in agentsbx.h; the backend fills every field, size
+	 * included). Call it only from open() and on its thread; NULL: nobody listens. */
+	sbx_open_progress_fn progress;
+	void *progress_userdata;
 } sbx_backend_config;
 
 /* One command to start. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
+#include "cli/progress.h"
 #include "config.h"
 #include "internal.h"
 #include "util/buf.h"
@@ -217,9 +218,17 @@ static int open_from_options(const struct ws_options *o, sbx_workspace **ws)
 	_cleanup_free_ char *config = NULL;
 	int code, r;
 
+	struct cli_progress *progress;
+	sbx_open_opts opts = { .size = sizeof opts, .progress = cli_progress_event };
+
 	if ((code = build_config(o, &config)) != 0)
 		return code;
-	if ((r = sbx_workspace_open(config, ws)) < 0)
+	/* A missing image may take minutes to pull: say so on stderr as it goes. */
+	progress = cli_progress_new(stderr, isatty(STDERR_FILENO));
+	opts.progress_userdata = progress;
+	r = sbx_workspace_open_with(config, progress ? &opts : NULL, ws);
+	cli_progress_end(progress);
+	if (r < 0)
 		return library_error("open workspace", r);
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* The host side of agentsbx-proxy (netproxy.h, helpers/proxy_proto.h). */
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -41,6 +42,22 @@ static const char *const proxy_env[] = {
 	"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.proxy", "GIT_CONFIG_VALUE_0=" PROXY_URL,
 	NULL,
 };
+
+/* Reads a 1.2 member of the backend config only when the core's struct has it. */
+#define CFG_HAS(cfg, member) \
+	((cfg)->size >= offsetof(sbx_backend_config, member) + sizeof (cfg)->member)
+
+void sbx_netproxy_settings_of(struct sbx_netproxy_settings *s, const char *workspace,
+                              const sbx_backend_config *cfg)
+{
+	*s = (struct sbx_netproxy_settings){
+		.workspace = workspace,
+		.network_json = CFG_HAS(cfg, network_json) ? cfg->network_json : NULL,
+		.audit_dir_fd = CFG_HAS(cfg, audit_keep) ? cfg->audit_dir_fd : -1,
+		.audit_max_bytes = CFG_HAS(cfg, audit_keep) ? cfg->audit_max_bytes : 0,
+		.audit_keep = CFG_HAS(cfg, audit_keep) ? cfg->audit_keep : 0,
+	};
+}
 
 const char *const *sbx_netproxy_env(void)
 {

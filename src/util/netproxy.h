@@ -17,6 +17,12 @@ struct sbx_netproxy_settings {
 	int audit_keep;
 };
 
+/* The settings of workspace id from what the core handed a backend's open: the policy and
+ * the audit log's place and limits, each only where the core's config struct has it. */
+struct sbx_backend_config;
+void sbx_netproxy_settings_of(struct sbx_netproxy_settings *s, const char *workspace,
+                              const struct sbx_backend_config *cfg);
+
 /* Starts the proxy and waits until it is ready. who prefixes messages. */
 int sbx_netproxy_start(const char *who, const struct sbx_netproxy_settings *s,
                        struct sbx_netproxy **out);

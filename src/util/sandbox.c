@@ -1064,22 +1064,13 @@ static int restart_detached(struct sbx_sandbox *sb)
 	return attach_or_launch(sb);
 }
 
-/* Reads a 1.2 member of the backend config only when the core's struct has it. */
-#define CFG_HAS(cfg, member) \
-	((cfg)->size >= offsetof(sbx_backend_config, member) + sizeof (cfg)->member)
-
 /* Mode "allowlist": the workspace's proxy, before the sandbox that will reach it. The config
  * copy keeps no pointer to the policy: the core owns it, and it changes. */
 static int start_proxy(struct sbx_sandbox *sb, const sbx_backend_config *cfg)
 {
-	struct sbx_netproxy_settings s = {
-		.workspace = sb->id,
-		.network_json = CFG_HAS(cfg, network_json) ? cfg->network_json : NULL,
-		.audit_dir_fd = CFG_HAS(cfg, audit_keep) ? cfg->audit_dir_fd : -1,
-		.audit_max_bytes = CFG_HAS(cfg, audit_keep) ? cfg->audit_max_bytes : 0,
-		.audit_keep = CFG_HAS(cfg, audit_keep) ? cfg->audit_keep : 0,
-	};
+	struct sbx_netproxy_settings s;
 
+	sbx_netproxy_settings_of(&s, sb->id, cfg);
 	sb->cfg.network_json = NULL;
 	sb->cfg.audit_dir_fd = -1;
 	if (strcmp(sb->network_mode, "allowlist") != 0)

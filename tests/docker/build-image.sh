@@ -7,6 +7,9 @@
 # Usage: build-image.sh [TAG [PROGRAM...]]   (default agentsbx-test:busybox). Idempotent.
 # The shared libraries each PROGRAM needs are added at their host paths: a sanitizer build's
 # agentsbx-run is not static, and the backend binds it into the container.
+# SBX_IMAGE_TOOLS="curl bash ..." also copies those host programs into the image, at their host
+# paths with their libraries (perl with its base library): the network suite's image,
+# agentsbx-test:net, has the clients the ns suites use.
 set -euo pipefail
 tag=${1:-agentsbx-test:busybox}
 shift || true
@@ -28,7 +31,23 @@ done
 ln -sf /bin/env "$root"/usr/bin/env
 # dash and its shared libraries at the same paths as on the host.
 cp /bin/dash "$root"/bin/dash
-for program in /bin/dash "$@"; do
+tools=()
+for tool in ${SBX_IMAGE_TOOLS:-}; do
+  path=$(command -v "$tool") || { echo "build-image.sh: $tool not found" >&2; exit 1; }
+  path=$(readlink -f "$path")
+  mkdir -p "$root$(dirname "$path")"
+  cp "$path" "$root$path"
+  [ -e "$root/usr/bin/$tool" ] || ln -sf "$path" "$root/usr/bin/$tool"
+  tools+=("$path")
+  if [ "$tool" = perl ]; then
+    # Debian's perl-base: the core modules (IO::Socket, IO::Select) every perl has.
+    base=$(perl -e 'print((grep { m{/perl-base$} } @INC)[0] // "")')
+    [ -n "$base" ] || { echo "build-image.sh: perl has no perl-base directory" >&2; exit 1; }
+    mkdir -p "$root$(dirname "$base")"
+    cp -a "$base" "$root$base"
+  fi
+done
+for program in /bin/dash "${tools[@]}" "$@"; do
   for lib in $({ ldd "$program" 2>/dev/null || true; } | grep -o '/[^ ]*'); do
     mkdir -p "$root$(dirname "$lib")"
     cp -L "$lib" "$root$lib"

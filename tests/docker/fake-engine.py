@@ -7,6 +7,12 @@ connects to the container's keepalive control socket, as the real runner would) 
 create. On exec start it plays the runner (connects to the exec's control socket), sends the
 upgraded response with one stdout frame, and then closes the connection while the command
 "runs": what a client sees when the engine stops or crashes mid-exec.
+
+Images named "fakepull/..." are missing until pulled: create answers 404 "No such image", and
+POST /images/create answers with a pull stream in the Engine's format (recorded from a real
+pull) cut into odd chunks, with garbage between the lines: text that is not JSON, JSON that
+is not an object, members of the wrong types, a 2 MiB line. "fakepull/error" ends its stream
+with the engine's error line instead.
 """
 import json
 import os
@@ -15,8 +21,45 @@ import socketserver
 import struct
 import sys
 from http.server import BaseHTTPRequestHandler
+from urllib.parse import unquote
 
-state = {"control_dir": None, "held": []}
+state = {"control_dir": None, "held": [], "pulled": set()}
+
+PULL_STREAM = [
+    {"status": "Pulling from fakepull/image", "id": "v1"},
+    {"status": "Pulling fs layer", "progressDetail": {}, "id": "56f0be66f5a3"},
+    {"status": "Pulling fs layer", "progressDetail": {}, "id": "2335174eaf5d"},
+    {"status": "Downloading", "progressDetail": {"current": 108, "total": 108},
+     "progress": "[=====>]     108B/108B", "id": "2335174eaf5d"},
+    {"status": "Download complete", "progressDetail": {}, "id": "2335174eaf5d"},
+    {"status": "Downloading", "progressDetail": {"current": 36564, "total": 1027922},
+     "progress": "[=>      ]  36.56kB/1.028MB", "id": "56f0be66f5a3"},
+    {"status": "Downloading", "progressDetail": {"current": 1027922, "total": 1027922},
+     "progress": "[=======>]  1.028MB/1.028MB", "id": "56f0be66f5a3"},
+    {"status": "Download complete", "progressDetail": {}, "id": "56f0be66f5a3"},
+    {"status": "Extracting", "progressDetail": {"current": 1027922, "total": 1027922},
+     "id": "56f0be66f5a3"},
+    {"status": "Pull complete", "progressDetail": {}, "id": "56f0be66f5a3"},
+    {"status": "Pull complete", "progressDetail": {}, "id": "2335174eaf5d"},
+    {"status": "Digest: sha256:827ee9e164123c11442c7048acd8b1c80e561e305b20cfda6efe643f56eeb7da"},
+    {"status": "Status: Downloaded newer image for fakepull/image:v1"},
+]
+GARBAGE = [b"this is not json", b"[1, 2, 3]", b"\"a string\"", b"{\"status\": ",
+           b'{"status": 12, "id": ["x"], "progressDetail": {"current": "5", "total": -1}}',
+           b'{"status": "Waiting \\u001b[2J", "progressDetail": 7}',
+           b"{" + b" " * (2 << 20) + b"}"]
+
+
+def pull_stream(image):
+    """The answer's bytes: every recorded line with garbage in between."""
+    lines = []
+    for i, event in enumerate(PULL_STREAM):
+        lines.append(json.dumps(event).encode())
+        lines.append(GARBAGE[i % len(GARBAGE)])
+    if image.startswith("fakepull/error"):
+        lines = lines[:6] + [json.dumps({"errorDetail": {"message": "unknown blob"},
+                                         "error": "unknown blob"}).encode()]
+    return b"\r\n".join(lines)
 RUNNER_DIR = "/.agentsbx/run"
 
 
@@ -66,7 +109,24 @@ class Engine(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.body()
+        if "/images/create?" in self.path:
+            image = unquote(self.path.split("fromImage=")[1].split("&")[0]).split(":")[0]
+            data = pull_stream(image)
+            if not image.startswith("fakepull/error"):
+                state["pulled"].add(image)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            # Odd chunks: lines arrive split anywhere.
+            for i in range(0, len(data), 1009):
+                self.wfile.write(data[i:i + 1009])
+                self.wfile.flush()
+            self.close_connection = True
+            return
         if self.path.endswith("/containers/create"):
+            image = body["Image"]
+            if image.startswith("fakepull/") and image.split(":")[0] not in state["pulled"]:
+                return self.reply(404, {"message": "No such image: " + image})
             for m in body["HostConfig"]["Mounts"]:
                 if m["Target"] == RUNNER_DIR:
                     state["control_dir"] = m["Source"]

@@ -1,4 +1,4 @@
-/* Network policies of the sandbox backends (ns, bwrap): mode "allowlist" lets a command
+/* Network policies of the sandbox backends (ns, bwrap, docker): mode "allowlist" lets a command
  * reach exactly what the allow list names, through the workspace's proxy, by every protocol
  * the proxy speaks — and nothing by any other path a process inside can try; every attempt
  * lands in the audit log with the rule that decided it. Mode "host" is recorded as an
@@ -8,6 +8,10 @@
  * hosts in a network namespace the test makes with `ip netns add` and a veth pair, at
  * documentation addresses (203.0.113.0/24), with their names in a private /etc/hosts bound
  * in a mount namespace of the test process only. Without root those parts skip, saying so.
+ *
+ * On docker the image is agentsbx-test:net (tests/docker/build-image.sh with the clients the
+ * suite runs: curl, bash, perl, getent, git), and the commands run through its exec server,
+ * whose bridge hands connections to the host's proxy over the bound state folder.
  *
  * Inside, the probe tests/probe/sbx-netprobe.c makes the raw attempts. NO_PROXY keeps
  * "localhost" away from the proxy (a tool inside talking to a server inside); the tests
@@ -183,6 +187,11 @@ static void first_external_ipv4(char *out, size_t len)
 }
 
 /* ---- workspaces -------------------------------------------------------------------------- */
+
+static bool is_docker(void)
+{
+	return !strcmp(bt_backend(), "docker");
+}
 
 static sbx_workspace *ws;
 static char *workdir;
@@ -442,10 +451,17 @@ START_TEST(test_direct_connections_fail)
 	free(cmd);
 	ck_assert_int_eq(recv(udp, &byte, 1, MSG_DONTWAIT), -1);
 	close(udp);
-	/* Raw, packet and ICMP sockets: no capability for them. */
+	/* Raw and packet sockets: no capability for them. ICMP datagram sockets: none on ns;
+	 * Docker's default ping_group_range lets any group open one in a container, where it
+	 * has only the container's own loopback to reach. */
 	assert_output_has(ws, "./sbx-netprobe raw", "raw EPERM");
 	assert_output_has(ws, "./sbx-netprobe packet", "packet EPERM");
-	assert_output_has(ws, "./sbx-netprobe ping", "ping EACCES");
+	assert_output_has(ws, "./sbx-netprobe ping", is_docker() ? "ping OK" : "ping EACCES");
+	if (is_docker() && ext[0]) {
+		cmd = bt_fmt("./sbx-netprobe tcp %s 80", ext);
+		assert_output_has(ws, cmd, "tcp ENETUNREACH");
+		free(cmd);
+	}
 	/* And no name service: the resolver the host uses is out of reach. */
 	assert_output_has(ws, "getent hosts example.com || echo no-dns", "no-dns");
 }
@@ -634,6 +650,28 @@ START_TEST(test_local_backend_refuses_allowlist)
 }
 END_TEST
 
+/* The docker backend's proxy lives with the host process, and only its exec server can run
+ * the bridge: the cases where that cannot be are refused, naming the key. */
+START_TEST(test_docker_allowlist_needs_server_and_host)
+{
+	sbx_workspace *w = NULL;
+	char *extra = bt_fmt("\"network\":{\"mode\":\"allowlist\"},\"docker\":{\"image\":\"%s\","
+	                     "\"exec\":\"api\"}", bt_docker_image());
+
+	ck_assert_int_eq(bt_open(workdir, extra, &w), -SBX_ECONFIG);
+	ck_assert_msg(strstr(sbx_last_error(), "key 'docker.exec': network mode 'allowlist' needs "
+	                     "the exec server"), "%s", sbx_last_error());
+	free(extra);
+	extra = bt_fmt("\"network\":{\"mode\":\"allowlist\"},\"docker\":{\"image\":\"%s\","
+	               "\"detached\":true}", bt_docker_image());
+	ck_assert_int_eq(bt_open(workdir, extra, &w), -SBX_ECONFIG);
+	ck_assert_msg(strstr(sbx_last_error(), "key 'docker.detached': network mode 'allowlist' "
+	                     "cannot be used by a detached container"), "%s", sbx_last_error());
+	ck_assert_ptr_null(w);
+	free(extra);
+}
+END_TEST
+
 /* ---- as root: named test hosts in a network namespace ------------------------------------- */
 
 static char netns[32], veth[16];
@@ -759,9 +797,10 @@ START_TEST(test_reaches_exactly_the_allowed_hosts)
 		assert_output_has(ws, cmd, "(2)");
 		free(cmd);
 	}
-	/* Around the proxy: the names resolve inside (the hosts file is bound in), the addresses
-	 * have no route. */
-	assert_output_has(ws, "curl -sS -m 5 --noproxy '*' http://pypi.org/", "curl: (7)");
+	/* Around the proxy: the names resolve inside on ns (the hosts file is bound in), not in
+	 * a container (the engine writes its own); the addresses have no route either way. */
+	assert_output_has(ws, "curl -sS -m 5 --noproxy '*' http://pypi.org/",
+	                  is_docker() ? "curl: (6)" : "curl: (7)");
 	assert_output_has(ws, "./sbx-netprobe tcp 203.0.113.10 80", "tcp ENETUNREACH");
 	assert_output_has(ws, "./sbx-netprobe udp 203.0.113.11 53", "udp ENETUNREACH");
 	assert_output_has(ws, "./sbx-netprobe tcp 203.0.113.1 80", "tcp ENETUNREACH");
@@ -816,6 +855,8 @@ static Suite *network_suite(void)
 	tcase_add_test(policy, test_proxy_dies_with_the_host);
 	tcase_add_test(policy, test_host_mode_recorded_as_exposure);
 	tcase_add_test(policy, test_local_backend_refuses_allowlist);
+	if (is_docker())
+		tcase_add_test(policy, test_docker_allowlist_needs_server_and_host);
 	suite_add_tcase(s, policy);
 
 	root = tcase_create("root");

@@ -18,6 +18,22 @@ function declareTypes() {
   koffi.proto('void sbx_output_cb(int stream, const void *data, size_t len, void *userdata)');
   koffi.proto('int sbx_approval_fn(void *userdata, const char *request_json, void *reason, ' +
     'size_t reason_len)');
+  // Since 1.5. The event arrives as a pointer, decoded with koffi.decode(.., 'sbx_open_progress').
+  koffi.proto('void sbx_open_progress_fn(void *userdata, const void *event)');
+  koffi.struct('sbx_open_progress', {
+    size: 'size_t',
+    phase: 'const char *',
+    subject: 'const char *',
+    item: 'const char *',
+    status: 'const char *',
+    current: 'uint64_t',
+    total: 'uint64_t',
+  });
+  koffi.struct('sbx_open_opts', {
+    size: 'size_t',
+    progress: 'sbx_open_progress_fn *',
+    progress_userdata: 'void *',
+  });
   // Binary payloads (stdin) are `const void *` so koffi passes Buffers without re-encoding.
   koffi.struct('sbx_exec_opts', {
     size: 'size_t',
@@ -59,6 +75,8 @@ const PROTOTYPES = {
   sbx_backends_probe: 'int sbx_backends_probe(_Out_ void **json_out)',
 
   sbx_workspace_open: 'int sbx_workspace_open(const char *config_json, _Out_ sbx_workspace **out)',
+  sbx_workspace_open_with: 'int sbx_workspace_open_with(const char *config_json, ' +
+    'const sbx_open_opts *opts, _Out_ sbx_workspace **out)',
   sbx_workspace_close: 'int sbx_workspace_close(sbx_workspace *ws)',
   sbx_workspace_reset: 'int sbx_workspace_reset(sbx_workspace *ws)',
   sbx_workspace_id: 'const char *sbx_workspace_id(const sbx_workspace *ws)',

@@ -200,9 +200,38 @@ function describe(ws) {
   };
 }
 
-function open(config) {
+// The open's progress callback, registered once per thread like the output callback: it
+// forwards each event to the main thread while the open goes on.
+let forwardProgress = null;
+let progressCallback = null;
+
+function progressCallbackPointer() {
+  if (!progressCallback) {
+    progressCallback = koffi.register((userdata, event) => {
+      if (!forwardProgress) return;
+      const e = koffi.decode(event, 'sbx_open_progress');
+      forwardProgress({ phase: e.phase, subject: e.subject, item: e.item, status: e.status,
+        current: Number(e.current), total: Number(e.total) });
+    }, 'sbx_open_progress_fn *');
+  }
+  return progressCallback;
+}
+
+function open(config, reportProgress, ctx) {
   const out = [null];
-  call('sbx_workspace_open', config, out);
+  if (!reportProgress) {
+    call('sbx_workspace_open', config, out);
+    return { handle: out[0], ...describe(out[0]) };
+  }
+  forwardProgress = (event) => ctx.emit({ progress: event });
+  try {
+    call('sbx_workspace_open_with', config, {
+      size: koffi.sizeof('sbx_open_opts'), progress: progressCallbackPointer(),
+      progress_userdata: null,
+    }, out);
+  } finally {
+    forwardProgress = null;
+  }
   return { handle: out[0], ...describe(out[0]) };
 }
 

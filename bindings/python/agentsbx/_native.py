@@ -49,6 +49,34 @@ OUTPUT_CB = CFUNCTYPE(None, c_int, c_void_p, c_size_t, c_void_p)
 APPROVAL_FN = CFUNCTYPE(c_int, c_void_p, c_char_p, c_void_p, c_size_t)
 
 
+class OpenProgress(Structure):
+    """struct sbx_open_progress (since 1.5)."""
+
+    _fields_ = [
+        ("size", c_size_t),
+        ("phase", c_char_p),
+        ("subject", c_char_p),
+        ("item", c_char_p),
+        ("status", c_char_p),
+        ("current", ctypes.c_uint64),
+        ("total", ctypes.c_uint64),
+    ]
+
+
+# void (*sbx_open_progress_fn)(void *userdata, const sbx_open_progress *event)
+OPEN_PROGRESS_FN = CFUNCTYPE(None, c_void_p, POINTER(OpenProgress))
+
+
+class OpenOpts(Structure):
+    """struct sbx_open_opts (since 1.5)."""
+
+    _fields_ = [
+        ("size", c_size_t),
+        ("progress", OPEN_PROGRESS_FN),
+        ("progress_userdata", c_void_p),
+    ]
+
+
 class ExecOpts(Structure):
     """struct sbx_exec_opts."""
 
@@ -105,6 +133,7 @@ PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "sbx_free": (None, [c_void_p]),
     "sbx_backends_probe": (c_int, [_out_ptr]),
     "sbx_workspace_open": (c_int, [c_char_p, POINTER(_ws)]),
+    "sbx_workspace_open_with": (c_int, [c_char_p, POINTER(OpenOpts), POINTER(_ws)]),
     "sbx_workspace_close": (c_int, [_ws]),
     "sbx_workspace_reset": (c_int, [_ws]),
     "sbx_workspace_id": (c_char_p, [_ws]),

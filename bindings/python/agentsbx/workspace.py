@@ -14,6 +14,7 @@ from . import _native
 from ._closing import Closing
 from ._native import (
     APPROVAL_FN,
+    OPEN_PROGRESS_FN,
     OUTPUT_CB,
     SBX_APPROVE,
     SBX_DENY,
@@ -24,6 +25,7 @@ from ._native import (
     SBX_WRITE_EXCL,
     SBX_WRITE_MKDIRS,
     ExecOpts,
+    OpenOpts,
     SpawnOpts,
     Stat,
 )
@@ -51,6 +53,8 @@ from .results import FILE_TYPES, ExecResult, FileStat
 ApprovalVerdict = Union[bool, str, "tuple[bool, str]", None]
 ApprovalHandler = Callable[[dict[str, Any]], ApprovalVerdict]
 OutputCallback = Callable[[str, bytes], None]
+# Receives each progress event of the open; see Workspace.
+ProgressCallback = Callable[[dict[str, Any]], None]
 Config = Union[Mapping[str, Any], str, None]
 Argv = Union[Sequence[str], str]
 Env = Optional[Mapping[str, Optional[str]]]
@@ -63,9 +67,16 @@ class Workspace(Closing):
 
     config is the JSON object of sbx_workspace_open, as a dict or as JSON text; None means
     "{}" (the default "ns" backend, a private temporary directory).
+
+    on_progress, when given, is called while the workspace opens (sbx_workspace_open_with),
+    on this thread, with each progress event as a dict: {"phase": "pull", "subject": image,
+    "item": layer id or "", "status": the engine's words, "current": bytes, "total": bytes}
+    (0 when not known). It cannot stop the open; an exception it raises closes the workspace
+    again and is raised from here once the open has returned.
     """
 
-    def __init__(self, config: Config = None, *, _borrowed: Optional[c_void_p] = None,
+    def __init__(self, config: Config = None, *, on_progress: Optional[ProgressCallback] = None,
+                 _borrowed: Optional[c_void_p] = None,
                  _release: Optional[Callable[[c_void_p], None]] = None) -> None:
         self._handle: Optional[c_void_p] = None
         # Set for a workspace a Manager handed out: close() gives it back instead.
@@ -76,11 +87,13 @@ class Workspace(Closing):
         self._approval_fn: Optional[Any] = None  # the ctypes callback the C side points to
         lib = _native.load()
         handle = c_void_p()
+        text = None if config is None else json_text(config)
         if _borrowed is not None:
             handle = _borrowed
+        elif on_progress is None:
+            check(lib.sbx_workspace_open(text, byref(handle)))
         else:
-            check(lib.sbx_workspace_open(None if config is None else json_text(config),
-                                         byref(handle)))
+            _open_reporting(lib, text, on_progress, handle)
         self._handle = handle
         # Valid while the handle is open: copied now so they stay readable after close.
         self.id: str = decode(lib.sbx_workspace_id(handle))
@@ -436,6 +449,33 @@ def _output_trampoline(on_output: OutputCallback, errors: list[BaseException]) -
             errors.append(e)
 
     return OUTPUT_CB(deliver)
+
+
+def _progress_event(e: Any) -> dict[str, Any]:
+    return {"phase": decode(e.phase), "subject": decode(e.subject), "item": decode(e.item),
+            "status": decode(e.status), "current": int(e.current), "total": int(e.total)}
+
+
+def _open_reporting(lib: Any, text: Optional[bytes], on_progress: ProgressCallback,
+                    handle: c_void_p) -> None:
+    """sbx_workspace_open_with and a progress callback; the callback's first exception is
+    raised once the open has returned, after closing what it opened."""
+    failure: list[BaseException] = []
+
+    def trampoline(_ud: Any, event: Any) -> None:
+        if failure:
+            return
+        try:
+            on_progress(_progress_event(event.contents))
+        except BaseException as e:  # noqa: BLE001 - re-raised below, outside the C call
+            failure.append(e)
+
+    fn = OPEN_PROGRESS_FN(trampoline)
+    opts = OpenOpts(size=ctypes.sizeof(OpenOpts), progress=fn, progress_userdata=None)
+    check(lib.sbx_workspace_open_with(text, byref(opts), byref(handle)))
+    if failure:
+        lib.sbx_workspace_close(handle)
+        raise failure[0]
 
 
 def _approval_trampoline(handler: ApprovalHandler, errors: threading.local) -> Any:
