@@ -27,6 +27,7 @@
 
 #include "init_proto.h"
 #include "listen.h"
+#include "quota.h"
 #include "peer.h"
 #include "sandbox.h"
 #include "server.h"
@@ -42,6 +43,7 @@ struct init_state {
 	bool direct;
 	uint32_t flags;               /* SBX_INIT_HAS_* */
 	char cgroup_note[244];
+	int files_root;               /* a workspace of our own (quota.h): the host's fd of it */
 };
 
 static void send_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -149,6 +151,9 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 		                       : sbx_default_protected_paths,
 		.hostname = st->spec.hostname,
 		.workspace_readonly = st->spec.workspace_readonly,
+		.workspace_bytes = st->spec.workspace_bytes,
+		.tmp_bytes = st->spec.tmp_bytes,
+		.files_root = &st->files_root,
 	};
 	struct sbx_rootfs_stage *stage = NULL;
 	int workspace_fd = -1;
@@ -211,12 +216,41 @@ static int start_bridge(const int listeners[2], char *err, size_t errlen)
 	return pid < 0 ? (int)pid : 0;
 }
 
+/* Inside mode: the capped file systems bubblewrap could not make (quota.c). */
+static int enter_own_mounts(struct init_state *st, char *err, size_t errlen)
+{
+	const struct sbx_quota_inside q = {
+		.workspace_bytes = st->spec.workspace_bytes,
+		.tmp_bytes = st->spec.tmp_bytes,
+		.binds = st->spec.binds,
+		.n_binds = st->spec.n_binds,
+		.protected_paths = st->spec.protected_paths
+		                       ? (const char *const *)st->spec.protected_paths
+		                       : sbx_default_protected_paths,
+	};
+
+	return sbx_quota_enter_inside(&q, &st->files_root, err, errlen);
+}
+
+/* After READY: the workspace of our own, for the host's file operations (init_proto.h). */
+static void send_files_root(struct init_state *st)
+{
+	const struct sbx_init_spawn msg = { .kind = SBX_INIT_FILES_ROOT };
+
+	if (st->files_root < 0)
+		return;
+	sbx_send_with_fds(SBX_INIT_CONTROL_FD, &msg, sizeof msg, &st->files_root, 1);
+	close(st->files_root);
+	st->files_root = -1;
+}
+
 static int run_init(struct init_state *st, pid_t host_pid)
 {
 	int listeners[2] = { -1, -1 };
 	char err[400] = "";
 
-	if (st->direct && build_sandbox(st, err, sizeof err) < 0) {
+	if ((st->direct ? build_sandbox(st, err, sizeof err)
+	                : enter_own_mounts(st, err, sizeof err)) < 0) {
 		send_error("%s", err);
 		return 1;
 	}
@@ -246,6 +280,7 @@ static int run_init(struct init_state *st, pid_t host_pid)
 	if (st->spec.has_host_uid)
 		sbx_init_peers_allow_uid((unsigned)st->spec.host_uid);
 	send_ready(st, host_pid);
+	send_files_root(st);
 	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
 }
 
@@ -448,7 +483,7 @@ static int connect_to_host(int *argc, char ***argv)
 
 int main(int argc, char **argv)
 {
-	struct init_state st = { 0 };
+	struct init_state st = { .files_root = -1 };
 	char err[400] = "";
 	struct stat sb;
 
