@@ -693,7 +693,9 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	args3(&a, "--tmpfs", "/tmp", NULL);
 	/* The workspace by fd, not by path: the host path can't be swapped under us. */
 	args3(&a, sb->cfg.read_only ? "--ro-bind-fd" : "--bind-fd", "5", SBX_SANDBOX_ROOT);
-	bwrap_protected(&a, pool, fds, sb);
+	/* A capped workspace hides this one; the init protects its paths on the tmpfs. */
+	if (!sbx_quota_disk_bytes(&sb->cfg))
+		bwrap_protected(&a, pool, fds, sb);
 	for (size_t i = 0; i < o->n_binds; i++)
 		args3(&a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
 		      o->binds[i].dest);
