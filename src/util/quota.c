@@ -42,8 +42,10 @@ void sbx_quota_spec_keys(sbx_buf *b, const sbx_backend_config *cfg)
 	sbx_buf_printf(b, "\"tmp_bytes\":%llu,", (unsigned long long)sbx_quota_tmp_bytes(cfg));
 }
 
-/* Why a host directory cannot be capped here: the file system's project quota is the only
- * cap the kernel keeps on a directory tree, and it is off, out of reach, or not one we set. */
+/* Why a host directory cannot be capped here: a project quota is the only cap the kernel
+ * keeps on a directory tree, and it is off, out of reach, or not one we set. Out of reach:
+ * Q_SETQUOTA needs CAP_SYS_ADMIN in the initial user namespace, and the kernel refuses a new
+ * project id or FS_XFLAG_PROJINHERIT from any other (fileattr_set_prepare, -EINVAL). */
 static const char *why_no_project_quota(const char *workdir)
 {
 	_cleanup_close_ int fd = open(workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -51,11 +53,11 @@ static const char *why_no_project_quota(const char *workdir)
 
 	if (fd < 0)
 		return "it cannot be opened";
-	if (syscall(SYS_quotactl_fd, fd, QCMD(Q_GETINFO, PRJQUOTA), 0, &info) < 0) {
-		if (errno == EPERM)
-			return "only root in the host's user namespace may set project quotas";
+	/* Q_GETINFO needs no privilege: it only says whether the quota is on. */
+	if (syscall(SYS_quotactl_fd, fd, QCMD(Q_GETINFO, PRJQUOTA), 0, &info) < 0)
 		return "its file system has no project quota";
-	}
+	if (geteuid() != 0)
+		return "only root in the host's user namespace can set a project quota";
 	return "its file system has project quotas, but this library does not set them yet";
 }
 

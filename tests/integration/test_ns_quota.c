@@ -303,6 +303,36 @@ START_TEST(test_no_way_past_the_cap_to_the_host_disk)
 }
 END_TEST
 
+/* MCP without its host run folder: the gateway speaks over its stream. The server is the
+ * suite's counter (tests/mcp/counter-server.js), copied into the workspace. */
+START_TEST(test_mcp_works_in_a_capped_workspace)
+{
+	const char *src = getenv("SBX_TEST_SOURCE_ROOT");
+	char *script, *res = NULL;
+	sbx_workspace *ws;
+	int r;
+
+	if (access("/usr/bin/node", X_OK) != 0) {
+		fprintf(stderr, "SKIP test_mcp_works_in_a_capped_workspace: no /usr/bin/node\n");
+		return;
+	}
+	ck_assert_ptr_nonnull(src);
+	script = test_slurp(bt_tmp("%s/tests/mcp/counter-server.js", src));
+	ck_assert_ptr_nonnull(script);
+	ws = open_capped(NULL);
+	bt_put(ws, "counter.js", script, 0);
+	r = sbx_mcp_add(ws, NULL, NULL, "c", "{\"command\":\"node\",\"args\":[\"/workspace/counter.js\"]}");
+	ck_assert_msg(r == 0, "mcp add: %d %s", r, sbx_last_error());
+	for (int i = 1; i <= 2; i++) {
+		r = sbx_mcp_call(ws, NULL, NULL, "c", "incr", "{}", &res);
+		ck_assert_msg(r == 0, "mcp call: %d %s", r, sbx_last_error());
+		ck_assert_msg(strstr(res, bt_tmp("\"text\":\"%d\"", i)), "%s", res);
+		sbx_free(res);
+	}
+	sbx_workspace_close(ws);
+}
+END_TEST
+
 static Suite *quota_suite(void)
 {
 	Suite *s = suite_create(bt_tmp("quota-%s", bt_backend()));
@@ -319,6 +349,7 @@ static Suite *quota_suite(void)
 	tcase_add_test(tc, test_reset_gives_a_fresh_capped_workspace);
 	tcase_add_test(tc, test_capped_workspaces_stay_apart);
 	tcase_add_test(tc, test_no_way_past_the_cap_to_the_host_disk);
+	tcase_add_test(tc, test_mcp_works_in_a_capped_workspace);
 	suite_add_tcase(s, tc);
 	return s;
 }
