@@ -204,10 +204,12 @@ static int harden(struct init_state *st, char *err, size_t errlen)
 
 /* Mode "allowlist": the bridge process (bridge.c), forked once the init is hardened and
  * undumpable, so it is both; the init keeps none of its sockets. */
-static int start_bridge(const int listeners[2], char *err, size_t errlen)
+static int start_bridge(const int listeners[2], int files_root, char *err, size_t errlen)
 {
-	static const int init_fds[] = { SBX_INIT_CONTROL_FD };
-	pid_t pid = sbx_bridge_start(listeners, SBX_INIT_BRIDGE_FD, init_fds, 1, err, errlen);
+	/* Nor the capped workspace's unprotected root, which it still holds until after READY. */
+	const int init_fds[] = { SBX_INIT_CONTROL_FD, files_root };
+	pid_t pid = sbx_bridge_start(listeners, SBX_INIT_BRIDGE_FD, init_fds, files_root >= 0 ? 2 : 1,
+	                             err, errlen);
 
 	close(listeners[0]);
 	if (listeners[1] >= 0)
@@ -273,7 +275,7 @@ static int run_init(struct init_state *st, pid_t host_pid)
 		send_error("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
 		return 1;
 	}
-	if (st->spec.proxy_port && start_bridge(listeners, err, sizeof err) < 0) {
+	if (st->spec.proxy_port && start_bridge(listeners, st->files_root, err, sizeof err) < 0) {
 		send_error("%s", err);
 		return 1;
 	}

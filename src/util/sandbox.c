@@ -1147,10 +1147,6 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 		free_sandbox(sb);
 		return r;
 	}
-	if ((r = sbx_quota_check(who, &sb->cfg, sb->opts->detached)) < 0) {
-		free_sandbox(sb);
-		return r;
-	}
 	if (sb->opts->detached && strcmp(sb->network_mode, "allowlist") == 0) {
 		free_sandbox(sb);
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox cannot "
@@ -1446,6 +1442,7 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 		return sbx_fail(-SBX_EINVAL, "%s: a host workdir is required", name);
 	}
 	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0 ||
+	    (r = sbx_quota_check(name, cfg, w->opts.detached)) < 0 ||
 	    (r = sbx_mcp_sandbox_binds(w->workdir, !sbx_quota_disk_bytes(cfg), &w->opts.binds,
 	                               &w->opts.n_binds)) < 0) {
 		free_ws(w);

@@ -720,6 +720,76 @@ START_TEST(test_workspace_read_only)
 }
 END_TEST
 
+/* limits.disk_bytes: /workspace is a tmpfs of the size asked (inodes capped too), /tmp and
+ * /dev/shm are capped, and the root handed to the host is the same file system without the
+ * sandbox's protections, with the host's state folder in it. */
+static int capped_root = -1;
+
+static unsigned long long fs_bytes(const char *path, unsigned long long *inodes)
+{
+	struct statvfs v;
+
+	if (statvfs(path, &v) < 0)
+		return 0;
+	*inodes = v.f_files;
+	return (unsigned long long)v.f_blocks * v.f_frsize;
+}
+
+static int check_capped_workspace(struct sandbox *sb, void *arg)
+{
+	unsigned long long inodes = 0;
+	struct stat in, out;
+	int fd;
+
+	(void)sb;
+	(void)arg;
+	IN_CHECK(fs_bytes("/workspace", &inodes) == 1 << 20, "workspace size");
+	IN_CHECK(inodes == 1024, "workspace inodes %llu", inodes);
+	IN_CHECK(fs_bytes("/tmp", &inodes) == 2 << 20, "/tmp size");
+	IN_CHECK(fs_bytes("/dev/shm", &inodes) == 2 << 20, "/dev/shm size");
+	IN_CHECK(capped_root >= 0, "no root for the host");
+	IN_CHECK(fstat(capped_root, &out) == 0 && stat("/workspace", &in) == 0 &&
+	         in.st_dev == out.st_dev && in.st_ino == out.st_ino, "another file system");
+	/* The same files both ways. */
+	fd = open("/workspace/inside.txt", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	IN_CHECK(fd >= 0, "write inside: %s", strerror(errno));
+	close(fd);
+	fd = openat(capped_root, "inside.txt", O_RDONLY | O_CLOEXEC);
+	IN_CHECK(fd >= 0, "the host does not see it: %s", strerror(errno));
+	close(fd);
+	/* Protected inside, not for the host; the state folder is the host's. */
+	IN_CHECK(create_errno("/workspace/.agentsbx/x") == EROFS, "state folder writable inside");
+	fd = openat(capped_root, ".agentsbx/from-host", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	IN_CHECK(fd >= 0, "the host cannot write its state folder: %s", strerror(errno));
+	close(fd);
+	IN_CHECK(open_write_errno("/workspace/.bashrc") == EROFS, ".bashrc writable inside");
+	/* Its root is the top: ".." leads nowhere else. */
+	fd = openat(capped_root, "..", O_PATH | O_CLOEXEC);
+	IN_CHECK(fd >= 0 && fstat(fd, &in) == 0 && in.st_ino == out.st_ino, ".. leaves the root");
+	close(fd);
+	return 0;
+}
+
+START_TEST(test_capped_workspace)
+{
+	struct sandbox sb;
+
+	if (!sandbox_init(&sb, _i))
+		return;
+	mkdir_host(sb.ws, ".agentsbx");
+	sb.spec.protected_paths = sbx_default_protected_paths;
+	sb.spec.workspace_bytes = 1 << 20;
+	sb.spec.tmp_bytes = 2 << 20;
+	sb.spec.files_root = &capped_root;
+	sandbox_run(&sb, check_capped_workspace, NULL);
+	assert_sandbox_ok(&sb);
+	/* The host's state folder took the host's write; its directory nothing else. */
+	ck_assert_ptr_nonnull(read_host_file(sb.ws, ".agentsbx/from-host"));
+	ck_assert_ptr_null(read_host_file(sb.ws, "inside.txt"));
+	sandbox_fini(&sb);
+}
+END_TEST
+
 START_TEST(test_tmp_is_private)
 {
 	struct sandbox sb;
@@ -1723,6 +1793,7 @@ static Suite *sandbox_build_suite(void)
 	tcase_add_loop_test(tc, test_system_is_read_only, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_workspace_writes_reach_the_host, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_workspace_read_only, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_capped_workspace, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_tmp_is_private, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_dev_is_minimal, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_dev_pts_works, 0, N_PASSES);
