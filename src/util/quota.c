@@ -17,6 +17,9 @@
 
 #define FILES_ROOT_TIMEOUT_MS 15000
 
+/* QCMD of <linux/quota.h> shifts a signed int past its top bit (Q_GETINFO is 0x800005). */
+#define QUOTA_CMD(cmd, type) ((int)(((unsigned)(cmd) << SUBCMDSHIFT) | ((type) & SUBCMDMASK)))
+
 /* Reads a 1.5 member of the backend config only when the core's struct has it. */
 #define CFG_HAS(cfg, member) \
 	((cfg)->size >= offsetof(sbx_backend_config, member) + sizeof (cfg)->member)
@@ -54,7 +57,7 @@ static const char *why_no_project_quota(const char *workdir)
 	if (fd < 0)
 		return "it cannot be opened";
 	/* Q_GETINFO needs no privilege: it only says whether the quota is on. */
-	if (syscall(SYS_quotactl_fd, fd, QCMD(Q_GETINFO, PRJQUOTA), 0, &info) < 0)
+	if (syscall(SYS_quotactl_fd, fd, QUOTA_CMD(Q_GETINFO, PRJQUOTA), 0, &info) < 0)
 		return "its file system has no project quota";
 	if (geteuid() != 0)
 		return "only root in the host's user namespace can set a project quota";
