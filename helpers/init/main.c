@@ -137,6 +137,13 @@ static int receive_workspace(const struct init_state *st, int *fd, char *err, si
 	return r;
 }
 
+/* The spec's protected paths, or the defaults. */
+static const char *const *protected_paths_of(const struct init_state *st)
+{
+	return st->spec.protected_paths ? (const char *const *)st->spec.protected_paths
+	                                : sbx_default_protected_paths;
+}
+
 /* The init's own setup inside the new namespaces (direct mode). Everything that does not
  * depend on the workspace comes first, so a pre-started sandbox has done it before it waits. */
 static int build_sandbox(struct init_state *st, char *err, size_t errlen)
@@ -146,9 +153,7 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 		.rootfs = st->spec.rootfs,
 		.binds = st->spec.binds,
 		.n_binds = st->spec.n_binds,
-		.protected_paths = st->spec.protected_paths
-		                       ? (const char *const *)st->spec.protected_paths
-		                       : sbx_default_protected_paths,
+		.protected_paths = protected_paths_of(st),
 		.hostname = st->spec.hostname,
 		.workspace_readonly = st->spec.workspace_readonly,
 		.workspace_bytes = st->spec.workspace_bytes,
@@ -226,9 +231,7 @@ static int enter_own_mounts(struct init_state *st, char *err, size_t errlen)
 		.tmp_bytes = st->spec.tmp_bytes,
 		.binds = st->spec.binds,
 		.n_binds = st->spec.n_binds,
-		.protected_paths = st->spec.protected_paths
-		                       ? (const char *const *)st->spec.protected_paths
-		                       : sbx_default_protected_paths,
+		.protected_paths = protected_paths_of(st),
 	};
 
 	return sbx_quota_enter_inside(&q, &st->files_root, err, errlen);
