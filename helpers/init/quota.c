@@ -80,7 +80,7 @@ static int clone_tree(int dirfd, const char *rel, int *out)
 int sbx_quota_make_workspace(int basefd, int host_ws_fd, uint64_t bytes, int *files_root,
                              char *err, size_t errlen)
 {
-	_cleanup_close_ int state = -1;
+	_cleanup_close_ int state = -1, ws = -1;
 	int r = sbx_quota_mount_tmpfs(basefd, SBX_SANDBOX_ROOT + 1, "0755", TMPFS_FLAGS, bytes,
 	                              err, errlen);
 
@@ -98,6 +98,16 @@ int sbx_quota_make_workspace(int basefd, int host_ws_fd, uint64_t bytes, int *fi
 	if (r < 0)
 		return sbx_init_fail(err, errlen, r, "workspace: clone its mount for the host: %s",
 		                     strerror(-r));
+	/* The state folder is on the host's disk: writable inside, whatever the protected paths
+	 * say, it would be a way past the cap. The host's clone keeps its own, writable mount. */
+	r = sbx_open_beneath(basefd, SBX_SANDBOX_ROOT + 1, &ws);
+	if (r == 0)
+		r = sbx_remount_tree_at(ws, SBX_STATE_DIR, MS_RDONLY | TMPFS_FLAGS);
+	if (r < 0) {
+		close(SBX_TAKE_FD(*files_root));
+		return sbx_init_fail(err, errlen, r, "workspace: the state folder read-only: %s",
+		                     strerror(-r));
+	}
 	return 0;
 }
 

@@ -300,6 +300,12 @@ START_TEST(test_no_way_past_the_cap_to_the_host_disk)
 	                         "test \"$(stat -f -c %T .)\" = tmpfs", NULL, 0), 0);
 	ck_assert_int_ne(run(ws, "umount /workspace", NULL, 0), 0);
 	sbx_workspace_close(ws);
+	/* Also when the configured protected paths leave the state folder out. */
+	ws = bt_open_ok(NULL, bt_tmp(CAPPED ",\"%s\":{\"protected_paths\":[\".git/hooks/\"]}",
+	                             bt_backend()));
+	ck_assert_int_ne(run(ws, "echo x > /workspace/.agentsbx/fill", NULL, 0), 0);
+	ck_assert_int_eq(run(ws, "echo x > /workspace/.bashrc", NULL, 0), 0);
+	sbx_workspace_close(ws);
 }
 END_TEST
 
