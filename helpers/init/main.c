@@ -229,6 +229,7 @@ static int enter_own_mounts(struct init_state *st, char *err, size_t errlen)
 	const struct sbx_quota_inside q = {
 		.workspace_bytes = st->spec.workspace_bytes,
 		.tmp_bytes = st->spec.tmp_bytes,
+		.tmp_required = st->spec.tmp_required,
 		.binds = st->spec.binds,
 		.n_binds = st->spec.n_binds,
 		.protected_paths = protected_paths_of(st),

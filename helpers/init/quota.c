@@ -269,8 +269,21 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 	if (!q->workspace_bytes && !q->tmp_bytes)
 		return 0;
 	r = sbx_userns_enter(getuid(), getgid(), CLONE_NEWNS, err, errlen);
-	if (r < 0)
-		return r;
+	/* Where the host forbids a namespace below bubblewrap's (Ubuntu's AppArmor profile for
+	 * it can), only a cap the config asked for is worth failing for; the default one gives
+	 * way to bubblewrap's uncapped /tmp. */
+	if (r < 0 && !q->workspace_bytes && !q->tmp_required) {
+		err[0] = '\0';
+		return 0;
+	}
+	if (r < 0) {
+		char why[300];
+
+		snprintf(why, sizeof why, "%s", err);
+		return sbx_init_fail(err, errlen, r, "config: key 'limits.%s': no namespace of our own "
+		                     "below bubblewrap's to mount the capped file system in: %s",
+		                     q->workspace_bytes ? "disk_bytes" : "tmp_bytes", why);
+	}
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return sbx_init_fail(err, errlen, -errno, "make / private: %s", strerror(errno));
 	r = inside_mounts(q, files_root, err, errlen);

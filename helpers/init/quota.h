@@ -3,6 +3,7 @@
 #ifndef SBX_INIT_QUOTA_H
 #define SBX_INIT_QUOTA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,8 @@ int sbx_quota_make_workspace(int basefd, int host_ws_fd, uint64_t bytes, int *fi
 struct sbx_quota_inside {
 	uint64_t workspace_bytes;        /* 0: the workspace stays as bubblewrap bound it */
 	uint64_t tmp_bytes;              /* 0: /tmp and /dev/shm stay uncapped */
+	bool tmp_required;               /* the config asked for tmp_bytes: no falling back to
+	                                    bubblewrap's uncapped /tmp */
 	const struct sbx_bind *binds;    /* the spec's binds: those below /tmp and /workspace are
 	                                    carried over onto the new file systems */
 	size_t n_binds;

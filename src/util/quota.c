@@ -43,6 +43,8 @@ void sbx_quota_spec_keys(sbx_buf *b, const sbx_backend_config *cfg)
 	if (disk)
 		sbx_buf_printf(b, "\"workspace_bytes\":%llu,", (unsigned long long)disk);
 	sbx_buf_printf(b, "\"tmp_bytes\":%llu,", (unsigned long long)sbx_quota_tmp_bytes(cfg));
+	if (CFG_HAS(cfg, tmp_bytes) && cfg->tmp_bytes)
+		sbx_buf_puts(b, "\"tmp_required\":true,");
 }
 
 /* Why a host directory cannot be capped here: a project quota is the only cap the kernel

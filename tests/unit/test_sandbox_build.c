@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "init/mount_util.h"
+#include "init/quota.h"
 #include "init/sandbox.h"
 #include "support.h"
 
@@ -787,6 +788,56 @@ START_TEST(test_capped_workspace)
 	ck_assert_ptr_nonnull(read_host_file(sb.ws, ".agentsbx/from-host"));
 	ck_assert_ptr_null(read_host_file(sb.ws, "inside.txt"));
 	sandbox_fini(&sb);
+}
+END_TEST
+
+/* Under bubblewrap the caps need a namespace of our own (quota.c). Where the host forbids it
+ * (here: user.max_user_namespaces 0 in the namespace the call is made from), the default /tmp
+ * cap gives way and a cap the config asked for fails, naming its key. */
+static int quota_inside_without_userns(const struct sbx_quota_inside *q, char *out, size_t len)
+{
+	int p[2], status, fd = -1;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char err[600] = "";
+		int sysctl, r;
+
+		close(p[0]);
+		if (sbx_userns_enter(getuid(), getgid(), 0, err, sizeof err) < 0 ||
+		    (sysctl = open("/proc/sys/user/max_user_namespaces", O_WRONLY)) < 0 ||
+		    write(sysctl, "0", 1) != 1)
+			_exit(99);
+		r = sbx_quota_enter_inside(q, &fd, err, sizeof err);
+		dprintf(p[1], "%d %d %s", r < 0, fd, err);
+		_exit(0);
+	}
+	close(p[1]);
+	n = read(p[0], out, len - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return exit_code_of(status);
+}
+
+START_TEST(test_caps_under_bwrap_without_a_namespace)
+{
+	struct sbx_quota_inside q = { .tmp_bytes = 1 << 20 };
+	char out[700];
+
+	ck_assert_int_eq(quota_inside_without_userns(&q, out, sizeof out), 0);
+	ck_assert_msg(!strcmp(out, "0 -1 "), "the default cap: %s", out);
+	q.tmp_required = true;
+	ck_assert_int_eq(quota_inside_without_userns(&q, out, sizeof out), 0);
+	ck_assert_msg(!strncmp(out, "1 -1 ", 5) && strstr(out, "'limits.tmp_bytes'"), "%s", out);
+	q.tmp_required = false;
+	q.workspace_bytes = 1 << 20;
+	ck_assert_int_eq(quota_inside_without_userns(&q, out, sizeof out), 0);
+	ck_assert_msg(!strncmp(out, "1 -1 ", 5) && strstr(out, "'limits.disk_bytes'"), "%s", out);
 }
 END_TEST
 
@@ -1794,6 +1845,7 @@ static Suite *sandbox_build_suite(void)
 	tcase_add_loop_test(tc, test_workspace_writes_reach_the_host, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_workspace_read_only, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_capped_workspace, 0, N_PASSES);
+	tcase_add_test(tc, test_caps_under_bwrap_without_a_namespace);
 	tcase_add_loop_test(tc, test_tmp_is_private, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_dev_is_minimal, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_dev_pts_works, 0, N_PASSES);
