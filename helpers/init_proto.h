@@ -76,6 +76,13 @@ enum sbx_init_kind {
  * It still dies with the host. A spare that gets no ACTIVATE within SBX_INIT_PRESTART_IDLE_MS
  * ends by itself. */
 #define SBX_INIT_OUTER 0x13
+
+/* A workspace of the sandbox's own (spec key "workspace_bytes": a size-capped tmpfs):
+ *  SBX_INIT_FILES_ROOT  init → host, right after READY: a struct sbx_init_spawn header whose
+ *                       other fields are zero, carrying one fd: a directory fd of the
+ *                       workspace's file system (a clone of its mount without the sandbox's
+ *                       protections) for the host's file operations (helpers/init/quota.c). */
+#define SBX_INIT_FILES_ROOT 0x14
 #define SBX_INIT_PRESTART_IDLE_MS 35000
 
 /* SBX_INIT_READY flags: what the sandbox got (what it could not get is not an error). */

@@ -48,23 +48,30 @@
  *   open_files       16 .. 1,048,576 (below 16 a shell cannot start a pipeline; the ceiling is
  *                    the kernel's default fs.nr_open)
  *   processes, pids  1 .. 4,194,304 (the kernel's PID_MAX_LIMIT)
+ *   disk_bytes       1 MiB .. 1 TiB (the workspace's files; below 1 MiB not even the
+ *                    library's state folder fits)
+ *   tmp_bytes        1 MiB .. 1 TiB (the sandbox's /tmp and /dev/shm, each)
  */
 typedef struct limit_rule {
 	const char *name;
 	int64_t min, max;
-	size_t offset;       /* in sbx_backend_limits; LIMIT_MAX_OUTPUT for cfg->max_output */
+	size_t offset;       /* of the uint64_t in sbx_config; LIMIT_MAX_OUTPUT for max_output */
 } limit_rule;
 
 #define LIMIT_MAX_OUTPUT SIZE_MAX
 
+#define LIMIT_OF(member) (offsetof(sbx_config, limits) + offsetof(sbx_backend_limits, member))
+
 static const limit_rule limit_rules[] = {
 	{ "max_output", 1, GIB, LIMIT_MAX_OUTPUT },
-	{ "cpu_seconds", 1, 1000000, offsetof(sbx_backend_limits, cpu_seconds) },
-	{ "memory_bytes", MIB, TIB, offsetof(sbx_backend_limits, memory_bytes) },
-	{ "file_size_bytes", 1, TIB, offsetof(sbx_backend_limits, file_size_bytes) },
-	{ "open_files", 16, 1048576, offsetof(sbx_backend_limits, open_files) },
-	{ "processes", 1, 4194304, offsetof(sbx_backend_limits, processes) },
-	{ "pids", 1, 4194304, offsetof(sbx_backend_limits, pids) },
+	{ "cpu_seconds", 1, 1000000, LIMIT_OF(cpu_seconds) },
+	{ "memory_bytes", MIB, TIB, LIMIT_OF(memory_bytes) },
+	{ "file_size_bytes", 1, TIB, LIMIT_OF(file_size_bytes) },
+	{ "open_files", 16, 1048576, LIMIT_OF(open_files) },
+	{ "processes", 1, 4194304, LIMIT_OF(processes) },
+	{ "pids", 1, 4194304, LIMIT_OF(pids) },
+	{ "disk_bytes", MIB, TIB, offsetof(sbx_config, disk_bytes) },
+	{ "tmp_bytes", MIB, TIB, offsetof(sbx_config, tmp_bytes) },
 };
 
 static bool is_lower_alnum(char c)
@@ -399,7 +406,7 @@ static int parse_limits(sbx_config *cfg, const sbx_json *v)
 		if (rule->offset == LIMIT_MAX_OUTPUT)
 			cfg->max_output = (size_t)value;
 		else
-			*(uint64_t *)((char *)&cfg->limits + rule->offset) = (uint64_t)value;
+			*(uint64_t *)((char *)cfg + rule->offset) = (uint64_t)value;
 	}
 	return 0;
 }

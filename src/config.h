@@ -27,6 +27,8 @@ typedef struct sbx_config {
 	int64_t timeout_ms;       /* 0 = none */
 	size_t max_output;        /* per stream */
 	sbx_backend_limits limits;
+	uint64_t disk_bytes;      /* limits.disk_bytes, 0 = not set */
+	uint64_t tmp_bytes;       /* limits.tmp_bytes, 0 = the backend's default */
 	char *network_mode;       /* "none", "allowlist", "host", or NULL when absent */
 	char *network_json;       /* the "network" object as compact JSON, or NULL when absent */
 	enum sbx_baseline baseline;

@@ -17,7 +17,9 @@ struct sbx_workspace {
 	char *workdir;            /* host directory, or NULL */
 	bool workdir_temporary;   /* made by the core, removed at close */
 	char *snapshot_dir;       /* baseline "snapshot": a private copy of workdir from open */
-	int root_fd;              /* O_PATH fd of workdir for HOST_FILES backends, else -1 */
+	int root_fd;              /* O_PATH fd of workdir for HOST_FILES backends, else -1; for
+	                             a capped workspace, the backend's root of its files */
+	bool files_in_sandbox;    /* root_fd is not workdir but the backend's files_root_fd */
 	char **base_env;          /* PATH, HOME, then the config's env: "NAME=value" */
 	pthread_mutex_t procs_lock;
 	struct sbx_process *procs; /* live process handles, so close can stop them */
@@ -35,6 +37,12 @@ struct sbx_workspace {
 
 /* Marks the workspace as used now: every exec, spawn and tool call does (manager.c reads it). */
 void sbx_workspace_touch(sbx_workspace *ws);
+
+/* limits.disk_bytes and limits.tmp_bytes (workspace_quota.c): refused for a backend without
+ * SBX_BACKEND_CAP_DISK_LIMITS and with settings a capped workspace cannot have; after open
+ * and reset, the root of a capped workspace replaces root_fd. */
+int sbx_workspace_check_disk_limits(const sbx_workspace *ws);
+int sbx_workspace_adopt_files_root(sbx_workspace *ws);
 
 /* Kills and releases the backend side of every process handle still open on ws (process.c);
  * the handles stay valid and report the command as killed. */

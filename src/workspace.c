@@ -181,7 +181,9 @@ static int restore_baseline(sbx_workspace *ws)
 
 	if (b == SBX_BASELINE_DEFAULT)
 		b = ws->workdir_temporary ? SBX_BASELINE_EMPTY : SBX_BASELINE_KEEP;
-	if (b == SBX_BASELINE_KEEP || ws->root_fd < 0)
+	/* A capped workspace gets a new, empty file system with the restart (the state folder
+	 * stays on the host); its snapshot, of a temporary workdir, holds no files. */
+	if (b == SBX_BASELINE_KEEP || ws->root_fd < 0 || ws->files_in_sandbox)
 		return 0;
 	if ((r = open_dir_fd(ws->workdir, &root)) < 0 || (r = empty_except_state(root)) < 0)
 		return r;
@@ -254,13 +256,19 @@ static int open_backend(sbx_workspace *ws, const sbx_open_opts *opts)
 		.audit_dir_fd = audit_dir,
 		.audit_max_bytes = ws->cfg->audit_max_bytes,
 		.audit_keep = ws->cfg->audit_keep,
+		.disk_bytes = ws->cfg->disk_bytes,
+		.tmp_bytes = ws->cfg->tmp_bytes,
 	};
 	if (opts && opts->size >= offsetof(sbx_open_opts, progress_userdata) +
 	                           sizeof opts->progress_userdata) {
 		bc.progress = opts->progress;
 		bc.progress_userdata = opts->progress_userdata;
 	}
-	return ws->ops->open(&bc, &ws->state);
+	if ((r = ws->ops->open(&bc, &ws->state)) < 0)
+		return r;
+	if ((r = sbx_workspace_adopt_files_root(ws)) < 0)
+		ws->ops->close(ws->state);
+	return r;
 }
 
 static void free_workspace(sbx_workspace *ws)
@@ -306,7 +314,8 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	pthread_mutex_init(&ws->hooks_lock, NULL);
 	pthread_mutex_init(&ws->network_lock, NULL);
 	if ((r = sbx_config_parse(config_json, &ws->cfg)) < 0 ||
-	    (r = sbx_registry_find(ws->cfg->backend, &ws->ops)) < 0)
+	    (r = sbx_registry_find(ws->cfg->backend, &ws->ops)) < 0 ||
+	    (r = sbx_workspace_check_disk_limits(ws)) < 0)
 		goto fail;
 	r = ws->cfg->id ? ((ws->id = strdup(ws->cfg->id)) ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory"))
 	                : random_id(&ws->id);
@@ -363,9 +372,9 @@ int sbx_workspace_reset(sbx_workspace *ws)
 	 * protects them afresh. */
 	sbx_mcp_shutdown(ws);   /* the gateway dies with the sandbox; the next call starts one */
 	sbx_process_detach_all(ws);
-	if ((r = restore_baseline(ws)) < 0)
+	if ((r = restore_baseline(ws)) < 0 || (r = ws->ops->reset(ws->state)) < 0)
 		return r;
-	return ws->ops->reset(ws->state);
+	return sbx_workspace_adopt_files_root(ws);
 }
 
 void sbx_workspace_touch(sbx_workspace *ws)

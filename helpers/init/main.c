@@ -27,6 +27,7 @@
 
 #include "init_proto.h"
 #include "listen.h"
+#include "quota.h"
 #include "peer.h"
 #include "sandbox.h"
 #include "server.h"
@@ -42,6 +43,7 @@ struct init_state {
 	bool direct;
 	uint32_t flags;               /* SBX_INIT_HAS_* */
 	char cgroup_note[244];
+	int files_root;               /* a workspace of our own (quota.h): the host's fd of it */
 };
 
 static void send_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -135,6 +137,13 @@ static int receive_workspace(const struct init_state *st, int *fd, char *err, si
 	return r;
 }
 
+/* The spec's protected paths, or the defaults. */
+static const char *const *protected_paths_of(const struct init_state *st)
+{
+	return st->spec.protected_paths ? (const char *const *)st->spec.protected_paths
+	                                : sbx_default_protected_paths;
+}
+
 /* The init's own setup inside the new namespaces (direct mode). Everything that does not
  * depend on the workspace comes first, so a pre-started sandbox has done it before it waits. */
 static int build_sandbox(struct init_state *st, char *err, size_t errlen)
@@ -144,11 +153,12 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 		.rootfs = st->spec.rootfs,
 		.binds = st->spec.binds,
 		.n_binds = st->spec.n_binds,
-		.protected_paths = st->spec.protected_paths
-		                       ? (const char *const *)st->spec.protected_paths
-		                       : sbx_default_protected_paths,
+		.protected_paths = protected_paths_of(st),
 		.hostname = st->spec.hostname,
 		.workspace_readonly = st->spec.workspace_readonly,
+		.workspace_bytes = st->spec.workspace_bytes,
+		.tmp_bytes = st->spec.tmp_bytes,
+		.files_root = &st->files_root,
 	};
 	struct sbx_rootfs_stage *stage = NULL;
 	int workspace_fd = -1;
@@ -199,10 +209,12 @@ static int harden(struct init_state *st, char *err, size_t errlen)
 
 /* Mode "allowlist": the bridge process (bridge.c), forked once the init is hardened and
  * undumpable, so it is both; the init keeps none of its sockets. */
-static int start_bridge(const int listeners[2], char *err, size_t errlen)
+static int start_bridge(const int listeners[2], int files_root, char *err, size_t errlen)
 {
-	static const int init_fds[] = { SBX_INIT_CONTROL_FD };
-	pid_t pid = sbx_bridge_start(listeners, SBX_INIT_BRIDGE_FD, init_fds, 1, err, errlen);
+	/* Nor the capped workspace's unprotected root, which it still holds until after READY. */
+	const int init_fds[] = { SBX_INIT_CONTROL_FD, files_root };
+	pid_t pid = sbx_bridge_start(listeners, SBX_INIT_BRIDGE_FD, init_fds, files_root >= 0 ? 2 : 1,
+	                             err, errlen);
 
 	close(listeners[0]);
 	if (listeners[1] >= 0)
@@ -211,12 +223,40 @@ static int start_bridge(const int listeners[2], char *err, size_t errlen)
 	return pid < 0 ? (int)pid : 0;
 }
 
+/* Inside mode: the capped file systems bubblewrap could not make (quota.c). */
+static int enter_own_mounts(struct init_state *st, char *err, size_t errlen)
+{
+	const struct sbx_quota_inside q = {
+		.workspace_bytes = st->spec.workspace_bytes,
+		.tmp_bytes = st->spec.tmp_bytes,
+		.tmp_required = st->spec.tmp_required,
+		.binds = st->spec.binds,
+		.n_binds = st->spec.n_binds,
+		.protected_paths = protected_paths_of(st),
+	};
+
+	return sbx_quota_enter_inside(&q, &st->files_root, err, errlen);
+}
+
+/* After READY: the workspace of our own, for the host's file operations (init_proto.h). */
+static void send_files_root(struct init_state *st)
+{
+	const struct sbx_init_spawn msg = { .kind = SBX_INIT_FILES_ROOT };
+
+	if (st->files_root < 0)
+		return;
+	sbx_send_with_fds(SBX_INIT_CONTROL_FD, &msg, sizeof msg, &st->files_root, 1);
+	close(st->files_root);
+	st->files_root = -1;
+}
+
 static int run_init(struct init_state *st, pid_t host_pid)
 {
 	int listeners[2] = { -1, -1 };
 	char err[400] = "";
 
-	if (st->direct && build_sandbox(st, err, sizeof err) < 0) {
+	if ((st->direct ? build_sandbox(st, err, sizeof err)
+	                : enter_own_mounts(st, err, sizeof err)) < 0) {
 		send_error("%s", err);
 		return 1;
 	}
@@ -239,13 +279,14 @@ static int run_init(struct init_state *st, pid_t host_pid)
 		send_error("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
 		return 1;
 	}
-	if (st->spec.proxy_port && start_bridge(listeners, err, sizeof err) < 0) {
+	if (st->spec.proxy_port && start_bridge(listeners, st->files_root, err, sizeof err) < 0) {
 		send_error("%s", err);
 		return 1;
 	}
 	if (st->spec.has_host_uid)
 		sbx_init_peers_allow_uid((unsigned)st->spec.host_uid);
 	send_ready(st, host_pid);
+	send_files_root(st);
 	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
 }
 
@@ -459,7 +500,7 @@ static int receive_bridge(void)
 
 int main(int argc, char **argv)
 {
-	struct init_state st = { 0 };
+	struct init_state st = { .files_root = -1 };
 	char err[400] = "";
 	struct stat sb;
 

@@ -30,6 +30,7 @@
 
 #include "init/errmsg.h"
 #include "init/mount_util.h"
+#include "init/quota.h"
 #include "init/rootfs_internal.h"
 #include "init/sandbox.h"
 #include "util/cleanup.h"
@@ -676,12 +677,16 @@ static int build_tree(int basefd, const struct sbx_rootfs_spec *spec, const stru
 	if (r == 0 && !spec->rootfs)
 		r = populate_etc(basefd, &p->etc, spec->hostname, err, errlen);
 	if (r == 0)
-		r = sbx_mount_new_at(basefd, "tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", err,
-		                     errlen);
+		r = sbx_quota_mount_tmpfs(basefd, "tmp", "1777", MS_NOSUID | MS_NODEV, spec->tmp_bytes,
+		                          err, errlen);
 	if (r == 0)
 		r = sbx_proc_mount(basefd, p->dev[0], err, errlen);
 	if (r == 0)
 		r = sbx_dev_mount(basefd, p->dev, err, errlen);
+	/* A capped /dev/shm over the one sbx_dev_mount made. */
+	if (r == 0 && spec->tmp_bytes)
+		r = sbx_quota_mount_tmpfs(basefd, "dev/shm", "1777", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		                          spec->tmp_bytes, err, errlen);
 	if (r == 0)
 		r = mount_extra_binds(basefd, spec, p, false, err, errlen);
 	return r;
@@ -690,8 +695,11 @@ static int build_tree(int basefd, const struct sbx_rootfs_spec *spec, const stru
 static int place_workspace(int basefd, const struct sbx_rootfs_spec *spec,
                            const struct pins *p, char *err, size_t errlen)
 {
-	int r = sbx_bind_at(basefd, p->workspace, SBX_SANDBOX_ROOT + 1,
-	                    spec->workspace_readonly ? RO_FLAGS : RW_FLAGS, err, errlen);
+	int r = spec->workspace_bytes
+	        ? sbx_quota_make_workspace(basefd, p->workspace, spec->workspace_bytes,
+	                                   spec->files_root, err, errlen)
+	        : sbx_bind_at(basefd, p->workspace, SBX_SANDBOX_ROOT + 1,
+	                      spec->workspace_readonly ? RO_FLAGS : RW_FLAGS, err, errlen);
 
 	if (r == 0)
 		r = mount_extra_binds(basefd, spec, p, true, err, errlen);

@@ -53,6 +53,11 @@ struct sbx_rootfs_spec {
 	                                       followed, but covered; NULL-terminated */
 	const char *hostname;     /* set in the new UTS namespace */
 	bool workspace_readonly;
+	uint64_t workspace_bytes; /* not 0: /workspace is a tmpfs of this size instead of the host
+	                             directory (init/quota.h), whose state folder is bound in */
+	uint64_t tmp_bytes;       /* not 0: the size of /tmp and /dev/shm */
+	int *files_root;          /* with workspace_bytes: receives the host's fd of the workspace
+	                             (sbx_quota_make_workspace); the caller closes it */
 };
 
 /* Builds the sandbox's root in the current (new) mount namespace and pivots into it: a fresh

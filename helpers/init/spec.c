@@ -120,6 +120,12 @@ static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *sp
 		return take_u64(v, key, &spec->memory_bytes, err, errlen);
 	if (!strcmp(key, "pids"))
 		return take_u64(v, key, &spec->pids, err, errlen);
+	if (!strcmp(key, "workspace_bytes"))
+		return take_u64(v, key, &spec->workspace_bytes, err, errlen);
+	if (!strcmp(key, "tmp_bytes"))
+		return take_u64(v, key, &spec->tmp_bytes, err, errlen);
+	if (!strcmp(key, "tmp_required"))
+		return take_bool(v, key, &spec->tmp_required, err, errlen);
 	if (!strcmp(key, "host_uid")) {
 		if (take_u64(v, key, &spec->host_uid, err, errlen) < 0)
 			return -1;

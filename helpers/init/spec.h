@@ -11,6 +11,11 @@
  *   landlock            bool     restrict writes with Landlock where the kernel has it
  *   workspace_readonly  bool
  *   memory_bytes, pids  integer  cgroup limits (0 / absent = none)
+ *   workspace_bytes     integer  the workspace is a tmpfs of this size, not the host directory
+ *                                (its state folder excepted), handed to the host after READY
+ *   tmp_bytes           integer  the size of /tmp and /dev/shm (0 / absent = uncapped)
+ *   tmp_required        bool     the config asked for that size (under bubblewrap, fail rather
+ *                                than keep bubblewrap's uncapped /tmp)
  *   seccomp_program     bool     fd 6 holds the seccomp program to load
  *   prestart            bool     no workspace yet: build the rest, then wait for ACTIVATE
  * Unknown keys are refused: the backend and the init are built together. */
@@ -36,6 +41,9 @@ struct sbx_init_spec {
 	bool workspace_readonly;
 	uint64_t memory_bytes;
 	uint64_t pids;
+	uint64_t workspace_bytes;     /* 0: the host directory is the workspace */
+	uint64_t tmp_bytes;           /* 0: /tmp and /dev/shm uncapped */
+	bool tmp_required;
 	bool seccomp_program;
 	bool prestart;
 	bool has_host_uid;            /* "host_uid": a uid allowed to connect besides ours */

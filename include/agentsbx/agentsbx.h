@@ -117,7 +117,18 @@ typedef struct sbx_workspace sbx_workspace;
  *   env         object  environment of every command: {"NAME": "value"}
  *   timeout_ms  integer default timeout of each exec in ms (0 = none, the default)
  *   limits      object  max_output (bytes kept per stream, default 16 MiB), cpu_seconds,
- *                       memory_bytes, file_size_bytes, open_files, processes, pids
+ *                       memory_bytes, file_size_bytes, open_files, processes, pids;
+ *                       since 1.5 disk_bytes: what a temporary workspace (no workdir) may
+ *                       hold, 1 MiB .. 1 TiB (and an inode per 4 KiB, at least 1024): its
+ *                       files live in a size-capped file system of the sandbox's own, and a
+ *                       write past the cap fails with ENOSPC inside and -SBX_ENOSPC through
+ *                       this API (the state folder .agentsbx stays on the host, outside the
+ *                       cap). Refused (-SBX_ECONFIG naming the key) with a host workdir (no
+ *                       project quota is set), "baseline": "keep", "mode": "read-only",
+ *                       detached sandboxes, MCP transport "socket", and by backends that
+ *                       cannot enforce it (local, docker); tmp_bytes: the size of the
+ *                       sandbox's /tmp and /dev/shm, each (1 MiB .. 1 TiB, default 1 GiB;
+ *                       refused where the backend cannot enforce it)
  *   network     object  what commands may reach on the network; a backend refuses a mode it
  *                       cannot enforce (-SBX_ECONFIG naming network.mode):
  *                        {"mode": "none"}  the default: a network of its own with only

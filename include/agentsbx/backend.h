@@ -37,6 +37,10 @@ extern "C" {
 #define SBX_BACKEND_CAP_NETWORK_HOST (1u << 3) /* can give commands the host's network */
 #define SBX_BACKEND_CAP_NETWORK_ALLOWLIST (1u << 4) /* since 1.2: can make a proxy that checks
                                                       the allow list the only way out */
+#define SBX_BACKEND_CAP_DISK_LIMITS  (1u << 5) /* since 1.5: honours disk_bytes and tmp_bytes
+                                                  of sbx_backend_config (the core refuses
+                                                  limits.disk_bytes and limits.tmp_bytes for
+                                                  a backend without it) */
 
 /* Resource limits from the "limits" config object; 0 = not set. */
 typedef struct sbx_backend_limits {
@@ -76,6 +80,13 @@ typedef struct sbx_backend_config {
 	 * included). Call it only from open() and on its thread; NULL: nobody listens. */
 	sbx_open_progress_fn progress;
 	void *progress_userdata;
+	/* Since library 1.5 (read only when size covers it; given only to backends with
+	 * SBX_BACKEND_CAP_DISK_LIMITS): */
+	uint64_t disk_bytes;          /* limits.disk_bytes: what the workspace's files may take;
+	                                 0 = not set. A backend that cannot enforce it for this
+	                                 workdir refuses to open, naming the key */
+	uint64_t tmp_bytes;           /* limits.tmp_bytes: the size of the sandbox's own /tmp (and
+	                                 /dev/shm); 0 = the backend's default */
 } sbx_backend_config;
 
 /* One command to start. */
@@ -153,6 +164,14 @@ typedef struct sbx_backend_ops {
 	 * valid while the workspace is open; the proxy settings of mode "allowlist", say. NULL,
 	 * or a NULL function: none. Read once, at open. */
 	const char *const *(*base_env)(void *state);
+	/* Since library 1.5 (older tables end before it and read as NULL). HOST_FILES backends
+	 * whose files do not live in host_dir() but in a file system of the sandbox's own (a
+	 * size-capped workspace, limits.disk_bytes): a directory fd of that file system's root,
+	 * owned by the backend and valid until the next reset() or close(). The core serves the
+	 * file primitives and the tools beneath it, and after a reset carries what the baseline
+	 * keeps (the state folder at least) over to the new root. -1 (or a NULL function): the
+	 * files are in host_dir(). */
+	int (*files_root_fd)(void *state);
 } sbx_backend_ops;
 
 /* Registers a backend in this process (built-ins do this at load time). The table must stay

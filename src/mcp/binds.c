@@ -58,7 +58,8 @@ static int make_run_dir(const char *workdir, char **out)
 	return 0;
 }
 
-int sbx_mcp_sandbox_binds(const char *workdir, struct sbx_bind **binds, size_t *n)
+int sbx_mcp_sandbox_binds(const char *workdir, bool run_folder, struct sbx_bind **binds,
+                          size_t *n)
 {
 	char *gateway = NULL, *run = NULL;
 	int r;
@@ -67,7 +68,7 @@ int sbx_mcp_sandbox_binds(const char *workdir, struct sbx_bind **binds, size_t *
 	if (sbx_helper_path(SBX_MCP_GATEWAY_NAME, &gateway) < 0)
 		return 0;
 	*strrchr(gateway, '/') = '\0';
-	if ((r = append_bind(binds, n, gateway, SBX_MCP_HELPERS_VIEW, false)) < 0)
+	if ((r = append_bind(binds, n, gateway, SBX_MCP_HELPERS_VIEW, false)) < 0 || !run_folder)
 		return r;
 	if ((r = make_run_dir(workdir, &run)) < 0)
 		return r;

@@ -71,6 +71,9 @@ bool sbx_mcp_use_stream(const sbx_workspace *ws)
 {
 	if (ws->cfg->mcp_stream >= 0)
 		return ws->cfg->mcp_stream == 1;
+	/* A capped workspace has no run folder on the host (mcp/binds.c). */
+	if (ws->cfg->disk_bytes)
+		return true;
 	return !(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES);
 }
 
@@ -188,6 +191,8 @@ static int gateway_argv(sbx_workspace *ws, char **exe, char **run_dir)
 		return upload_gateway(ws, exe, run_dir);
 	if (!strcmp(name, "ns") || !strcmp(name, "bwrap")) {
 		*exe = strdup(SBX_MCP_HELPERS_VIEW "/" SBX_MCP_GATEWAY_NAME);
+		if (ws->cfg->disk_bytes)   /* no run folder: the stream needs none */
+			return *exe ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory");
 		*run_dir = strdup(SBX_MCP_RUN_VIEW);
 	} else if (!strcmp(name, "local")) {
 		int r = sbx_helper_path(SBX_MCP_GATEWAY_NAME, exe);

@@ -79,6 +79,19 @@ static int fd_host_path(int fd, char *out, size_t len)
 	return 0;
 }
 
+/* where (a path the kernel gave for an fd) relative to root, "" for root itself; NULL when
+ * outside it. A capped workspace's root is a mount of its own, which the kernel calls "/". */
+static const char *path_below_root(const char *root, const char *where)
+{
+	size_t rl = strlen(root);
+
+	if (rl == 1 && root[0] == '/')
+		return where[0] == '/' ? where + 1 : NULL;
+	if (strncmp(where, root, rl) != 0 || (where[rl] != '/' && where[rl] != '\0'))
+		return NULL;
+	return where[rl] ? where + rl + 1 : "";
+}
+
 /* rel with every existing directory on the way resolved (links included), as a path relative
  * to the root; the components that do not exist yet are kept as written. */
 static int physical_rel(sbx_tool_ctx *ctx, const char *rel, char **out)
@@ -106,13 +119,11 @@ static int physical_rel(sbx_tool_ctx *ctx, const char *rel, char **out)
 			dfd = sbx_path_open(ctx->root_fd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 		}
 		if (dfd >= 0) {
-			size_t rl = strlen(root);
-
 			if ((r = fd_host_path(dfd, where, sizeof where)) < 0)
 				return r;
-			if (strncmp(where, root, rl) != 0 || (where[rl] != '/' && where[rl] != '\0'))
+			const char *prefix = path_below_root(root, where);
+			if (!prefix)
 				return -SBX_EESCAPE;
-			const char *prefix = where[rl] ? where + rl + 1 : "";
 			return asprintf(out, "%s%s%s%s", prefix, *prefix ? "/" : "", name, tail) < 0
 			       ? -SBX_ENOMEM : 0;
 		}
@@ -160,7 +171,7 @@ static int write_checked(sbx_tool_ctx *ctx, const char *rel, const char *shown, 
 	_cleanup_free_ char *name = NULL, *real = NULL;
 	_cleanup_close_ int dirfd = -1;
 	char root[PATH_MAX], where[PATH_MAX];
-	size_t rl;
+	const char *prefix;
 	int r;
 
 	if (ctx->root_fd < 0)
@@ -170,11 +181,9 @@ static int write_checked(sbx_tool_ctx *ctx, const char *rel, const char *shown, 
 	if ((r = fd_host_path(ctx->root_fd, root, sizeof root)) < 0 ||
 	    (r = fd_host_path(dirfd, where, sizeof where)) < 0)
 		return sbx_fail(sbx_errno_code(r), "write %s: %s", shown, strerror(-r));
-	rl = strlen(root);
-	if (strncmp(where, root, rl) != 0 || (where[rl] != '/' && where[rl] != '\0'))
+	if (!(prefix = path_below_root(root, where)))
 		return sbx_fail(-SBX_EESCAPE, "write %s: leads outside the workspace", shown);
-	if (asprintf(&real, "%s%s%s", where[rl] ? where + rl + 1 : "", where[rl] ? "/" : "",
-	             name) < 0)
+	if (asprintf(&real, "%s%s%s", prefix, *prefix ? "/" : "", name) < 0)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if (sbx_tool_path_protected(ctx, real))
 		return sbx_tool_error(out, "Error: %s is protected: the workspace does not allow "

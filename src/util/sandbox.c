@@ -28,6 +28,7 @@
 #include "util/launch.h"
 #include "util/netproxy.h"
 #include "util/path.h"
+#include "util/quota.h"
 #include "util/sandbox.h"
 #include "util/sandbox_attach.h"
 #include "util/sandbox_spare.h"
@@ -56,6 +57,8 @@ struct sbx_sandbox {
 	uint32_t flags;
 	char cgroup_note[244];
 	struct sbx_runclient_set live;
+	int files_root;               /* limits.disk_bytes: the init's fd of the capped workspace
+	                                 (util/quota.h), replaced at every start; else -1 */
 };
 
 /* ---- options ------------------------------------------------------------------------- */
@@ -326,6 +329,7 @@ static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
 	}
 	if (sb->cfg.read_only)
 		sbx_buf_puts(&b, "\"workspace_readonly\":true,");
+	sbx_quota_spec_keys(&b, &sb->cfg);
 	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s,"
 	               "\"seccomp_program\":%s}",
 	               (unsigned long long)sb->cfg.limits.memory_bytes,
@@ -678,7 +682,9 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	/* bwrap's parent is agentsbx-init's single-threaded outer process ("--mode bwrap"), so
 	 * --die-with-parent (PR_SET_PDEATHSIG, which fires when the parent *thread* ends) holds. */
 	args3(&a, "--die-with-parent", "--new-session", NULL);
-	args3(&a, "--as-pid-1", "--disable-userns", NULL);
+	/* No --disable-userns: the init enters a user namespace of its own to mount the capped
+	 * /tmp (helpers/init/quota.c), and its seccomp filter refuses every new one after. */
+	arg(&a, "--as-pid-1");
 	args3(&a, "--hostname", o->hostname, NULL);
 	bwrap_system_dirs(&a, pool, o->rootfs);
 	bwrap_etc(&a, pool, o->rootfs != NULL);
@@ -687,7 +693,9 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	args3(&a, "--tmpfs", "/tmp", NULL);
 	/* The workspace by fd, not by path: the host path can't be swapped under us. */
 	args3(&a, sb->cfg.read_only ? "--ro-bind-fd" : "--bind-fd", "5", SBX_SANDBOX_ROOT);
-	bwrap_protected(&a, pool, fds, sb);
+	/* A capped workspace hides this one; the init protects its paths on the tmpfs. */
+	if (!sbx_quota_disk_bytes(&sb->cfg))
+		bwrap_protected(&a, pool, fds, sb);
 	for (size_t i = 0; i < o->n_binds; i++)
 		args3(&a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
 		      o->binds[i].dest);
@@ -977,6 +985,21 @@ static int launch_from_spare(struct sbx_sandbox *sb, const char *shape)
 	return r < 0 ? r : 0;
 }
 
+/* A capped workspace: the root the init hands over right after READY. */
+static int take_files_root(struct sbx_sandbox *sb)
+{
+	int fd, r;
+
+	if (!sbx_quota_disk_bytes(&sb->cfg))
+		return 0;
+	if ((r = sbx_quota_receive_files_root(sb->ctl, sb->who, &fd)) < 0)
+		return r;
+	if (sb->files_root >= 0)
+		close(sb->files_root);
+	sb->files_root = fd;
+	return 0;
+}
+
 static int launch(struct sbx_sandbox *sb)
 {
 	_cleanup_free_ char *init = NULL, *shape = NULL;
@@ -990,6 +1013,8 @@ static int launch(struct sbx_sandbox *sb)
 	if (can_prestart(sb) && !(shape = spare_shape(sb)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((!shape || launch_from_spare(sb, shape) < 0) && (r = launch_fresh(sb, init)) < 0)
+		return r;
+	if ((r = take_files_root(sb)) < 0)
 		return r;
 	if (shape && sbx_spare_wanted(shape))
 		sbx_spare_schedule(SBX_TAKE_PTR(shape), prestart);
@@ -1005,6 +1030,8 @@ static void free_sandbox(struct sbx_sandbox *sb)
 	sbx_strv_free(sb->placeholders);
 	if (sb->root_fd >= 0)
 		close(sb->root_fd);
+	if (sb->files_root >= 0)
+		close(sb->files_root);
 	free(sb->workdir);
 	free(sb->id);
 	free(sb->network_mode);
@@ -1099,6 +1126,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	sb->pid = -1;
 	sb->pidfd = -1;
 	sb->root_fd = -1;
+	sb->files_root = -1;
 	memcpy(&sb->cfg, cfg, cfg->size < sizeof sb->cfg ? cfg->size : sizeof sb->cfg);
 	sb->workdir = cfg->workdir ? strdup(cfg->workdir) : NULL;
 	sb->id = strdup(cfg->id);
@@ -1410,7 +1438,9 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 		return sbx_fail(-SBX_EINVAL, "%s: a host workdir is required", name);
 	}
 	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0 ||
-	    (r = sbx_mcp_sandbox_binds(w->workdir, &w->opts.binds, &w->opts.n_binds)) < 0) {
+	    (r = sbx_quota_check(name, cfg, w->opts.detached)) < 0 ||
+	    (r = sbx_mcp_sandbox_binds(w->workdir, !sbx_quota_disk_bytes(cfg), &w->opts.binds,
+	                               &w->opts.n_binds)) < 0) {
 		free_ws(w);
 		return r;
 	}
@@ -1456,6 +1486,11 @@ const char *sbx_sandbox_backend_root(void *state)
 {
 	(void)state;
 	return SBX_SANDBOX_ROOT;
+}
+
+int sbx_sandbox_backend_files_root(void *state)
+{
+	return ((struct sandbox_ws *)state)->sb->files_root;
 }
 
 const char *const *sbx_sandbox_backend_protected(void *state)

@@ -96,6 +96,8 @@ const char *sbx_sandbox_backend_host_dir(void *state);
 int sbx_sandbox_backend_spawn(void *state, const sbx_backend_spawn *req, void **proc,
                               int *wait_fd);
 int sbx_sandbox_backend_set_network(void *state, const char *network_json);
+/* limits.disk_bytes: the capped workspace's root for the core (files_root_fd), else -1. */
+int sbx_sandbox_backend_files_root(void *state);
 /* The proxy settings of mode "allowlist" (util/netproxy.h), else NULL. */
 const char *const *sbx_sandbox_backend_env(void *state);
 
@@ -110,7 +112,7 @@ const char *const *sbx_sandbox_backend_protected(void *state);
 		.name = backend_name,                                                          \
 		.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED |                \
 		        SBX_BACKEND_CAP_NETWORK_NONE | SBX_BACKEND_CAP_NETWORK_HOST |          \
-		        SBX_BACKEND_CAP_NETWORK_ALLOWLIST,                                     \
+		        SBX_BACKEND_CAP_NETWORK_ALLOWLIST | SBX_BACKEND_CAP_DISK_LIMITS,       \
 		.probe = probe_fn,                                                             \
 		.open = open_fn,                                                               \
 		.close = sbx_sandbox_backend_close,                                            \
@@ -125,5 +127,6 @@ const char *const *sbx_sandbox_backend_protected(void *state);
 		.protected_paths = sbx_sandbox_backend_protected,                              \
 		.set_network = sbx_sandbox_backend_set_network,                                \
 		.base_env = sbx_sandbox_backend_env,                                           \
+		.files_root_fd = sbx_sandbox_backend_files_root,                               \
 	}
 #endif

@@ -323,6 +323,17 @@ START_TEST(test_probe_and_caps)
 	ck_assert_int_eq(sbx_workspace_open(cfg, &w), -SBX_ECONFIG);
 	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "limits.pids"));
 	free(cfg);
+	/* Nor a sandbox to cap the disk in: commands write the host's disk directly. */
+	cfg = fmt("{\"backend\":\"local\",\"limits\":{\"disk_bytes\":1048576}}");
+	ck_assert_int_eq(sbx_workspace_open(cfg, &w), -SBX_ECONFIG);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "limits.disk_bytes"));
+	ck_assert_ptr_null(w);
+	free(cfg);
+	cfg = fmt("{\"backend\":\"local\",\"workdir\":\"%s\",\"limits\":{\"tmp_bytes\":1048576}}",
+	          workdir);
+	ck_assert_int_eq(sbx_workspace_open(cfg, &w), -SBX_ECONFIG);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "limits.tmp_bytes"));
+	free(cfg);
 }
 END_TEST
 

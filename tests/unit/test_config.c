@@ -425,6 +425,8 @@ static const limit_case limit_cases[] = {
 	{ "open_files", 16, 1048576 },
 	{ "processes", 1, 4194304 },
 	{ "pids", 1, 4194304 },
+	{ "disk_bytes", 1LL << 20, 1LL << 40 },
+	{ "tmp_bytes", 1LL << 20, 1LL << 40 },
 };
 
 static uint64_t limit_value(const sbx_config *cfg, const char *key)
@@ -441,6 +443,10 @@ static uint64_t limit_value(const sbx_config *cfg, const char *key)
 		return cfg->limits.open_files;
 	if (!strcmp(key, "processes"))
 		return cfg->limits.processes;
+	if (!strcmp(key, "disk_bytes"))
+		return cfg->disk_bytes;
+	if (!strcmp(key, "tmp_bytes"))
+		return cfg->tmp_bytes;
 	return cfg->limits.pids;
 }
 

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "init/mount_util.h"
+#include "init/quota.h"
 #include "init/sandbox.h"
 #include "support.h"
 
@@ -717,6 +718,126 @@ START_TEST(test_workspace_read_only)
 	/* Nothing to protect where nothing can be created: no placeholders were made. */
 	ck_assert_ptr_null(read_host_file(sb.ws, ".mcp.json"));
 	sandbox_fini(&sb);
+}
+END_TEST
+
+/* limits.disk_bytes: /workspace is a tmpfs of the size asked (inodes capped too), /tmp and
+ * /dev/shm are capped, and the root handed to the host is the same file system without the
+ * sandbox's protections, with the host's state folder in it. */
+static int capped_root = -1;
+
+static unsigned long long fs_bytes(const char *path, unsigned long long *inodes)
+{
+	struct statvfs v;
+
+	if (statvfs(path, &v) < 0)
+		return 0;
+	*inodes = v.f_files;
+	return (unsigned long long)v.f_blocks * v.f_frsize;
+}
+
+static int check_capped_workspace(struct sandbox *sb, void *arg)
+{
+	unsigned long long inodes = 0;
+	struct stat in, out;
+	int fd;
+
+	(void)sb;
+	(void)arg;
+	IN_CHECK(fs_bytes("/workspace", &inodes) == 1 << 20, "workspace size");
+	IN_CHECK(inodes == 1024, "workspace inodes %llu", inodes);
+	IN_CHECK(fs_bytes("/tmp", &inodes) == 2 << 20, "/tmp size");
+	IN_CHECK(fs_bytes("/dev/shm", &inodes) == 2 << 20, "/dev/shm size");
+	IN_CHECK(capped_root >= 0, "no root for the host");
+	IN_CHECK(fstat(capped_root, &out) == 0 && stat("/workspace", &in) == 0 &&
+	         in.st_dev == out.st_dev && in.st_ino == out.st_ino, "another file system");
+	/* The same files both ways. */
+	fd = open("/workspace/inside.txt", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	IN_CHECK(fd >= 0, "write inside: %s", strerror(errno));
+	close(fd);
+	fd = openat(capped_root, "inside.txt", O_RDONLY | O_CLOEXEC);
+	IN_CHECK(fd >= 0, "the host does not see it: %s", strerror(errno));
+	close(fd);
+	/* Protected inside, not for the host; the state folder is the host's. */
+	IN_CHECK(create_errno("/workspace/.agentsbx/x") == EROFS, "state folder writable inside");
+	fd = openat(capped_root, ".agentsbx/from-host", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	IN_CHECK(fd >= 0, "the host cannot write its state folder: %s", strerror(errno));
+	close(fd);
+	IN_CHECK(open_write_errno("/workspace/.bashrc") == EROFS, ".bashrc writable inside");
+	/* Its root is the top: ".." leads nowhere else. */
+	fd = openat(capped_root, "..", O_PATH | O_CLOEXEC);
+	IN_CHECK(fd >= 0 && fstat(fd, &in) == 0 && in.st_ino == out.st_ino, ".. leaves the root");
+	close(fd);
+	return 0;
+}
+
+START_TEST(test_capped_workspace)
+{
+	struct sandbox sb;
+
+	if (!sandbox_init(&sb, _i))
+		return;
+	mkdir_host(sb.ws, ".agentsbx");
+	sb.spec.protected_paths = sbx_default_protected_paths;
+	sb.spec.workspace_bytes = 1 << 20;
+	sb.spec.tmp_bytes = 2 << 20;
+	sb.spec.files_root = &capped_root;
+	sandbox_run(&sb, check_capped_workspace, NULL);
+	assert_sandbox_ok(&sb);
+	/* The host's state folder took the host's write; its directory nothing else. */
+	ck_assert_ptr_nonnull(read_host_file(sb.ws, ".agentsbx/from-host"));
+	ck_assert_ptr_null(read_host_file(sb.ws, "inside.txt"));
+	sandbox_fini(&sb);
+}
+END_TEST
+
+/* Under bubblewrap the caps need a namespace of our own (quota.c). Where the host forbids it
+ * (here: user.max_user_namespaces 0 in the namespace the call is made from), the default /tmp
+ * cap gives way and a cap the config asked for fails, naming its key. */
+static int quota_inside_without_userns(const struct sbx_quota_inside *q, char *out, size_t len)
+{
+	int p[2], status, fd = -1;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char err[600] = "";
+		int sysctl, r;
+
+		close(p[0]);
+		if (sbx_userns_enter(getuid(), getgid(), 0, err, sizeof err) < 0 ||
+		    (sysctl = open("/proc/sys/user/max_user_namespaces", O_WRONLY)) < 0 ||
+		    write(sysctl, "0", 1) != 1)
+			_exit(99);
+		r = sbx_quota_enter_inside(q, &fd, err, sizeof err);
+		dprintf(p[1], "%d %d %s", r < 0, fd, err);
+		_exit(0);
+	}
+	close(p[1]);
+	n = read(p[0], out, len - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return exit_code_of(status);
+}
+
+START_TEST(test_caps_under_bwrap_without_a_namespace)
+{
+	struct sbx_quota_inside q = { .tmp_bytes = 1 << 20 };
+	char out[700];
+
+	ck_assert_int_eq(quota_inside_without_userns(&q, out, sizeof out), 0);
+	ck_assert_msg(!strcmp(out, "0 -1 "), "the default cap: %s", out);
+	q.tmp_required = true;
+	ck_assert_int_eq(quota_inside_without_userns(&q, out, sizeof out), 0);
+	ck_assert_msg(!strncmp(out, "1 -1 ", 5) && strstr(out, "'limits.tmp_bytes'"), "%s", out);
+	q.tmp_required = false;
+	q.workspace_bytes = 1 << 20;
+	ck_assert_int_eq(quota_inside_without_userns(&q, out, sizeof out), 0);
+	ck_assert_msg(!strncmp(out, "1 -1 ", 5) && strstr(out, "'limits.disk_bytes'"), "%s", out);
 }
 END_TEST
 
@@ -1723,6 +1844,8 @@ static Suite *sandbox_build_suite(void)
 	tcase_add_loop_test(tc, test_system_is_read_only, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_workspace_writes_reach_the_host, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_workspace_read_only, 0, N_PASSES);
+	tcase_add_loop_test(tc, test_capped_workspace, 0, N_PASSES);
+	tcase_add_test(tc, test_caps_under_bwrap_without_a_namespace);
 	tcase_add_loop_test(tc, test_tmp_is_private, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_dev_is_minimal, 0, N_PASSES);
 	tcase_add_loop_test(tc, test_dev_pts_works, 0, N_PASSES);

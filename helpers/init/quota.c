@@ -1,0 +1,297 @@
+/* Size caps on the sandbox's own file systems: a capped /tmp and /dev/shm, and — with
+ * limits.disk_bytes — a workspace that is a capped tmpfs instead of the host directory.
+ *
+ * Such a workspace is the sandbox's, but the host library must still serve files on it. The
+ * init hands it a recursive clone of the tmpfs's mount, taken after the host's state folder
+ * was bound in and before the protected paths are: the clone is a mount tree of its own (in
+ * an anonymous mount namespace that the fd keeps), so the read-only binds laid over
+ * .git/hooks and friends for the sandbox do not apply to the host, while the host's writes
+ * land in the very same tmpfs and count against the same size. The state folder (audit log,
+ * tool sessions, MCP's run folder) stays on the host disk, where a full workspace cannot
+ * starve it.
+ *
+ * In "inside" mode (bubblewrap built the root; Debian's bwrap 0.8.0 cannot size a tmpfs and
+ * leaves the init no capabilities) the init first enters a user and mount namespace of its
+ * own, nested in bubblewrap's, where it may mount. The binds bubblewrap made below /tmp and
+ * /workspace are carried over onto the new file systems by cloning them first. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "init/errmsg.h"
+#include "init/mount_util.h"
+#include "init/quota.h"
+#include "init/rootfs_internal.h"
+#include "util/cleanup.h"
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
+#define TMPFS_FLAGS (MS_NOSUID | MS_NODEV)
+
+uint64_t sbx_quota_inodes(uint64_t bytes)
+{
+	uint64_t n = bytes / SBX_QUOTA_BYTES_PER_INODE;
+
+	return n < SBX_QUOTA_MIN_INODES ? SBX_QUOTA_MIN_INODES : n;
+}
+
+int sbx_quota_mount_tmpfs(int basefd, const char *rel, const char *mode, unsigned long flags,
+                          uint64_t bytes, char *err, size_t errlen)
+{
+	char data[96];
+
+	if (bytes)
+		snprintf(data, sizeof data, "mode=%s,size=%llu,nr_inodes=%llu", mode,
+		         (unsigned long long)bytes, (unsigned long long)sbx_quota_inodes(bytes));
+	else
+		snprintf(data, sizeof data, "mode=%s", mode);
+	return sbx_mount_new_at(basefd, rel, "tmpfs", flags, data, err, errlen);
+}
+
+static int clone_tree(int dirfd, const char *rel, int *out)
+{
+	int fd = (int)syscall(SYS_open_tree, dirfd, rel,
+	                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+
+	if (fd < 0)
+		return -errno;
+	*out = fd;
+	return 0;
+}
+
+int sbx_quota_make_workspace(int basefd, int host_ws_fd, uint64_t bytes, int *files_root,
+                             char *err, size_t errlen)
+{
+	_cleanup_close_ int state = -1, ws = -1;
+	int r = sbx_quota_mount_tmpfs(basefd, SBX_SANDBOX_ROOT + 1, "0755", TMPFS_FLAGS, bytes,
+	                              err, errlen);
+
+	if (r < 0)
+		return r;
+	state = openat(host_ws_fd, SBX_STATE_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (state < 0)
+		return sbx_init_fail(err, errlen, -errno, "workspace: the state folder %s: %s",
+		                     SBX_STATE_DIR, strerror(errno));
+	r = sbx_bind_at(basefd, state, SBX_SANDBOX_ROOT "/" SBX_STATE_DIR + 1, TMPFS_FLAGS, err,
+	                errlen);
+	if (r < 0)
+		return r;
+	r = clone_tree(basefd, SBX_SANDBOX_ROOT + 1, files_root);
+	if (r < 0)
+		return sbx_init_fail(err, errlen, r, "workspace: clone its mount for the host: %s",
+		                     strerror(-r));
+	/* The state folder is on the host's disk: writable inside, whatever the protected paths
+	 * say, it would be a way past the cap. The host's clone keeps its own, writable mount. */
+	r = sbx_open_beneath(basefd, SBX_SANDBOX_ROOT + 1, &ws);
+	if (r == 0)
+		r = sbx_remount_tree_at(ws, SBX_STATE_DIR, MS_RDONLY | TMPFS_FLAGS);
+	if (r < 0) {
+		close(SBX_TAKE_FD(*files_root));
+		return sbx_init_fail(err, errlen, r, "workspace: the state folder read-only: %s",
+		                     strerror(-r));
+	}
+	return 0;
+}
+
+/* ---- inside mode ---------------------------------------------------------------------- */
+
+struct carried {
+	int fd;                   /* a clone of the bind */
+	const char *rel;          /* where it goes, relative to the new file system's root */
+	bool dir;
+};
+
+static bool below(const char *path, const char *top, const char **rest)
+{
+	size_t n = strlen(top);
+
+	if (strncmp(path, top, n) != 0 || path[n] != '/' || !path[n + 1])
+		return false;
+	*rest = path + n + 1;
+	return true;
+}
+
+/* Clones every bind below top, before a new file system hides them. */
+static int clone_binds_below(const struct sbx_quota_inside *q, const char *top,
+                             struct carried *out, size_t *n, char *err, size_t errlen)
+{
+	*n = 0;
+	for (size_t i = 0; i < q->n_binds; i++) {
+		const char *rest;
+		struct stat st;
+		int r;
+
+		if (!below(q->binds[i].dest, top, &rest))
+			continue;
+		r = clone_tree(AT_FDCWD, q->binds[i].dest, &out[*n].fd);
+		if (r < 0)
+			return sbx_init_fail(err, errlen, r, "clone the bind %s: %s", q->binds[i].dest,
+			                     strerror(-r));
+		out[*n].rel = rest;
+		out[*n].dir = fstat(out[*n].fd, &st) == 0 && S_ISDIR(st.st_mode);
+		++*n;
+	}
+	return 0;
+}
+
+/* Attaches the clones below rootfd (prefix + their path), making their mount points. */
+static int attach_carried(int rootfd, const char *prefix, struct carried *c, size_t n,
+                          char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *rel = NULL;
+		_cleanup_close_ int parent = -1, point = -1;
+		char *slash;
+		int r;
+
+		if (asprintf(&rel, "%s%s", prefix, c[i].rel) < 0)
+			return sbx_init_fail(err, errlen, -ENOMEM, "out of memory");
+		slash = strrchr(rel, '/');
+		if (slash) {
+			*slash = '\0';
+			r = sbx_mkdirs_beneath(rootfd, rel, &parent);
+		} else {
+			r = (parent = fcntl(rootfd, F_DUPFD_CLOEXEC, 3)) < 0 ? -errno : 0;
+		}
+		if (r == 0)
+			r = sbx_mountpoint_at(parent, slash ? slash + 1 : rel, c[i].dir, &point);
+		if (r == 0 && syscall(SYS_move_mount, c[i].fd, "", parent, slash ? slash + 1 : rel,
+		                      MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			r = -errno;
+		if (r < 0)
+			return sbx_init_fail(err, errlen, r, "carry a bind over to %s: %s", c[i].rel,
+			                     strerror(-r));
+	}
+	return 0;
+}
+
+static void close_carried(struct carried *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		close(c[i].fd);
+}
+
+/* The capped workspace, built at /tmp/workspace of the new /tmp (the only place where we may
+ * make a mount point and the protection's cover file) and then moved to /workspace. */
+static int inside_workspace(const struct sbx_quota_inside *q, int tmpfd, int host_ws,
+                            struct carried *c, size_t n, int *files_root, char *err,
+                            size_t errlen)
+{
+	int r = sbx_quota_make_workspace(tmpfd, host_ws, q->workspace_bytes, files_root, err,
+	                                 errlen);
+
+	if (r == 0)
+		r = attach_carried(tmpfd, SBX_SANDBOX_ROOT "/" + 1, c, n, err, errlen);
+	if (r == 0)
+		r = sbx_protect_paths(tmpfd, q->protected_paths, err, errlen);
+	if (r == 0 && syscall(SYS_move_mount, tmpfd, SBX_SANDBOX_ROOT + 1, AT_FDCWD,
+	                      SBX_SANDBOX_ROOT, 0) < 0)
+		r = sbx_init_fail(err, errlen, -errno, "move the workspace to %s: %s",
+		                  SBX_SANDBOX_ROOT, strerror(errno));
+	if (r == 0)
+		unlinkat(tmpfd, SBX_SANDBOX_ROOT + 1, AT_REMOVEDIR);
+	return r;
+}
+
+/* A new capped tmpfs at rel (of rootfd, the sandbox's "/"), and an fd of it. */
+static int new_tmp(const struct sbx_quota_inside *q, int rootfd, const char *rel, int *fd,
+                   char *err, size_t errlen)
+{
+	int r = sbx_quota_mount_tmpfs(rootfd, rel, "1777", TMPFS_FLAGS, q->tmp_bytes, err, errlen);
+
+	if (r == 0 && (r = sbx_open_beneath(rootfd, rel, fd)) < 0)
+		r = sbx_init_fail(err, errlen, r, "open /%s: %s", rel, strerror(-r));
+	return r;
+}
+
+static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char *err,
+                         size_t errlen)
+{
+	struct carried *in_tmp = calloc(q->n_binds + 1, sizeof *in_tmp);
+	struct carried *in_ws = calloc(q->n_binds + 1, sizeof *in_ws);
+	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int host_ws = -1, tmpfd = -1, shm = -1;
+	size_t n_tmp = 0, n_ws = 0;
+	int r = in_tmp && in_ws ? 0 : sbx_init_fail(err, errlen, -ENOMEM, "out of memory");
+
+	if (r == 0 && rootfd < 0)
+		r = sbx_init_fail(err, errlen, -errno, "open /: %s", strerror(errno));
+
+	if (r == 0)
+		r = clone_binds_below(q, "/tmp", in_tmp, &n_tmp, err, errlen);
+	if (r == 0 && q->workspace_bytes)
+		r = clone_binds_below(q, SBX_SANDBOX_ROOT, in_ws, &n_ws, err, errlen);
+	if (r == 0 && q->workspace_bytes &&
+	    (host_ws = open(SBX_SANDBOX_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = sbx_init_fail(err, errlen, -errno, "open %s: %s", SBX_SANDBOX_ROOT,
+		                  strerror(errno));
+	if (r == 0)
+		r = new_tmp(q, rootfd, "tmp", &tmpfd, err, errlen);
+	if (r == 0 && q->workspace_bytes)
+		r = inside_workspace(q, tmpfd, host_ws, in_ws, n_ws, files_root, err, errlen);
+	if (r == 0)
+		r = attach_carried(tmpfd, "", in_tmp, n_tmp, err, errlen);
+	if (r == 0)
+		r = new_tmp(q, rootfd, "dev/shm", &shm, err, errlen);
+	if (in_tmp)
+		close_carried(in_tmp, n_tmp);
+	if (in_ws)
+		close_carried(in_ws, n_ws);
+	free(in_tmp);
+	free(in_ws);
+	return r;
+}
+
+int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, char *err,
+                           size_t errlen)
+{
+	int r;
+
+	*files_root = -1;
+	if (!q->workspace_bytes && !q->tmp_bytes)
+		return 0;
+	r = sbx_userns_enter(getuid(), getgid(), CLONE_NEWNS, err, errlen);
+	/* Where the host forbids a namespace below bubblewrap's (Ubuntu's AppArmor profile for
+	 * it can), only a cap the config asked for is worth failing for; the default one gives
+	 * way to bubblewrap's uncapped /tmp. */
+	if (r < 0 && !q->workspace_bytes && !q->tmp_required) {
+		err[0] = '\0';
+		return 0;
+	}
+	if (r < 0) {
+		char why[300];
+
+		snprintf(why, sizeof why, "%s", err);
+		return sbx_init_fail(err, errlen, r, "config: key 'limits.%s': no namespace of our own "
+		                     "below bubblewrap's to mount the capped file system in: %s",
+		                     q->workspace_bytes ? "disk_bytes" : "tmp_bytes", why);
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return sbx_init_fail(err, errlen, -errno, "make / private: %s", strerror(errno));
+	r = inside_mounts(q, files_root, err, errlen);
+	/* The cwd bubblewrap gave us is the directory now hidden under the new workspace. */
+	if (r == 0 && chdir(SBX_SANDBOX_ROOT) < 0)
+		r = sbx_init_fail(err, errlen, -errno, "chdir %s: %s", SBX_SANDBOX_ROOT,
+		                  strerror(errno));
+	if (r < 0 && *files_root >= 0)
+		close(SBX_TAKE_FD(*files_root));
+	return r;
+}
