@@ -36,6 +36,11 @@ uint64_t sbx_quota_tmp_bytes(const sbx_backend_config *cfg)
 	return v ? v : SBX_QUOTA_DEFAULT_TMP_BYTES;
 }
 
+bool sbx_quota_asked(const sbx_backend_config *cfg)
+{
+	return sbx_quota_disk_bytes(cfg) || (CFG_HAS(cfg, tmp_bytes) && cfg->tmp_bytes);
+}
+
 void sbx_quota_spec_keys(sbx_buf *b, const sbx_backend_config *cfg)
 {
 	uint64_t disk = sbx_quota_disk_bytes(cfg);

@@ -17,6 +17,8 @@
 /* limits.disk_bytes (0 = none) and the /tmp size (the default where not given). */
 uint64_t sbx_quota_disk_bytes(const sbx_backend_config *cfg);
 uint64_t sbx_quota_tmp_bytes(const sbx_backend_config *cfg);
+/* Whether the config asks for a cap itself (limits.disk_bytes, or limits.tmp_bytes). */
+bool sbx_quota_asked(const sbx_backend_config *cfg);
 
 /* The init's spec keys for them ("workspace_bytes", "tmp_bytes"), each followed by ','. */
 void sbx_quota_spec_keys(sbx_buf *b, const sbx_backend_config *cfg);

@@ -291,6 +291,16 @@ static const char *path_below(const char *path, const char *dir)
 	return path + n + 1;
 }
 
+/* Under bubblewrap (0.8.0 cannot size a tmpfs), a capped /tmp or workspace needs the init
+ * to enter a user and mount namespace of its own (helpers/init/quota.c), which
+ * --disable-userns would forbid; its seccomp filter refuses every namespace after that. Only
+ * a config that asks for a cap pays for it with bubblewrap's backstop: without one, /tmp is
+ * bubblewrap's, uncapped, as it always was. */
+static bool bwrap_caps_tmpfs(const struct sbx_sandbox *sb)
+{
+	return sbx_quota_asked(&sb->cfg);
+}
+
 /* The init's spec. A pre-started init gets the same without the workspace id (it serves
  * any workspace of this shape, and the id only names a cgroup, which such a sandbox has not). */
 static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
@@ -329,7 +339,8 @@ static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
 	}
 	if (sb->cfg.read_only)
 		sbx_buf_puts(&b, "\"workspace_readonly\":true,");
-	sbx_quota_spec_keys(&b, &sb->cfg);
+	if (sb->mode == SBX_SANDBOX_DIRECT || bwrap_caps_tmpfs(sb))
+		sbx_quota_spec_keys(&b, &sb->cfg);
 	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s,"
 	               "\"seccomp_program\":%s}",
 	               (unsigned long long)sb->cfg.limits.memory_bytes,
@@ -682,9 +693,9 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	/* bwrap's parent is agentsbx-init's single-threaded outer process ("--mode bwrap"), so
 	 * --die-with-parent (PR_SET_PDEATHSIG, which fires when the parent *thread* ends) holds. */
 	args3(&a, "--die-with-parent", "--new-session", NULL);
-	/* No --disable-userns: the init enters a user namespace of its own to mount the capped
-	 * /tmp (helpers/init/quota.c), and its seccomp filter refuses every new one after. */
 	arg(&a, "--as-pid-1");
+	if (!bwrap_caps_tmpfs(sb))
+		arg(&a, "--disable-userns");
 	args3(&a, "--hostname", o->hostname, NULL);
 	bwrap_system_dirs(&a, pool, o->rootfs);
 	bwrap_etc(&a, pool, o->rootfs != NULL);

@@ -196,11 +196,14 @@ START_TEST(test_tmp_and_shm_are_capped)
 		              "6.4 MB into a 2 MiB %s: exit %d, %s", dir, code, err);
 	}
 	sbx_workspace_close(ws);
-	/* Without the key: the default cap, 1 GiB, not half the host's memory. */
-	ws = bt_open_ok(NULL, NULL);
-	ck_assert_int_eq(df_kib(ws, "/tmp"), 1024 * 1024);
-	ck_assert_int_eq(df_kib(ws, "/dev/shm"), 1024 * 1024);
-	sbx_workspace_close(ws);
+	/* Without the key: the default cap, 1 GiB, not half the host's memory -- except under
+	 * bubblewrap, which then keeps its --disable-userns and its own /tmp (README). */
+	if (strcmp(bt_backend(), "bwrap") != 0) {
+		ws = bt_open_ok(NULL, NULL);
+		ck_assert_int_eq(df_kib(ws, "/tmp"), 1024 * 1024);
+		ck_assert_int_eq(df_kib(ws, "/dev/shm"), 1024 * 1024);
+		sbx_workspace_close(ws);
+	}
 }
 END_TEST
 
