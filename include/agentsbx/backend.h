@@ -148,6 +148,14 @@ typedef struct sbx_backend_ops {
 	 * valid while the workspace is open; the proxy settings of mode "allowlist", say. NULL,
 	 * or a NULL function: none. Read once, at open. */
 	const char *const *(*base_env)(void *state);
+	/* Since library 1.5 (older tables end before it and read as NULL). The capabilities of
+	 * a workspace opened with options_json (the object under the backend's name, "{}" if
+	 * absent), asked before open() and before the core prepares a host workdir: a backend
+	 * whose options decide where the files live (docker's "volume") clears
+	 * SBX_BACKEND_CAP_HOST_FILES here. Only bits of `caps` count (the core masks the
+	 * answer with it); a negative return refuses the options, with a message naming the
+	 * key. NULL, or a NULL function: `caps` for every workspace. */
+	int (*workspace_caps)(const char *options_json, uint32_t *caps);
 } sbx_backend_ops;
 
 /* Registers a backend in this process (built-ins do this at load time). The table must stay

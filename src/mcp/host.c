@@ -71,7 +71,7 @@ bool sbx_mcp_use_stream(const sbx_workspace *ws)
 {
 	if (ws->cfg->mcp_stream >= 0)
 		return ws->cfg->mcp_stream == 1;
-	return !(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES);
+	return !(ws->caps & SBX_BACKEND_CAP_HOST_FILES);
 }
 
 static int read_gateway_binary(char **data, size_t *len)
@@ -184,7 +184,7 @@ static int gateway_argv(sbx_workspace *ws, char **exe, char **run_dir)
 {
 	const char *name = ws->ops->name;
 
-	if (!(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES))
+	if (!(ws->caps & SBX_BACKEND_CAP_HOST_FILES))
 		return upload_gateway(ws, exe, run_dir);
 	if (!strcmp(name, "ns") || !strcmp(name, "bwrap")) {
 		*exe = strdup(SBX_MCP_HELPERS_VIEW "/" SBX_MCP_GATEWAY_NAME);
