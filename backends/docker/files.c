@@ -438,17 +438,23 @@ static int add_missing_dirs(struct docker_ws *ws, sbx_buf *tar, const char *miss
 /* The temporary file is renamed over the target (replacing a link rather than following
  * it); with excl it is linked to the target's name instead, which fails when that exists. */
 static int install(struct docker_ws *ws, const char *rel, const char *tmp, const char *dest,
-                   bool excl)
+                   bool excl, bool over_link)
 {
 	const char *mv[] = { "mv", "-fT", "--", tmp, dest, NULL };
 	const char *ln[] = { "ln", "--", tmp, dest, NULL };
 	const char *rm[] = { "rm", "-f", "--", tmp, NULL };
+	const char *rm_link[] = { "rm", "-f", "--", dest, NULL };
 	_cleanup_free_ char *what = NULL;
-	int r;
+	int r = 0;
 
 	if (asprintf(&what, "write '%s'", rel) < 0)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
-	r = run_command(ws, excl ? ln : mv, what);
+	/* A link the file replaces goes first: some mv -T (busybox's) follow a link to a
+	 * directory and refuse. The one moment without either is a link's, not a file's. */
+	if (over_link && !excl)
+		r = run_command(ws, rm_link, what);
+	if (r == 0)
+		r = run_command(ws, excl ? ln : mv, what);
 	if (r < 0 || excl) {
 		char err[512];
 		snprintf(err, sizeof err, "%s", sbx_last_error());
@@ -521,7 +527,8 @@ int docker_file_write(void *state, const char *rel, const void *data, size_t len
 		r = sbx_fail(r, "write '%s': %s", rel, err);
 	}
 	if (r == 0)
-		r = install(ws, rel, tmp, dest, flags & SBX_WRITE_EXCL);
+		r = install(ws, rel, tmp, dest, flags & SBX_WRITE_EXCL,
+		            target.exists && target.st.type == SBX_FILE_SYMLINK);
 	sbx_buf_free(&tar);
 	walk_free(&w);
 	walk_free(&target);
@@ -697,6 +704,38 @@ int docker_file_list(void *state, const char *rel, char **json_out)
 		free(ls.v[i].name);
 	free(ls.v);
 	sbx_http_response_free(&resp);
+	walk_free(&w);
+	return r;
+}
+
+/* ---- the working directory of a command ------------------------------------------------ */
+
+/* The core checks a cwd only by its name where the files are not on the host: here it is
+ * resolved like any path of the file ops, and the command starts in what it resolved to. */
+int docker_volume_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wait_fd)
+{
+	struct docker_ws *ws = state;
+	size_t n = strlen(DOCKER_WORKSPACE);
+	sbx_backend_spawn copy;
+	struct walk w;
+	int r;
+
+	if (!ws->volume || !req->cwd || !strcmp(req->cwd, DOCKER_WORKSPACE))
+		return docker_spawn(state, req, proc, wait_fd);
+	*proc = NULL;
+	*wait_fd = -1;
+	if (strncmp(req->cwd, DOCKER_WORKSPACE "/", n + 1) != 0)
+		return sbx_fail(-SBX_EESCAPE, "cwd '%s' is outside the workspace", req->cwd);
+	r = walk(ws, "cwd", req->cwd + n + 1, true, &w);
+	if (r == 0 && !w.exists)
+		r = sbx_fail(-SBX_ENOENT, "cwd '%s': no such directory", req->cwd);
+	else if (r == 0 && w.st.type != SBX_FILE_DIRECTORY)
+		r = sbx_fail(-SBX_ENOTDIR, "cwd '%s': not a directory", req->cwd);
+	if (r == 0) {
+		copy = *req;
+		copy.cwd = w.path;
+		r = docker_spawn(state, &copy, proc, wait_fd);
+	}
 	walk_free(&w);
 	return r;
 }

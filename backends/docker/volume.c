@@ -345,21 +345,27 @@ static int volume_up(struct docker_ws *ws)
 	return r;
 }
 
-/* The baseline of the config ("keep", "empty"; the core's default for files that live only
- * as long as the workspace: empty). */
-static bool baseline_is_keep(const sbx_backend_config *cfg)
+/* Whether a reset empties the workspace's own volume, as the core empties a temporary
+ * workdir: the config's "baseline" when it says "keep" or "empty", else the core's default,
+ * which the id stands in for here (a workspace opened without one is temporary, one given
+ * an id is like one given a workdir: kept). */
+static bool reset_empties(const sbx_backend_config *cfg)
 {
 	sbx_json *j = NULL;
 	const sbx_json *b;
 	char err[32];
-	bool keep = false;
+	bool empty = true;
 
 	if (cfg->config_json && sbx_json_parse(cfg->config_json, strlen(cfg->config_json), &j,
-	                                       err, sizeof err) == 0 &&
-	    (b = sbx_json_get(j, "baseline")) && b->type == SBX_JSON_STRING)
-		keep = !strcmp(b->str, "keep");
+	                                       err, sizeof err) == 0) {
+		b = sbx_json_get(j, "baseline");
+		if (b && b->type == SBX_JSON_STRING && strcmp(b->str, "default") != 0)
+			empty = strcmp(b->str, "keep") != 0;
+		else
+			empty = !sbx_json_get(j, "id");
+	}
 	sbx_json_free(j);
-	return keep;
+	return empty;
 }
 
 int docker_volume_setup(struct docker_ws *ws, const sbx_backend_config *cfg)
@@ -372,7 +378,7 @@ int docker_volume_setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 	if (!numeric_owner(ws->user, &ws->file_uid, &ws->file_gid))
 		return docker_check_volume_options(&ws->opts);
 	ws->volume_own = ws->opts.volume_own;
-	ws->reset_empties = ws->volume_own && !ws->opts.detached && !baseline_is_keep(cfg);
+	ws->reset_empties = ws->volume_own && !ws->opts.detached && reset_empties(cfg);
 	if (ws->opts.volume)
 		ws->volume = strdup(ws->opts.volume);
 	else if (asprintf(&ws->volume, "agentsbx-%s", ws->id) < 0)
