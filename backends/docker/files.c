@@ -489,14 +489,16 @@ int docker_file_write(void *state, const char *rel, const void *data, size_t len
 		r = sbx_fail(-SBX_ENOTDIR, "write '%s': '%s' is not a directory", rel, parent);
 	if (r == 0 && w.exists && asprintf(&dest, "%s/%s", w.path, name) < 0)
 		r = sbx_fail(-SBX_ENOMEM, "docker: out of memory");
-	if (r == 0 && dest && (r = archive_stat(ws, dest, &target.st)) == 0) {
-		target.exists = true;
-		if (target.st.type == SBX_FILE_DIRECTORY)
+	if (r == 0 && dest) {
+		int found = archive_stat(ws, dest, &target.st);
+
+		target.exists = found == 0;
+		if (found < 0 && found != -SBX_ENOENT)
+			r = found;
+		else if (target.exists && target.st.type == SBX_FILE_DIRECTORY)
 			r = sbx_fail(-SBX_EISDIR, "write '%s': is a directory", rel);
-		else if (flags & SBX_WRITE_EXCL)
+		else if (target.exists && (flags & SBX_WRITE_EXCL))
 			r = sbx_fail(-SBX_EEXIST, "write '%s': the file exists", rel);
-	} else if (r == -SBX_ENOENT) {
-		r = 0;
 	}
 	/* Mode 0 keeps an existing file's mode, as the host path does. */
 	if (!mode)
