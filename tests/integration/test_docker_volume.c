@@ -24,24 +24,22 @@
 #include "backend_support.h"
 #include "support.h"
 
-static sbx_workspace *open_volume(const char *volume, const char *more)
+/* A volume workspace ("volume": volume, JSON) with more docker options, and an id (NULL:
+ * a random one, a temporary workspace). */
+static sbx_workspace *open_volume_id(const char *volume, const char *more, const char *id)
 {
-	char *extra = bt_fmt("\"docker\":{\"image\":\"%s\",\"volume\":%s%s%s}", bt_docker_image(),
-	                     volume, more ? "," : "", more ? more : "");
+	char *extra = bt_fmt("%s%s%s\"docker\":{\"image\":\"%s\",\"volume\":%s%s%s}",
+	                     id ? "\"id\":\"" : "", id ? id : "", id ? "\"," : "",
+	                     bt_docker_image(), volume, more ? "," : "", more ? more : "");
 	sbx_workspace *w = bt_open_ok(NULL, extra);
 
 	free(extra);
 	return w;
 }
 
-static sbx_workspace *open_volume_id(const char *volume, const char *more, const char *id)
+static sbx_workspace *open_volume(const char *volume, const char *more)
 {
-	char *extra = bt_fmt("\"id\":\"%s\",\"docker\":{\"image\":\"%s\",\"volume\":%s%s%s}", id,
-	                     bt_docker_image(), volume, more ? "," : "", more ? more : "");
-	sbx_workspace *w = bt_open_ok(NULL, extra);
-
-	free(extra);
-	return w;
+	return open_volume_id(volume, more, NULL);
 }
 
 /* Whether the engine knows a volume of that name (through the CLI, which the test set-up
