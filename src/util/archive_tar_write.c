@@ -12,10 +12,13 @@
 
 #define BLOCK 512
 #define NAME_FIELD 100
+#define COMPONENT_MAX 255
 
+/* As the readers take them: not empty, ".", ".." or longer than a file name may be. */
 static bool component_ok(const char *p, size_t n)
 {
-	return n && !(n == 1 && p[0] == '.') && !(n == 2 && p[0] == '.' && p[1] == '.');
+	return n && n <= COMPONENT_MAX && !(n == 1 && p[0] == '.') &&
+	       !(n == 2 && p[0] == '.' && p[1] == '.');
 }
 
 /* The readers' rule for names, so that what we write is what they would accept. */
@@ -28,9 +31,11 @@ static bool path_ok(const char *path)
 	for (size_t i = 0; i < len; i++)
 		if ((unsigned char)path[i] < 0x20 || path[i] == 0x7f)
 			return false;
+	size_t depth = 0;
+
 	for (const char *p = path;;) {
 		size_t n = strcspn(p, "/");
-		if (!component_ok(p, n))
+		if (!component_ok(p, n) || ++depth > SBX_ARCHIVE_DEPTH_MAX)
 			return false;
 		if (!p[n])
 			return true;
