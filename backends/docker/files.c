@@ -660,7 +660,8 @@ static int list_json(struct list_state *ls, char **json)
 {
 	sbx_buf b = { 0 };
 
-	qsort(ls->v, ls->n, sizeof *ls->v, by_name);
+	if (ls->n)
+		qsort(ls->v, ls->n, sizeof *ls->v, by_name);
 	sbx_buf_puts(&b, "[");
 	for (size_t i = 0; i < ls->n; i++) {
 		sbx_buf_puts(&b, i ? ",{\"name\":" : "{\"name\":");
