@@ -249,4 +249,5 @@ const sbx_backend_ops sbx_backend_docker = {
 	.file_remove = docker_file_remove,
 	.protected_paths = docker_protected,
 	.workspace_caps = docker_workspace_caps,
+	.file_tree = docker_file_tree,
 };

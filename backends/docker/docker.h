@@ -174,6 +174,8 @@ int docker_file_stat(void *state, const char *rel, sbx_stat *st);
 int docker_file_list(void *state, const char *rel, char **json_out);
 int docker_file_mkdir(void *state, const char *rel, unsigned mode);
 int docker_file_remove(void *state, const char *rel, uint32_t flags);
+/* The tree below rel as the engine's tar (the ops table's file_tree). */
+int docker_file_tree(void *state, const char *rel, size_t max, char **tar, size_t *len);
 /* The ops table's spawn: a volume workspace's cwd resolved as the file ops resolve paths. */
 int docker_volume_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wait_fd);
 

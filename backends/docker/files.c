@@ -742,3 +742,25 @@ int docker_volume_spawn(void *state, const sbx_backend_spawn *req, void **proc, 
 	walk_free(&w);
 	return r;
 }
+
+/* ---- the tree, for the searches ------------------------------------------------------- */
+
+int docker_file_tree(void *state, const char *rel, size_t max, char **tar, size_t *len)
+{
+	struct docker_ws *ws = state;
+	struct sbx_http_response resp = { 0 };
+	struct walk w;
+	int r = walk(ws, "search", rel, true, &w);
+
+	if (r == 0 && !w.exists)
+		r = sbx_fail(-SBX_ENOENT, "search '%s': no such directory", rel);
+	else if (r == 0 && w.st.type != SBX_FILE_DIRECTORY)
+		r = sbx_fail(-SBX_ENOTDIR, "search '%s': not a directory", rel);
+	if (r == 0)
+		r = archive_get(ws, w.path, max, &resp);
+	if (r == 0 && !(*tar = sbx_buf_steal(&resp.body, len)))
+		r = sbx_fail(-SBX_ENOMEM, "search '%s': out of memory", rel);
+	sbx_http_response_free(&resp);
+	walk_free(&w);
+	return r;
+}

@@ -156,6 +156,11 @@ typedef struct sbx_backend_ops {
 	 * answer with it); a negative return refuses the options, with a message naming the
 	 * key. NULL, or a NULL function: `caps` for every workspace. */
 	int (*workspace_caps)(const char *options_json, uint32_t *caps);
+	/* For backends without HOST_FILES: rel ("" = the root) and everything below it as a tar
+	 * in *tar (malloc'd, *len bytes), its entries named by rel's last component (for the
+	 * root: any one name) and the paths below; at most max bytes (-SBX_EFBIG beyond). The
+	 * Glob and Grep tools search a private copy of it. NULL: those tools are errors there. */
+	int (*file_tree)(void *state, const char *rel, size_t max, char **tar, size_t *len);
 } sbx_backend_ops;
 
 /* Registers a backend in this process (built-ins do this at load time). The table must stay

@@ -757,8 +757,7 @@ static Suite *tools_suite(void)
 	tcase_add_test(t, test_bash_cwd_persists_per_session);
 	/* Where the files are not on the host (a docker volume workspace): the audit log and
 	 * a session outliving an ephemeral handle need a host directory, a second handle on
-	 * the same id would replace the first one's container, and Glob and Grep are tool
-	 * errors there (backends/docker/README.md). */
+	 * the same id would replace the first one's container (backends/docker/README.md). */
 	if (bt_host_files())
 		tcase_add_test(t, test_session_survives_the_handle);
 	tcase_add_test(t, test_bash_timeout_kills_the_tree);
@@ -770,8 +769,7 @@ static Suite *tools_suite(void)
 	tcase_add_test(t, test_edit_rules);
 	tcase_add_test(t, test_edit_keeps_crlf);
 	tcase_add_test(t, test_writes_refused_where_protected);
-	if (bt_host_files())
-		tcase_add_test(t, test_glob_and_grep);
+	tcase_add_test(t, test_glob_and_grep);
 	tcase_add_test(t, test_approval_hook);
 	if (bt_host_files())
 		tcase_add_test(t, test_audit_log_redacts);
