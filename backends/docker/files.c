@@ -59,7 +59,7 @@ static void archive_path(const struct docker_ws *ws, sbx_buf *b, const char *pat
  * the last component not). -SBX_ENOENT, without a message, when there is nothing there. */
 static int archive_stat(struct docker_ws *ws, const char *path, struct docker_path_stat *st)
 {
-	struct sbx_http_response resp;
+	struct sbx_http_response resp = { 0 };
 	sbx_buf url = { 0 };
 	char *value = malloc(STAT_HEADER_MAX + 1);
 	int r;
@@ -81,8 +81,7 @@ static int archive_stat(struct docker_ws *ws, const char *path, struct docker_pa
 		r = sbx_fail(-SBX_EPROTO, "docker: stat %s: the engine sent no path stat", path);
 	else if (r == 0)
 		r = docker_path_stat_parse(value, strlen(value), st);
-	if (value && url.data)
-		sbx_http_response_free(&resp);
+	sbx_http_response_free(&resp);
 	sbx_buf_free(&url);
 	free(value);
 	return r;
@@ -95,6 +94,7 @@ static int archive_get(struct docker_ws *ws, const char *path, size_t max,
 	sbx_buf url = { 0 };
 	int r;
 
+	*resp = (struct sbx_http_response){ 0 };
 	archive_path(ws, &url, path);
 	r = url.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
 	            : docker_call_raw(&ws->engine, &(struct docker_raw_call){
@@ -107,7 +107,7 @@ static int archive_get(struct docker_ws *ws, const char *path, size_t max,
 /* PUT: tar extracted into the directory dir. */
 static int archive_put(struct docker_ws *ws, const char *dir, const sbx_buf *tar)
 {
-	struct sbx_http_response resp;
+	struct sbx_http_response resp = { 0 };
 	sbx_buf url = { 0 };
 	int r;
 
@@ -117,8 +117,7 @@ static int archive_put(struct docker_ws *ws, const char *dir, const sbx_buf *tar
 	            : docker_call_raw(&ws->engine, &(struct docker_raw_call){
 	                      .method = "PUT", .path = url.data, .body = tar,
 	                      .what = "write through the archive API" }, &resp);
-	if (url.data)
-		sbx_http_response_free(&resp);
+	sbx_http_response_free(&resp);
 	sbx_buf_free(&url);
 	return r;
 }
@@ -337,7 +336,7 @@ int docker_file_read(void *state, const char *rel, char **data, size_t *len)
 {
 	struct docker_ws *ws = state;
 	struct walk w;
-	struct sbx_http_response resp;
+	struct sbx_http_response resp = { 0 };
 	struct read_state rs = { .rel = rel };
 	const sbx_archive_limits lim = { 4, SBX_FILE_READ_MAX, SBX_FILE_READ_MAX,
 	                                 SBX_ARCHIVE_AS_STORED };

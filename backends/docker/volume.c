@@ -266,7 +266,7 @@ static int give_root_to_user(struct docker_ws *ws)
 	sbx_buf body = { 0 }, tar = { 0 };
 	sbx_json *answer = NULL;
 	const sbx_json *id;
-	struct sbx_http_response resp;
+	struct sbx_http_response resp = { 0 };
 	_cleanup_free_ char *cid = NULL;
 	long status;
 	int r;
@@ -375,6 +375,11 @@ int docker_volume_setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 	if (cfg->workdir)
 		return sbx_fail(-SBX_ECONFIG, "config: key 'workdir': a docker workspace with "
 		                "docker.volume keeps its files in the volume; it takes no workdir");
+	/* The core keeps its tool state in the workspace's .agentsbx, here in the volume. */
+	if (ws->read_only)
+		return sbx_fail(-SBX_ECONFIG, "config: key 'mode': a read-only workspace cannot have "
+		                "docker.volume (the library keeps its state in the workspace's files, "
+		                "which a read-only volume would refuse)");
 	if (!numeric_owner(ws->user, &ws->file_uid, &ws->file_gid))
 		return docker_check_volume_options(&ws->opts);
 	ws->volume_own = ws->opts.volume_own;

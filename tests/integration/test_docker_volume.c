@@ -364,6 +364,9 @@ START_TEST(test_bad_volume_options_name_the_key)
 	                           "\"user\":\"nobody\"}", img), "'docker.user'");
 	expect_config_error(bt_tmp("\"workdir\":\"%s\",\"docker\":{\"image\":\"%s\","
 	                           "\"volume\":true}", bt_mkdtemp(), img), "'workdir'");
+	/* The library's own state lives in the volume: a read-only one would refuse it. */
+	expect_config_error(bt_tmp("\"mode\":\"read-only\",\"docker\":{\"image\":\"%s\","
+	                           "\"volume\":true}", img), "'mode'");
 }
 END_TEST
 
