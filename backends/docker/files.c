@@ -307,6 +307,19 @@ static int walk(struct docker_ws *ws, const char *op, const char *rel, bool foll
 	return walk_as(ws, op, rel, rel, follow_last, w);
 }
 
+/* A walk that must end at an existing directory (list, search, a command's cwd). */
+static int walk_to_dir(struct docker_ws *ws, const char *op, const char *shown, const char *rel,
+                       struct walk *w)
+{
+	int r = walk_as(ws, op, shown, rel, true, w);
+
+	if (r == 0 && !w->exists)
+		r = sbx_fail(-SBX_ENOENT, "%s '%s': no such directory", op, shown);
+	else if (r == 0 && w->st.type != SBX_FILE_DIRECTORY)
+		r = sbx_fail(-SBX_ENOTDIR, "%s '%s': not a directory", op, shown);
+	return r;
+}
+
 /* ---- read ------------------------------------------------------------------------------- */
 
 struct read_state {
@@ -684,12 +697,8 @@ int docker_file_list(void *state, const char *rel, char **json_out)
 	const sbx_archive_limits lim = { LIST_MAX_ENTRIES, LIST_MAX_BYTES, LIST_MAX_BYTES,
 	                                 SBX_ARCHIVE_AS_STORED };
 	struct walk w;
-	int r = walk(ws, "list", rel, true, &w);
+	int r = walk_to_dir(ws, "list", rel, rel, &w);
 
-	if (r == 0 && !w.exists)
-		r = sbx_fail(-SBX_ENOENT, "list '%s': no such directory", rel);
-	else if (r == 0 && w.st.type != SBX_FILE_DIRECTORY)
-		r = sbx_fail(-SBX_ENOTDIR, "list '%s': not a directory", rel);
 	if (r == 0) {
 		ls.top = strrchr(w.path, '/') + 1;
 		r = archive_get(ws, w.path, LIST_MAX_BYTES, &resp);
@@ -728,11 +737,7 @@ int docker_volume_spawn(void *state, const sbx_backend_spawn *req, void **proc, 
 	*wait_fd = -1;
 	if (strncmp(req->cwd, DOCKER_WORKSPACE "/", n + 1) != 0)
 		return sbx_fail(-SBX_EESCAPE, "cwd '%s' is outside the workspace", req->cwd);
-	r = walk(ws, "cwd", req->cwd + n + 1, true, &w);
-	if (r == 0 && !w.exists)
-		r = sbx_fail(-SBX_ENOENT, "cwd '%s': no such directory", req->cwd);
-	else if (r == 0 && w.st.type != SBX_FILE_DIRECTORY)
-		r = sbx_fail(-SBX_ENOTDIR, "cwd '%s': not a directory", req->cwd);
+	r = walk_to_dir(ws, "cwd", req->cwd, req->cwd + n + 1, &w);
 	if (r == 0) {
 		copy = *req;
 		copy.cwd = w.path;
@@ -749,12 +754,8 @@ int docker_file_tree(void *state, const char *rel, size_t max, char **tar, size_
 	struct docker_ws *ws = state;
 	struct sbx_http_response resp = { 0 };
 	struct walk w;
-	int r = walk(ws, "search", rel, true, &w);
+	int r = walk_to_dir(ws, "search", rel, rel, &w);
 
-	if (r == 0 && !w.exists)
-		r = sbx_fail(-SBX_ENOENT, "search '%s': no such directory", rel);
-	else if (r == 0 && w.st.type != SBX_FILE_DIRECTORY)
-		r = sbx_fail(-SBX_ENOTDIR, "search '%s': not a directory", rel);
 	if (r == 0)
 		r = archive_get(ws, w.path, max, &resp);
 	if (r == 0 && !(*tar = sbx_buf_steal(&resp.body, len)))

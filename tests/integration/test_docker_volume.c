@@ -62,6 +62,15 @@ static int containers_of(const char *id)
 	return n;
 }
 
+/* Closes an ephemeral workspace of its own volume: neither the volume nor a container of
+ * the id is left. */
+static void close_leaves_nothing(sbx_workspace *w, const char *id, const char *volume)
+{
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	ck_assert(!volume_exists(volume));
+	ck_assert_int_eq(containers_of(id), 0);
+}
+
 static void expect_read(sbx_workspace *w, const char *rel, int code)
 {
 	char *data = NULL;
@@ -249,9 +258,7 @@ START_TEST(test_detached_volume_survives_sigkill_and_keeps_files)
 	out = bt_shell_out(w, "cat from-cmd.txt");
 	ck_assert_str_eq(out, "cmd\n");
 	free(out);
-	ck_assert_int_eq(sbx_workspace_close(w), 0);
-	ck_assert(!volume_exists(volume));
-	ck_assert_int_eq(containers_of(id), 0);
+	close_leaves_nothing(w, id, volume);
 	free(volume);
 }
 END_TEST
@@ -265,9 +272,7 @@ START_TEST(test_ephemeral_close_removes_its_volume)
 	bt_put(w, "f", "x", 0);
 	ck_assert(volume_exists(volume));
 	ck_assert_int_eq(containers_of(id), 1);
-	ck_assert_int_eq(sbx_workspace_close(w), 0);
-	ck_assert(!volume_exists(volume));
-	ck_assert_int_eq(containers_of(id), 0);
+	close_leaves_nothing(w, id, volume);
 	free(volume);
 }
 END_TEST
