@@ -319,11 +319,14 @@ START_TEST(test_reset_empties_only_a_temporary_volume)
 }
 END_TEST
 
-/* Through the Engine's exec API instead of the exec server: commands, and the file ops'
- * own commands (rename, remove). */
+/* Through the Engine's exec API instead of the exec server (the host's pipes passed to the
+ * runner, and the hijacked exec stream): commands, and the file ops' own commands (rename,
+ * remove). */
 START_TEST(test_volume_with_the_exec_api)
 {
-	sbx_workspace *w = open_volume("true", "\"exec\":\"api\"");
+	static const char *const modes[] = { "\"exec\":\"api\"",
+	                                     "\"exec\":\"api\",\"stdio\":\"stream\"" };
+	sbx_workspace *w = open_volume("true", modes[_i]);
 	char *data = NULL, *out;
 	size_t len;
 
@@ -391,7 +394,7 @@ static Suite *volume_suite(void)
 	tcase_add_test(life, test_ephemeral_close_removes_its_volume);
 	tcase_add_test(life, test_named_volume_stays);
 	tcase_add_test(life, test_reset_empties_only_a_temporary_volume);
-	tcase_add_test(life, test_volume_with_the_exec_api);
+	tcase_add_loop_test(life, test_volume_with_the_exec_api, 0, 2);
 	tcase_add_test(opts, test_bad_volume_options_name_the_key);
 	suite_add_tcase(s, out);
 	suite_add_tcase(s, life);
