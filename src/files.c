@@ -25,7 +25,7 @@
 
 static bool host_files(const sbx_workspace *ws)
 {
-	return ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES;
+	return ws->caps & SBX_BACKEND_CAP_HOST_FILES;
 }
 
 static int check_args(const char *fn, const sbx_workspace *ws, const char *path)

@@ -11,6 +11,7 @@
 
 struct sbx_workspace {
 	const sbx_backend_ops *ops;
+	uint32_t caps;            /* SBX_BACKEND_CAP_* of this workspace (sbx_backend_caps) */
 	void *state;              /* the backend's */
 	sbx_config *cfg;
 	char *id;
@@ -50,6 +51,9 @@ void sbx_process_detach_all(sbx_workspace *ws);
 
 /* Registry (registry.c). find() loads a plugin on first use; fails with a message. */
 int sbx_registry_find(const char *name, const sbx_backend_ops **ops);
+/* The capabilities of a workspace of ops opened with the backend's options_json: ops->caps,
+ * narrowed by the table's workspace_caps where it has one. Fails as that does. */
+int sbx_backend_caps(const sbx_backend_ops *ops, const char *options_json, uint32_t *caps);
 /* Names the config may use as backend sections: built-ins, registered and documented ones. */
 bool sbx_registry_is_backend_name(const char *name);
 

@@ -102,11 +102,28 @@ static int parse_seconds(const sbx_json *v, const char *key, int64_t *ms)
 	return 0;
 }
 
+/* What a workspace of the backend can do with the options of its section (whether its files
+ * are on this host decides where the manager keeps them). */
+static int section_caps(const sbx_backend_ops *ops, const sbx_json *section, uint32_t *caps)
+{
+	sbx_buf text = { 0 };
+	int r;
+
+	if (section)
+		sbx_json_write(&text, section);
+	if (text.oom)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	r = sbx_backend_caps(ops, section ? text.data : "{}", caps);
+	sbx_buf_free(&text);
+	return r;
+}
+
 /* The backend and what follows from it; refuses what the manager sets itself. */
 static int study_workspace_config(sbx_manager *m)
 {
 	const sbx_json *b = sbx_json_get(m->ws_config, "backend"), *section;
 	const sbx_backend_ops *ops;
+	uint32_t caps;
 	int r;
 
 	if (sbx_json_get(m->ws_config, "id") || sbx_json_get(m->ws_config, "workdir"))
@@ -117,9 +134,11 @@ static int study_workspace_config(sbx_manager *m)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((r = sbx_registry_find(m->backend, &ops)) < 0)
 		return r;
-	m->host_files = ops->caps & SBX_BACKEND_CAP_HOST_FILES;
-	m->sandbox = !strcmp(m->backend, "ns") || !strcmp(m->backend, "bwrap");
 	section = sbx_json_get(m->ws_config, m->backend);
+	if ((r = section_caps(ops, section, &caps)) < 0)
+		return r;
+	m->host_files = caps & SBX_BACKEND_CAP_HOST_FILES;
+	m->sandbox = !strcmp(m->backend, "ns") || !strcmp(m->backend, "bwrap");
 	const sbx_json *d = section && section->type == SBX_JSON_OBJECT
 	                    ? sbx_json_get(section, "detached") : NULL;
 	m->detached = m->sandbox && !(d && d->type == SBX_JSON_BOOL && !d->b);

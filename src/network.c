@@ -35,7 +35,7 @@ static const char *why_not(const char *mode)
 
 int sbx_network_choose_mode(const sbx_workspace *ws, const char **mode)
 {
-	uint32_t caps = ws->ops->caps;
+	uint32_t caps = ws->caps;
 	const char *asked = ws->cfg->network_mode;
 
 	if (!asked) {

@@ -26,6 +26,7 @@
 #include <openssl/evp.h>
 
 #include "internal.h"
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -85,7 +86,7 @@ static const struct {
 
 static bool host_files(const sbx_workspace *ws)
 {
-	return ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES;
+	return ws->caps & SBX_BACKEND_CAP_HOST_FILES;
 }
 
 static int check_ws(const char *fn, const sbx_workspace *ws)
@@ -282,67 +283,6 @@ int sbx_offload_tool_result(sbx_workspace *ws, const char *session_id,
  * Context: data blocks
  * ------------------------------------------------------------------------------------- */
 
-static int b64_value(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Standard base64; line breaks and blanks are skipped, the '=' padding may be left out. */
-static int b64_decode(const char *s, size_t n, unsigned char **out, size_t *outlen)
-{
-	unsigned char *o = malloc(n / 4 * 3 + 3);
-	size_t chars = 0, pad = 0, len = 0;
-	uint32_t acc = 0;
-
-	if (!o)
-		return -SBX_ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (c == '\n' || c == '\r' || c == ' ' || c == '\t')
-			continue;
-		if (c == '=') {
-			pad++;
-			continue;
-		}
-		int v = b64_value(c);
-		if (v < 0 || pad) {
-			free(o);
-			return -SBX_EINVAL;
-		}
-		acc = acc << 6 | (uint32_t)v;
-		if (++chars % 4 == 0) {
-			o[len++] = (unsigned char)(acc >> 16);
-			o[len++] = (unsigned char)(acc >> 8);
-			o[len++] = (unsigned char)acc;
-			acc = 0;
-		}
-	}
-	size_t rest = chars % 4;
-	if (rest == 1 || pad > 2 || (pad && (rest + pad) % 4 != 0)) {
-		free(o);
-		return -SBX_EINVAL;
-	}
-	if (rest == 2)
-		o[len++] = (unsigned char)(acc >> 4);
-	if (rest == 3) {
-		o[len++] = (unsigned char)(acc >> 10);
-		o[len++] = (unsigned char)(acc >> 2);
-	}
-	*out = o;
-	*outlen = len;
-	return 0;
-}
-
 static const char *str_member(const sbx_json *obj, const char *key)
 {
 	const sbx_json *v = sbx_json_get(obj, key);
@@ -397,7 +337,7 @@ static int offload_block(sbx_workspace *ws, sbx_json *block, sbx_json *src, cons
 		return sbx_fail(-SBX_EINVAL, "%s: source.data must be a base64 string", where);
 	if (!mt)
 		return sbx_fail(-SBX_EINVAL, "%s: source.media_type must be a string", where);
-	if ((r = b64_decode(data->str, data->len, &bytes, &len)) < 0)
+	if ((r = sbx_base64_decode(data->str, data->len, &bytes, &len)) < 0)
 		return r == -SBX_ENOMEM ? sbx_fail(r, "out of memory") :
 		       sbx_fail(r, "%s: source.data is not valid base64", where);
 	if ((r = store_data(ws, mt, bytes, len, &path)) < 0) {

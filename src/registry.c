@@ -73,6 +73,21 @@ static int check_ops(const sbx_backend_ops *ops, const char *origin)
 	return 0;
 }
 
+int sbx_backend_caps(const sbx_backend_ops *ops, const char *options_json, uint32_t *caps)
+{
+	uint32_t asked = ops->caps;
+	int r;
+
+	*caps = ops->caps;
+	if (ops->size < offsetof(sbx_backend_ops, workspace_caps) + sizeof ops->workspace_caps ||
+	    !ops->workspace_caps)
+		return 0;
+	if ((r = ops->workspace_caps(options_json ? options_json : "{}", &asked)) < 0)
+		return r;
+	*caps = asked & ops->caps;
+	return 0;
+}
+
 /* Copies the table into one of our size, so fields a smaller (older) table lacks read NULL. */
 static int register_locked(const sbx_backend_ops *ops, const char *origin)
 {

@@ -61,7 +61,7 @@ static bool is_junk(const char *path)
 
 static bool host_files(const sbx_workspace *ws)
 {
-	return ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES;
+	return ws->caps & SBX_BACKEND_CAP_HOST_FILES;
 }
 
 /* ---------------------------------------------------------------------------------------

@@ -406,7 +406,7 @@ static int remove_locked(sbx_workspace *ws, const char *name)
 		r = sbx_fail(-SBX_ENOENT, "sbx_skill_remove: no skill named '%.100s' (there %s: "
 		             "%s)", name, n == 1 ? "is" : "are", n ? names.data : "none");
 		sbx_buf_free(&names);
-	} else if (ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES) {
+	} else if (ws->caps & SBX_BACKEND_CAP_HOST_FILES) {
 		r = remove_on_host(ws, s->dir);
 	} else {
 		r = remove_elsewhere(ws, s->dir);

@@ -48,7 +48,7 @@ static int resolve_cwd(sbx_workspace *ws, const char *cwd, char **view, int *cwd
 	*cwd_fd = -1;
 	if ((r = sbx_path_relative(root, cwd ? cwd : "", "cwd", &rel)) < 0)
 		return r;
-	if (ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES) {
+	if (ws->caps & SBX_BACKEND_CAP_HOST_FILES) {
 		int fd = sbx_path_open(ws->root_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 		if (fd < 0)
 			return fd;

@@ -125,7 +125,7 @@ static int take_snapshot(sbx_workspace *ws)
 	_cleanup_close_ int from = -1, to = -1;
 	int r;
 
-	if (!(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES))
+	if (!(ws->caps & SBX_BACKEND_CAP_HOST_FILES))
 		return sbx_fail(-SBX_ECONFIG, "config: key 'baseline': backend '%s' keeps no host "
 		                "files to snapshot", ws->ops->name);
 	if (asprintf(&prefix, "agentsbx-baseline-%s", ws->id) < 0)
@@ -315,16 +315,17 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	pthread_mutex_init(&ws->network_lock, NULL);
 	if ((r = sbx_config_parse(config_json, &ws->cfg)) < 0 ||
 	    (r = sbx_registry_find(ws->cfg->backend, &ws->ops)) < 0 ||
+	    (r = sbx_backend_caps(ws->ops, ws->cfg->backend_options, &ws->caps)) < 0 ||
 	    (r = sbx_workspace_check_disk_limits(ws)) < 0)
 		goto fail;
 	r = ws->cfg->id ? ((ws->id = strdup(ws->cfg->id)) ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory"))
 	                : random_id(&ws->id);
 	if (r < 0)
 		goto fail;
-	if ((ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES) &&
+	if ((ws->caps & SBX_BACKEND_CAP_HOST_FILES) &&
 	    ((r = prepare_workdir(ws)) < 0 || (r = make_state_dir(ws)) < 0))
 		goto fail;
-	if (!(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES) && ws->cfg->workdir &&
+	if (!(ws->caps & SBX_BACKEND_CAP_HOST_FILES) && ws->cfg->workdir &&
 	    !(ws->workdir = strdup(ws->cfg->workdir))) {
 		r = sbx_fail(-SBX_ENOMEM, "out of memory");
 		goto fail;

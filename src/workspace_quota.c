@@ -17,7 +17,7 @@ int sbx_workspace_check_disk_limits(const sbx_workspace *ws)
 
 	if (!cfg->disk_bytes && !cfg->tmp_bytes)
 		return 0;
-	if (!(ws->ops->caps & SBX_BACKEND_CAP_DISK_LIMITS))
+	if (!(ws->caps & SBX_BACKEND_CAP_DISK_LIMITS))
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s': backend '%s' cannot enforce it%s",
 		                key, ws->ops->name, strcmp(ws->ops->name, "local") == 0
 		                ? " (it has no sandbox: commands write the host's disk directly)" : "");

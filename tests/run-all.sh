@@ -106,6 +106,13 @@ if [ -n "$left" ]; then
   docker rm -f $left >/dev/null
   echo "containers were left behind"; failed=$((failed + 1))
 fi
+step "no volume of the docker backend left behind"
+left=$(docker volume ls -q --filter label=io.agentsbx.backend=docker)
+if [ -n "$left" ]; then
+  docker volume ls --filter label=io.agentsbx.backend=docker
+  docker volume rm -f $left >/dev/null
+  echo "volumes were left behind"; failed=$((failed + 1))
+fi
 
 step "done"
 echo "tests: $passed passed, $failed failed"

@@ -78,8 +78,13 @@ static void add_mounts(const struct docker_ws *ws, sbx_buf *b)
 		return;
 	}
 	sbx_buf_puts(b, "\"Mounts\":[");
-	add_mount(b, &first, ws->workdir, DOCKER_WORKSPACE, ws->read_only);
-	add_protected_mounts(ws, b, &first);
+	if (ws->volume) {
+		docker_add_volume_mount(ws, b);
+		first = false;
+	} else {
+		add_mount(b, &first, ws->workdir, DOCKER_WORKSPACE, ws->read_only);
+		add_protected_mounts(ws, b, &first);
+	}
 	add_mount(b, &first, ws->runner, DOCKER_RUNNER, true);
 	if (ws->server)
 		add_mount(b, &first, ws->init, DOCKER_INIT, true);
@@ -141,7 +146,7 @@ static void add_labels(const struct docker_ws *ws, sbx_buf *b, const char *spec)
 	                DOCKER_LABEL_WORKSPACE "\":");
 	json_str(b, ws->id);
 	sbx_buf_puts(b, ",\"" DOCKER_LABEL_WORKDIR "\":");
-	json_str(b, ws->workdir);
+	json_str(b, docker_files_label(ws));
 	if (spec) {
 		sbx_buf_puts(b, ",\"" DOCKER_LABEL_SPEC "\":");
 		json_str(b, spec);
@@ -221,7 +226,7 @@ static int find_container(struct docker_ws *ws, const char *spec, char **id, boo
 		free(*id);
 		*id = strdup(cid->str);
 		*running = state && state->type == SBX_JSON_STRING && !strcmp(state->str, "running");
-		*matches = wd && wd->type == SBX_JSON_STRING && !strcmp(wd->str, ws->workdir) && sp &&
+		*matches = wd && wd->type == SBX_JSON_STRING && !strcmp(wd->str, docker_files_label(ws)) && sp &&
 		           sp->type == SBX_JSON_STRING && !strcmp(sp->str, spec);
 		/* One on its way out is not one to reattach to. */
 		if (state && state->type == SBX_JSON_STRING &&
@@ -329,10 +334,11 @@ static int start_container(struct docker_ws *ws)
  * (util/sandbox_attach.h, as for a detached ns sandbox). */
 static int open_run_dir(struct docker_ws *ws, bool create, int *run_fd)
 {
-	_cleanup_close_ int root = open(ws->workdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	const char *dir = docker_attach_root(ws);
+	_cleanup_close_ int root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	if (root < 0)
-		return sbx_fail(sbx_errno_code(errno), "docker: %s: %s", ws->workdir, strerror(errno));
+		return sbx_fail(sbx_errno_code(errno), "docker: %s: %s", dir, strerror(errno));
 	return sbx_attach_open_run_dir(root, create, run_fd);
 }
 

@@ -52,6 +52,8 @@ static void ws_free(struct docker_ws *ws)
 	free(ws->user);
 	free(ws->container);
 	free(ws->network);
+	free(ws->volume);
+	free(ws->state_dir);
 	pthread_mutex_destroy(&ws->lock);
 	free(ws);
 }
@@ -89,7 +91,7 @@ static int pick_user(struct docker_ws *ws, const sbx_backend_config *cfg)
 		ws->user = strdup(ws->opts.user);
 	else if (getuid() != 0)
 		(void)!asprintf(&ws->user, "%u:%u", (unsigned)getuid(), (unsigned)getgid());
-	else if (stat(ws->workdir, &st) == 0 && st.st_uid != 0)
+	else if (ws->workdir && stat(ws->workdir, &st) == 0 && st.st_uid != 0)
 		(void)!asprintf(&ws->user, "%u:%u", (unsigned)st.st_uid, (unsigned)st.st_gid);
 	else {
 		if (cfg->workdir_is_temporary &&
@@ -132,7 +134,7 @@ static int find_helpers(struct docker_ws *ws)
  * through it (0711) because the container's user is often not ours; the names are random. */
 static int make_control_dir(struct docker_ws *ws)
 {
-	if (asprintf(&ws->control_dir, "%s/" DOCKER_STATE_SUBDIR, ws->workdir) < 0)
+	if (asprintf(&ws->control_dir, "%s/" DOCKER_STATE_SUBDIR, docker_attach_root(ws)) < 0)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	if (mkdir(ws->control_dir, 0711) < 0 && errno != EEXIST)
 		return sbx_fail(-sbx_errno_code(errno), "docker: create %s: %s", ws->control_dir,
@@ -150,9 +152,12 @@ static int setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 	if ((r = docker_options_parse(cfg->options_json, &ws->opts)) < 0 ||
 	    (r = pick_network(ws, cfg)) < 0)
 		return r;
-	if (!cfg->workdir)
+	bool volume = ws->opts.volume || ws->opts.volume_own;
+
+	if (!cfg->workdir && !volume)
 		return sbx_fail(-SBX_EINVAL, "docker: a host workdir is required");
-	if (!(ws->id = strdup(cfg->id)) || !(ws->workdir = strdup(cfg->workdir)))
+	if (!(ws->id = strdup(cfg->id)) ||
+	    (!volume && !(ws->workdir = strdup(cfg->workdir))))
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	if (cfg->size >= offsetof(sbx_backend_config, limits) + sizeof cfg->limits)
 		ws->limits = cfg->limits;
@@ -164,8 +169,9 @@ static int setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 		ws->progress_userdata = cfg->progress_userdata;
 	}
 	if ((r = docker_engine_connect(&ws->engine, ws->opts.host, 0)) < 0 ||
-	    (r = find_helpers(ws)) < 0 || (r = make_control_dir(ws)) < 0 ||
-	    (r = pick_user(ws, cfg)) < 0 || (r = docker_network_start(ws, cfg)) < 0)
+	    (r = find_helpers(ws)) < 0 || (r = pick_user(ws, cfg)) < 0 ||
+	    (volume && (r = docker_volume_setup(ws, cfg)) < 0) || (r = make_control_dir(ws)) < 0 ||
+	    (r = docker_network_start(ws, cfg)) < 0)
 		return r;
 	return docker_container_up(ws);
 }
@@ -202,6 +208,8 @@ static int docker_close(void *state)
 	docker_kill_all(ws, true);
 	if (!ws->opts.detached)
 		r = docker_container_remove(ws);
+	if (r == 0)
+		r = docker_volume_close(ws);
 	ws_free(ws);
 	return r;
 }
@@ -212,7 +220,7 @@ static int docker_reset(void *state)
 	int r;
 
 	docker_kill_all(ws, false);
-	if ((r = docker_container_remove(ws)) < 0)
+	if ((r = docker_container_remove(ws)) < 0 || (r = docker_volume_reset(ws)) < 0)
 		return r;
 	return docker_container_up(ws);
 }
@@ -245,12 +253,20 @@ const sbx_backend_ops sbx_backend_docker = {
 	.reset = docker_reset,
 	.root = docker_root,
 	.host_dir = docker_host_dir,
-	.spawn = docker_spawn,
+	.spawn = docker_volume_spawn,
 	.proc_wait = docker_proc_wait,
 	.proc_signal = docker_proc_signal,
 	.proc_kill = docker_proc_kill,
 	.proc_release = docker_proc_release,
+	.file_read = docker_file_read,
+	.file_write = docker_file_write,
+	.file_stat = docker_file_stat,
+	.file_list = docker_file_list,
+	.file_mkdir = docker_file_mkdir,
+	.file_remove = docker_file_remove,
 	.protected_paths = docker_protected,
 	.set_network = docker_set_network,
 	.base_env = docker_base_env,
+	.workspace_caps = docker_workspace_caps,
+	.file_tree = docker_file_tree,
 };

@@ -75,6 +75,19 @@ void docker_lines_init(struct docker_lines *dl, docker_line_fn fn, void *arg);
 int docker_lines_feed(struct docker_lines *dl, const char *data, size_t len);
 int docker_lines_finish(struct docker_lines *dl);
 void docker_lines_free(struct docker_lines *dl);
+/* The same for answers that are not JSON (the archive API): the response as it came, body
+ * capped at max_body (0: the default cap; beyond it -SBX_EFBIG, no message). A status >= 400
+ * is an error unless keep_errors (then the caller reads resp->status). Free resp with
+ * sbx_http_response_free() either way. */
+struct sbx_http_response;
+struct docker_raw_call {
+	const char *method, *path, *what;
+	const sbx_buf *body;          /* sent as application/x-tar, or NULL */
+	size_t max_body;
+	bool keep_errors;
+};
+int docker_call_raw(const struct docker_engine *e, const struct docker_raw_call *c,
+                    struct sbx_http_response *resp);
 /* Percent-encodes s for a query string or a path segment, appending to b. */
 void docker_url_escape(sbx_buf *b, const char *s);
 
@@ -93,6 +106,8 @@ struct docker_options {
 	                                 (default "direct": the host's pipes, passed to the
 	                                 runner over its control socket) */
 	int exec;                     /* DOCKER_EXEC_*: how commands start */
+	char *volume;                 /* "volume": the named volume at /workspace (volume.c) */
+	bool volume_own;              /* "volume": true: a volume of the workspace's own */
 };
 
 /* "exec": "server" runs the ns backend's resident exec server (agentsbx-init) as the
@@ -102,6 +117,15 @@ enum { DOCKER_EXEC_AUTO, DOCKER_EXEC_SERVER, DOCKER_EXEC_API };
 
 int docker_options_parse(const char *options_json, struct docker_options *o);
 void docker_options_free(struct docker_options *o);
+
+/* ---- volume.c: workspaces whose files are a named volume ---------------------------------- */
+
+/* The "volume" key: a volume name, or true for a volume of the workspace's own. */
+int docker_take_volume(const sbx_json *v, struct docker_options *o);
+/* What a volume workspace refuses (a user name the library cannot own files as). */
+int docker_check_volume_options(const struct docker_options *o);
+/* The ops table's workspace_caps: a volume workspace has no host files. */
+int docker_workspace_caps(const char *options_json, uint32_t *caps);
 
 /* ---- control.c: the runner's control sockets ------------------------------------------- */
 
@@ -139,6 +163,12 @@ struct docker_ws {
 	struct sbx_netproxy *proxy;   /* its proxy, kept across resets */
 	sbx_open_progress_fn progress; /* the open's listener, during open only (else NULL) */
 	void *progress_userdata;
+	/* volume.c: with docker.volume, /workspace is this volume and workdir is NULL. */
+	char *volume;                 /* the volume's name */
+	bool volume_own;              /* made for this workspace: an ephemeral close removes it */
+	bool reset_empties;           /* reset makes the workspace's own volume anew */
+	char *state_dir;              /* library-private host folder (sockets, the attach dir) */
+	unsigned file_uid, file_gid;  /* the owner of what the file ops write */
 };
 
 /* pull.c: one line of a pull's answer, read (pointers into the line; "" for what it lacks,
@@ -162,6 +192,36 @@ const char *const *docker_base_env(void *state);
 /* user.c: the uid the container's processes have on the host (a numeric docker.user, else
  * that of its main process, which the engine names). */
 int docker_container_uid(struct docker_ws *ws, uid_t *uid);
+
+/* volume.c */
+/* Before the container: the volume found or made (its root given to the workspace's user),
+ * and the private host folder of the control sockets. */
+int docker_volume_setup(struct docker_ws *ws, const sbx_backend_config *cfg);
+/* After the container is gone: an ephemeral close removes the workspace's own volume and
+ * private folder; reset (again true) empties the volume when the workspace's files are
+ * temporary. */
+int docker_volume_close(struct docker_ws *ws);
+int docker_volume_reset(struct docker_ws *ws);
+/* The volume's entry of the container's Mounts (read-only with the workspace). */
+void docker_add_volume_mount(const struct docker_ws *ws, sbx_buf *b);
+/* The label value that says where the files are: the workdir, or "volume:NAME". */
+const char *docker_files_label(const struct docker_ws *ws);
+/* The folder holding the workspace's ".agentsbx/run" attach dir: the workdir, or the
+ * private folder. */
+const char *docker_attach_root(const struct docker_ws *ws);
+
+/* files.c: the file ops of a volume workspace, through the archive API */
+int docker_file_read(void *state, const char *rel, char **data, size_t *len);
+int docker_file_write(void *state, const char *rel, const void *data, size_t len,
+                      unsigned mode, uint32_t flags);
+int docker_file_stat(void *state, const char *rel, sbx_stat *st);
+int docker_file_list(void *state, const char *rel, char **json_out);
+int docker_file_mkdir(void *state, const char *rel, unsigned mode);
+int docker_file_remove(void *state, const char *rel, uint32_t flags);
+/* The tree below rel as the engine's tar (the ops table's file_tree). */
+int docker_file_tree(void *state, const char *rel, size_t max, char **tar, size_t *len);
+/* The ops table's spawn: a volume workspace's cwd resolved as the file ops resolve paths. */
+int docker_volume_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wait_fd);
 
 /* container.c */
 int docker_container_up(struct docker_ws *ws);

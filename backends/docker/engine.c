@@ -225,6 +225,32 @@ int docker_call_upgrade(const struct docker_engine *e, const char *path, const s
 	return 0;
 }
 
+int docker_call_raw(const struct docker_engine *e, const struct docker_raw_call *c,
+                    struct sbx_http_response *resp)
+{
+	static const char *const tar_headers[] = { "Content-Type: application/x-tar", NULL };
+	struct sbx_http_request req;
+	char *url = NULL;
+	int r;
+
+	*resp = (struct sbx_http_response){ 0 };
+	if (asprintf(&url, "%s%s%s", e->base_url, e->api, c->path) < 0)
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	request_for(e, &req, url, c->body, c->body ? tar_headers : NULL);
+	req.method = c->method;
+	if (c->max_body)
+		req.max_body = c->max_body;
+	r = sbx_http_request_do(&req, resp);
+	free(url);
+	if (r == -SBX_EFBIG)
+		return r;
+	if (r < 0)
+		return transport_error(e, r, c->what);
+	if (resp->status >= 400 && !c->keep_errors)
+		return engine_error(c->what, resp->status, &resp->body);
+	return 0;
+}
+
 /* ---- answers that are a stream of JSON lines (image pulls) ------------------------------- */
 
 /* Hands every complete line to fn; lines that are not JSON objects, or too long, say nothing

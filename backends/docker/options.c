@@ -134,8 +134,10 @@ static int take_option(const char *key, const sbx_json *v, struct docker_options
 		return take_cpus(v, &o->nano_cpus);
 	if (!strcmp(key, "tmp_size"))
 		return take_tmp_size(v, &o->tmp_bytes);
+	if (!strcmp(key, "volume"))
+		return docker_take_volume(v, o);
 	return option_error(key, "unknown key (known: image, host, user, detached, pull, network, "
-	                    "exec, stdio, cpus, tmp_size)");
+	                    "exec, stdio, cpus, tmp_size, volume)");
 }
 
 int docker_options_parse(const char *options_json, struct docker_options *o)
@@ -164,6 +166,8 @@ int docker_options_parse(const char *options_json, struct docker_options *o)
 	if (r == 0 && o->exec == DOCKER_EXEC_SERVER && o->stream)
 		r = option_error("exec", "\"server\" takes the host's pipes: stdio \"stream\" needs "
 		                 "exec \"api\"");
+	if (r == 0)
+		r = docker_check_volume_options(o);
 	if (r < 0)
 		docker_options_free(o);
 	return r;
@@ -174,5 +178,6 @@ void docker_options_free(struct docker_options *o)
 	free(o->image);
 	free(o->host);
 	free(o->user);
+	free(o->volume);
 	*o = (struct docker_options){ 0 };
 }

@@ -172,6 +172,19 @@ typedef struct sbx_backend_ops {
 	 * keeps (the state folder at least) over to the new root. -1 (or a NULL function): the
 	 * files are in host_dir(). */
 	int (*files_root_fd)(void *state);
+	/* Since library 1.5 (older tables end before it and read as NULL). The capabilities of
+	 * a workspace opened with options_json (the object under the backend's name, "{}" if
+	 * absent), asked before open() and before the core prepares a host workdir: a backend
+	 * whose options decide where the files live (docker's "volume") clears
+	 * SBX_BACKEND_CAP_HOST_FILES here. Only bits of `caps` count (the core masks the
+	 * answer with it); a negative return refuses the options, with a message naming the
+	 * key. NULL, or a NULL function: `caps` for every workspace. */
+	int (*workspace_caps)(const char *options_json, uint32_t *caps);
+	/* For backends without HOST_FILES: rel ("" = the root) and everything below it as a tar
+	 * in *tar (malloc'd, *len bytes), its entries named by rel's last component (for the
+	 * root: any one name) and the paths below; at most max bytes (-SBX_EFBIG beyond). The
+	 * Glob and Grep tools search a private copy of it. NULL: those tools are errors there. */
+	int (*file_tree)(void *state, const char *rel, size_t max, char **tar, size_t *len);
 } sbx_backend_ops;
 
 /* Registers a backend in this process (built-ins do this at load time). The table must stay

@@ -74,7 +74,7 @@ bool sbx_mcp_use_stream(const sbx_workspace *ws)
 	/* A capped workspace has no run folder on the host (mcp/binds.c). */
 	if (ws->cfg->disk_bytes)
 		return true;
-	return !(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES);
+	return !(ws->caps & SBX_BACKEND_CAP_HOST_FILES);
 }
 
 static int read_gateway_binary(char **data, size_t *len)
@@ -187,7 +187,7 @@ static int gateway_argv(sbx_workspace *ws, char **exe, char **run_dir)
 {
 	const char *name = ws->ops->name;
 
-	if (!(ws->ops->caps & SBX_BACKEND_CAP_HOST_FILES))
+	if (!(ws->caps & SBX_BACKEND_CAP_HOST_FILES))
 		return upload_gateway(ws, exe, run_dir);
 	if (!strcmp(name, "ns") || !strcmp(name, "bwrap")) {
 		*exe = strdup(SBX_MCP_HELPERS_VIEW "/" SBX_MCP_GATEWAY_NAME);

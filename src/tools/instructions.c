@@ -53,7 +53,7 @@ static void put_workspace_block(sbx_buf *b, sbx_workspace *ws)
 	sbx_buf_puts(b, "Rules:\n");
 	if (ws->cfg->read_only)
 		sbx_buf_puts(b, "- The workspace is read-only: files can be read but not changed.\n");
-	if (ws->ops->caps & SBX_BACKEND_CAP_ISOLATED)
+	if (ws->caps & SBX_BACKEND_CAP_ISOLATED)
 		sbx_buf_printf(b, "- Commands run in a sandbox: only %s and /tmp are writable, and "
 		               "nothing of the host outside the workspace is visible.\n", root);
 	if (strcmp(net, "none") == 0)

@@ -17,6 +17,7 @@
 #include "mcp/mcp.h"
 #include "skills.h"
 #include "tools/session.h"
+#include "tools/snapshot.h"
 #include "tools/tool.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -296,12 +297,24 @@ static int run_tool(struct call *c)
 		.ws = c->ws, .session_id = c->session_id, .root_view = sbx_workspace_root(c->ws),
 		.root_fd = c->ws->root_fd, .tool_name = c->name,
 	};
+	char *snapshot = NULL;
 	int r = sbx_tool_session_load(c->ws, c->session_id, &session);
 
 	if (r < 0)
 		return r;
 	ctx.session = session;
+	/* The searches walk a host directory: where the files are elsewhere, a copy of them. */
+	if ((!strcmp(c->name, "Glob") || !strcmp(c->name, "Grep")) &&
+	    sbx_tool_can_snapshot(c->ws) && (r = sbx_tool_snapshot(c->ws, &ctx.root_fd,
+	                                                         &snapshot)) < 0) {
+		sbx_tool_error(&c->out, "Error: %s could not copy the workspace's files to search "
+		               "them: %s", c->name, sbx_last_error());
+		sbx_tool_session_free(session);
+		return 0;
+	}
 	r = c->tool->run(&ctx, c->args, &c->out);
+	if (snapshot)
+		sbx_tool_snapshot_free(ctx.root_fd, snapshot);
 	if (r == 0 && (r = sbx_tool_session_save(c->ws, session)) < 0) {
 		char why[512];
 

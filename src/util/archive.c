@@ -299,7 +299,7 @@ static int check_symlink(const sbx_arc *a, const sbx_arc_raw *raw, const char *p
 		return sbx_arc_fail(a, name, nlen, "the symlink target is not valid UTF-8");
 	if (!(*target = strndup(raw->link, raw->link_len)))
 		return sbx_fail(-SBX_ENOMEM, "archive: out of memory");
-	if (!sbx_archive_link_inside(path, *target)) {
+	if (!(a->lim.flags & SBX_ARCHIVE_AS_STORED) && !sbx_archive_link_inside(path, *target)) {
 		char shown[200];
 		shown_name(raw->link, raw->link_len, shown, sizeof shown);
 		free(SBX_TAKE_PTR(*target));
@@ -422,7 +422,7 @@ int sbx_arc_emit(sbx_arc *a, const sbx_arc_raw *raw)
 		                    a->lim.max_entries);
 	if ((r = normalize_name(a, raw->name, raw->name_len, &path)) < 0)
 		return r;
-	if (raw->type == SBX_ENTRY_OTHER)
+	if (raw->type == SBX_ENTRY_OTHER && !(a->lim.flags & SBX_ARCHIVE_AS_STORED))
 		return sbx_arc_fail(a, raw->name, raw->name_len, "is %s; only files, directories "
 		                    "and links are allowed", raw->other ? raw->other : "of an "
 		                    "unsupported kind");
@@ -445,11 +445,12 @@ int sbx_arc_emit(sbx_arc *a, const sbx_arc_raw *raw)
 		a->tree.nodes[idx].size = raw->size;
 
 	e.path = path;
-	e.type = raw->type;
+	e.type = raw->type == SBX_ENTRY_OTHER ? SBX_ENTRY_SPECIAL : raw->type;
 	e.mode = raw->mode & 0777;
 	e.data = raw->type == SBX_ENTRY_FILE ? raw->data : NULL;
-	e.size = raw->type == SBX_ENTRY_DIR || raw->type == SBX_ENTRY_SYMLINK ? 0 : (size_t)size;
+	e.size = raw->type == SBX_ENTRY_FILE || raw->type == SBX_ENTRY_HARDLINK ? (size_t)size : 0;
 	e.link = link;
+	e.mtime = raw->mtime;
 	if (e.type == SBX_ENTRY_FILE && !e.data)
 		e.data = "";
 	return a->cb(&e, a->userdata);

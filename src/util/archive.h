@@ -33,8 +33,18 @@ enum sbx_archive_entry_type {
 	SBX_ENTRY_FILE = 1,
 	SBX_ENTRY_DIR,
 	SBX_ENTRY_SYMLINK,
-	SBX_ENTRY_HARDLINK
+	SBX_ENTRY_HARDLINK,
+	SBX_ENTRY_SPECIAL       /* SBX_ARCHIVE_AS_STORED only: a device, FIFO, socket, sparse
+	                           file; no content */
 };
+
+/* sbx_archive_limits.flags */
+/* For archives that describe a tree rather than make one (a container's files, read
+ * through the Docker Engine's archive API): symlinks pass whatever they point to (link is
+ * the target as stored, to be judged by the caller, who never creates them from here), and
+ * special files pass as SBX_ENTRY_SPECIAL instead of failing the archive. Names are checked
+ * as always. */
+#define SBX_ARCHIVE_AS_STORED (1u << 0)
 
 #define SBX_ARCHIVE_PATH_MAX  4095
 #define SBX_ARCHIVE_DEPTH_MAX 64
@@ -48,12 +58,14 @@ typedef struct sbx_archive_entry {
 	size_t size;            /* FILE: bytes; HARDLINK: the size of the file linked to */
 	const char *link;       /* SYMLINK: the target as stored; HARDLINK: the normalised path of
 	                           the earlier FILE entry */
+	int64_t mtime;          /* seconds since the epoch as stored (tar); 0 when unknown */
 } sbx_archive_entry;
 
 typedef struct sbx_archive_limits {
 	size_t max_entries;     /* entries of any kind */
 	size_t max_file;        /* bytes of one file */
 	uint64_t max_total;     /* bytes of all files together (hard links count again) */
+	unsigned flags;         /* SBX_ARCHIVE_* */
 } sbx_archive_limits;
 
 /* Returns 0 to go on, or a negative code that stops the iteration and is returned. */
@@ -80,5 +92,28 @@ int sbx_archive_iterate_dir(int dirfd, const sbx_archive_limits *limits, sbx_arc
  * relative to? The target must be relative and may climb with ".." only at its start (a
  * ".." after a name could climb out through another symlink), and not above the root. */
 bool sbx_archive_link_inside(const char *path, const char *target);
+
+/* ---- Writing: a tar in memory, for the Docker Engine's archive API --------------------- */
+
+/* One member to append: ustar, with a pax header for a name longer than ustar holds. */
+typedef struct sbx_tar_member {
+	const char *path;       /* relative, "/"-separated, no "." or ".." components, no NUL */
+	int type;               /* SBX_ENTRY_FILE or SBX_ENTRY_DIR */
+	unsigned mode;          /* permission bits (07777 mask) */
+	unsigned uid, gid;
+	int64_t mtime;          /* seconds since the epoch (negative: 0) */
+	const void *data;       /* FILE: size bytes */
+	size_t size;
+} sbx_tar_member;
+
+struct sbx_buf;
+
+/* Appends the member's header(s), content and padding to out. -SBX_EINVAL for a path the
+ * archive readers would refuse (absolute, "..", empty or "." components, control characters,
+ * longer than SBX_ARCHIVE_PATH_MAX) or another type; -SBX_ENOMEM when out ran out of memory.
+ * Nothing is appended on failure. */
+int sbx_tar_append(struct sbx_buf *out, const sbx_tar_member *m);
+/* Ends the archive: the two zero blocks. */
+void sbx_tar_finish(struct sbx_buf *out);
 
 #endif

@@ -23,6 +23,7 @@ typedef struct sbx_arc_raw {
 	uint64_t size;          /* FILE: bytes */
 	const char *link;       /* SYMLINK, HARDLINK: the target as stored */
 	size_t link_len;
+	int64_t mtime;          /* 0 when the format has none */
 } sbx_arc_raw;
 
 typedef struct sbx_arc sbx_arc;

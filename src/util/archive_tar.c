@@ -428,9 +428,11 @@ static int tar_entry(struct src *s, const unsigned char *h, uint64_t size, struc
 	raw.name_len = pd->path ? pd->path_len : hlen;
 	raw.link = pd->link ? pd->link : hlink;
 	raw.link_len = pd->link ? pd->link_len : llen;
-	uint64_t mode = 0;
+	uint64_t mode = 0, mtime = 0;
 	(void)parse_number(h + 100, 8, &mode);
 	raw.mode = (unsigned)(mode & 0777);
+	if (parse_number(h + 136, 12, &mtime) && mtime <= INT64_MAX)
+		raw.mtime = (int64_t)mtime;
 	classify((char)h[156], raw.name_len && raw.name[raw.name_len - 1] == '/', &raw);
 	if (pd->sparse) {
 		raw.type = SBX_ENTRY_OTHER;

@@ -160,7 +160,9 @@ static void set_options(CURL *c, const struct sbx_http_request *req, struct tran
 	if (req->timeout_ms > 0)
 		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, req->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (strcmp(method, "GET") != 0)
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);  /* a HEAD answer's length has no body */
+	else if (strcmp(method, "GET") != 0)
 		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	if (req->body) {
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);

@@ -135,15 +135,61 @@ static const char *bt_backend_options(const char *extra)
 	return docker;
 }
 
+/* Whether a docker workspace opened with extra keeps its files in a volume. */
+static bool volume_workspace(const char *extra)
+{
+	const char *more = getenv("SBX_TEST_DOCKER_OPTIONS");
+
+	if (strcmp(bt_backend(), "docker") != 0)
+		return false;
+	if (extra && strstr(extra, "\"docker\""))
+		return strstr(extra, "\"volume\"") != NULL;
+	return more && strstr(more, "\"volume\"");
+}
+
+bool bt_host_files(void)
+{
+	return !volume_workspace(NULL);
+}
+
+/* A volume workspace takes no workdir: the test's directory becomes its id instead
+ * ("bt-<run dir>-<dir>", the last two components), so that reopening the same directory
+ * means the same workspace. */
+static const char *workdir_member(const char *workdir, const char *extra)
+{
+	static char member[PATH_MAX + 32];
+	const char *base, *prev;
+	char *c;
+
+	if (!workdir)
+		return "";
+	if (!volume_workspace(extra)) {
+		snprintf(member, sizeof member, ",\"workdir\":\"%s\"", workdir);
+		return member;
+	}
+	if (extra && strstr(extra, "\"id\""))
+		return "";
+	base = strrchr(workdir, '/');
+	for (prev = base; prev && prev > workdir && prev[-1] != '/'; prev--)
+		;
+	snprintf(member, sizeof member, ",\"id\":\"bt-%.*s-%s\"",
+	         base && prev ? (int)(base - prev) : 0, prev ? prev : "", base ? base + 1 : workdir);
+	for (c = member + strlen(",\"id\":\""); *c && *c != '"'; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		      *c == '-' || *c == '_' || *c == '.'))
+			*c = '-';
+	return member;
+}
+
 int bt_open(const char *workdir, const char *extra, sbx_workspace **out)
 {
 	char *cfg = NULL;
 	int r;
 
 	*out = NULL;
-	if (asprintf(&cfg, "{\"backend\":\"%s\"%s%s%s%s%s%s}", bt_backend(),
-	             workdir ? ",\"workdir\":\"" : "", workdir ? workdir : "", workdir ? "\"" : "",
-	             extra ? "," : "", extra ? extra : "", bt_backend_options(extra)) < 0)
+	if (asprintf(&cfg, "{\"backend\":\"%s\"%s%s%s%s}", bt_backend(),
+	             workdir_member(workdir, extra), extra ? "," : "", extra ? extra : "",
+	             bt_backend_options(extra)) < 0)
 		return -SBX_ENOMEM;
 	r = sbx_workspace_open(cfg, out);
 	free(cfg);

@@ -20,6 +20,11 @@ int bt_open(const char *workdir, const char *extra, sbx_workspace **out);
 /* The same, failing the current test when the workspace does not open. */
 sbx_workspace *bt_open_ok(const char *workdir, const char *extra);
 
+/* Whether the workspaces of this run keep their files in a host directory: false for the
+ * docker backend with "volume" in SBX_TEST_DOCKER_OPTIONS (then bt_open passes no workdir
+ * but an id made from it). */
+bool bt_host_files(void);
+
 /* Whether the backend can open a workspace on this host at all. When it cannot
  * (-SBX_EBACKEND), prints why on stderr and returns false: main then exits with 77, which
  * meson reports as a skipped test. Any other failure is an error of the test, not a skip. */

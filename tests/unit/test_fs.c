@@ -550,6 +550,7 @@ static void host_setup(void)
 	setup();
 	memset(&host_ws, 0, sizeof host_ws);
 	host_ws.ops = &host_ops;
+	host_ws.caps = host_ops.caps;
 	host_ws.workdir = dir;
 	host_ws.root_fd = dirfd_;
 }
