@@ -72,9 +72,11 @@ int sbx_spare_receive_outer(struct sbx_spare *s, int timeout_ms)
 
 void sbx_spare_discard(struct sbx_spare *s)
 {
-	/* Its pidfd, if it came, to wait for the end (and reap it for a subreaper host). */
+	/* Its pidfd, to wait for the end (and reap it for a subreaper host). A spare parked a
+	 * moment ago may not have sent it yet; the wait ends as soon as it does, or its end of the
+	 * channel closes. */
 	if (s->ctl >= 0)
-		sbx_spare_receive_outer(s, 0);
+		sbx_spare_receive_outer(s, SPARE_STOP_TIMEOUT_MS);
 	if (s->ctl >= 0)
 		close(s->ctl);
 	if (s->err_fd >= 0)
