@@ -1546,11 +1546,10 @@ START_TEST(test_prestarted_sandbox_dies_with_host)
 }
 END_TEST
 
-/* A host that is a child subreaper gets the spare's orphaned processes as children: the
- * library reaps them as it reaps its own, no zombie stays. */
-START_TEST(test_prestarted_sandbox_reaped_by_subreaper_host)
+/* Runs body(opts) in a child that is a child subreaper, as a host such as systemd --user or
+ * a container's init is; body's result is the child's exit status, which must be 0. */
+static void run_as_subreaper(int (*body)(const char *opts), const char *opts)
 {
-	const char *marker = bt_mkdtemp(), *opts = prestart_options(marker, true);
 	int status;
 	pid_t child = fork();
 
@@ -1558,23 +1557,37 @@ START_TEST(test_prestarted_sandbox_reaped_by_subreaper_host)
 	if (child == 0) {
 		if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 			_exit(2);
-		for (int i = 0; i < 4; i++) {
-			sbx_workspace *w = NULL;
-			sbx_result *res = NULL;
-			const char *argv[] = { "true", NULL };
-
-			if (bt_open(bt_mkdtemp(), opts, &w) != 0 || sbx_exec(w, argv, NULL, &res) != 0)
-				_exit(3);
-			sbx_result_free(res);
-			sbx_workspace_close(w);
-			if (wait_for_no_zombies() != 0)
-				_exit(4);
-		}
-		_exit(0);
+		_exit(body(opts));
 	}
 	ck_assert_int_eq(waitpid(child, &status, 0), child);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x",
 	              (unsigned)status);
+}
+
+static int open_four_leaving_no_zombie(const char *opts)
+{
+	for (int i = 0; i < 4; i++) {
+		sbx_workspace *w = NULL;
+		sbx_result *res = NULL;
+		const char *argv[] = { "true", NULL };
+
+		if (bt_open(bt_mkdtemp(), opts, &w) != 0 || sbx_exec(w, argv, NULL, &res) != 0)
+			return 3;
+		sbx_result_free(res);
+		sbx_workspace_close(w);
+		if (wait_for_no_zombies() != 0)
+			return 4;
+	}
+	return 0;
+}
+
+/* A host that is a child subreaper gets the spare's orphaned processes as children: the
+ * library reaps them as it reaps its own, no zombie stays. */
+START_TEST(test_prestarted_sandbox_reaped_by_subreaper_host)
+{
+	const char *marker = bt_mkdtemp();
+
+	run_as_subreaper(open_four_leaving_no_zombie, prestart_options(marker, true));
 }
 END_TEST
 
@@ -1805,22 +1818,17 @@ END_TEST
 
 /* A subreaper host inherits every spare it discards: concurrent opens, whose spares replace
  * one another, must leave it no zombie (a spare discarded before its pidfd came was one). */
+static int storm_leaving_no_zombie(const char *opts)
+{
+	run_storm(opts, false);
+	return wait_for_no_zombies() == 0 ? 0 : 4;
+}
+
 START_TEST(test_concurrent_spares_reaped_by_subreaper_host)
 {
-	const char *marker = bt_mkdtemp(), *opts = prestart_options(marker, true);
-	int status;
-	pid_t child = fork();
+	const char *marker = bt_mkdtemp();
 
-	ck_assert_int_ge(child, 0);
-	if (child == 0) {
-		if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-			_exit(2);
-		run_storm(opts, false);
-		_exit(wait_for_no_zombies() == 0 ? 0 : 4);
-	}
-	ck_assert_int_eq(waitpid(child, &status, 0), child);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x",
-	              (unsigned)status);
+	run_as_subreaper(storm_leaving_no_zombie, prestart_options(marker, true));
 }
 END_TEST
 
