@@ -15,7 +15,7 @@
 
 #include "util/buf.h"
 #include "util/json.h"
-#include "mcp/linebuf.h"
+#include "util/linebuf.h"
 
 #define DOCKER_WHO "docker"
 /* Where the container sees things. */

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "mcp/linebuf.h"
+#include "util/linebuf.h"
 #include "util/buf.h"
 #include "util/json.h"
 

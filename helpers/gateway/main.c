@@ -139,6 +139,7 @@ static void accept_conns(int lfd)
 			continue;
 		}
 		c->fd = fd;
+		c->in.max = SBX_MCP_LINE_MAX;
 		c->next = gw_conns;
 		gw_conns = c;
 	}

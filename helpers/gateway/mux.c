@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gateway.h"
+#include "mcp/frames.h"
 #include "mcp/proto.h"
 
 static struct {
@@ -89,6 +90,7 @@ static struct gw_conn *channel(uint32_t ch, bool create)
 	if (!create || !(c = calloc(1, sizeof *c)))
 		return NULL;
 	c->fd = -1;
+	c->in.max = SBX_MCP_LINE_MAX;
 	c->mux = true;
 	c->ch = ch;
 	c->next = gw_conns;

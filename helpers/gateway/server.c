@@ -43,6 +43,7 @@ struct gw_server *gw_server_get(const char *key, bool create)
 		return NULL;
 	}
 	s->in_fd = s->out_fd = s->err_fd = -1;
+	s->from_child.max = SBX_MCP_LINE_MAX;
 	s->next = gw_servers;
 	gw_servers = s;
 	return s;

@@ -36,14 +36,16 @@ static const sbx_mcp_transport fd_transport = { fd_send, fd_recv, fd_close };
 void sbx_mcp_client_init(sbx_mcp_client *c, int fd, const char *name, int timeout_ms)
 {
 	*c = (sbx_mcp_client){ .tp = &fd_transport, .fd = fd, .name = name,
-	                       .timeout_ms = timeout_ms, .next_id = 1 };
+	                       .timeout_ms = timeout_ms, .next_id = 1,
+	                       .in = { .max = SBX_MCP_LINE_MAX } };
 }
 
 void sbx_mcp_client_init_transport(sbx_mcp_client *c, const sbx_mcp_transport *tp, void *data,
                                    const char *name, int timeout_ms)
 {
 	*c = (sbx_mcp_client){ .tp = tp, .tp_data = data, .fd = -1, .name = name,
-	                       .timeout_ms = timeout_ms, .next_id = 1 };
+	                       .timeout_ms = timeout_ms, .next_id = 1,
+	                       .in = { .max = SBX_MCP_LINE_MAX } };
 }
 
 void sbx_mcp_client_close(sbx_mcp_client *c)

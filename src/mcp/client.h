@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "mcp/linebuf.h"
+#include "util/linebuf.h"
 #include "util/json.h"
 
 /* The protocol versions this client speaks, newest first; it asks for the first. */

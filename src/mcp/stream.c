@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "mcp/client.h"
+#include "mcp/frames.h"
 #include "mcp/mcp.h"
 #include "mcp/proto.h"
 #include "util/error.h"

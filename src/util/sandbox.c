@@ -957,6 +957,7 @@ static void prestart(char *shape)
 	}
 	if (spawn_init(SBX_SANDBOX_DIRECT, false, init, NULL, child_ctl, spec_fd, -1, -1,
 	               &no_binds, err_write, &first) != 0) {
+		close(SBX_TAKE_FD(child_ctl));   /* no spare holds it: the discard need not wait */
 		sbx_spare_discard(&s);
 		return;
 	}

@@ -40,6 +40,40 @@ static pid_t schedule_owner;
 static bool start_now;
 static long long eager_until_ms;
 
+/* A fork while another thread holds the lock would leave the child a lock nobody unlocks:
+ * forks wait for it, and the child starts with it free. */
+static void lock_for_fork(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+static void unlock_after_fork(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+/* The child has no starter thread: none waits on the condition either. */
+static void unlock_in_child(void)
+{
+	start_cond = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+	pthread_mutex_unlock(&lock);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void watch_forks(void)
+{
+	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_in_child);
+}
+
+/* Every user of the slot, not only the first schedule: a fork during the process's first
+ * opens (take, wanted) must find the handlers in place. */
+static void lock_slot(void)
+{
+	pthread_once(&fork_once, watch_forks);
+	pthread_mutex_lock(&lock);
+}
+
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -72,9 +106,11 @@ int sbx_spare_receive_outer(struct sbx_spare *s, int timeout_ms)
 
 void sbx_spare_discard(struct sbx_spare *s)
 {
-	/* Its pidfd, if it came, to wait for the end (and reap it for a subreaper host). */
+	/* Its pidfd, to wait for the end (and reap it for a subreaper host). A spare parked a
+	 * moment ago may not have sent it yet; the wait ends as soon as it does, or its end of the
+	 * channel closes. */
 	if (s->ctl >= 0)
-		sbx_spare_receive_outer(s, 0);
+		sbx_spare_receive_outer(s, SPARE_STOP_TIMEOUT_MS);
 	if (s->ctl >= 0)
 		close(s->ctl);
 	if (s->err_fd >= 0)
@@ -137,7 +173,7 @@ bool sbx_spare_take(const char *shape, struct sbx_spare *out)
 	struct sbx_spare stale = SPARE_NONE;
 	bool taken = false;
 
-	pthread_mutex_lock(&lock);
+	lock_slot();
 	forget_if_inherited();
 	note_take(shape, now_ms());
 	if (parked.shape && now_ms() - parked_at_ms > SPARE_MAX_AGE_MS)
@@ -156,7 +192,7 @@ bool sbx_spare_wanted(const char *shape)
 	long long now = now_ms();
 	bool wanted;
 
-	pthread_mutex_lock(&lock);
+	lock_slot();
 	forget_if_inherited();
 	/* A spare of another shape gives way: the latest shape is the likeliest next. */
 	wanted = !(parked.shape && strcmp(parked.shape, shape) == 0) && last_shape &&
@@ -220,38 +256,11 @@ static bool create_starter(void)
 	return err == 0;
 }
 
-/* A fork while another thread holds the lock would leave the child a lock nobody unlocks:
- * forks wait for it, and the child starts with it free. */
-static void lock_for_fork(void)
-{
-	pthread_mutex_lock(&lock);
-}
-
-static void unlock_after_fork(void)
-{
-	pthread_mutex_unlock(&lock);
-}
-
-/* The child has no starter thread: none waits on the condition either. */
-static void unlock_in_child(void)
-{
-	start_cond = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
-	pthread_mutex_unlock(&lock);
-}
-
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-
-static void watch_forks(void)
-{
-	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_in_child);
-}
-
 void sbx_spare_schedule(char *shape, sbx_spare_starter start)
 {
 	bool have_thread;
 
-	pthread_once(&fork_once, watch_forks);
-	pthread_mutex_lock(&lock);
+	lock_slot();
 	forget_schedule_if_inherited();
 	/* One waits already: it starts the latest shape instead. */
 	have_thread = scheduled != NULL;
@@ -271,7 +280,7 @@ void sbx_spare_schedule(char *shape, sbx_spare_starter start)
 
 void sbx_spare_nudge(void)
 {
-	pthread_mutex_lock(&lock);
+	lock_slot();
 	forget_schedule_if_inherited();
 	if (scheduled) {
 		start_now = true;
@@ -284,7 +293,7 @@ void sbx_spare_park(struct sbx_spare *s)
 {
 	struct sbx_spare old;
 
-	pthread_mutex_lock(&lock);
+	lock_slot();
 	forget_if_inherited();
 	old = unpark();
 	parked = *s;

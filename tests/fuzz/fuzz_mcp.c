@@ -17,7 +17,8 @@
 
 #include <agentsbx/agentsbx.h>
 #include "mcp/client.h"
-#include "mcp/linebuf.h"
+#include "mcp/frames.h"
+#include "util/linebuf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

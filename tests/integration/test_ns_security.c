@@ -1546,11 +1546,10 @@ START_TEST(test_prestarted_sandbox_dies_with_host)
 }
 END_TEST
 
-/* A host that is a child subreaper gets the spare's orphaned processes as children: the
- * library reaps them as it reaps its own, no zombie stays. */
-START_TEST(test_prestarted_sandbox_reaped_by_subreaper_host)
+/* Runs body(opts) in a child that is a child subreaper, as a host such as systemd --user or
+ * a container's init is; body's result is the child's exit status, which must be 0. */
+static void run_as_subreaper(int (*body)(const char *opts), const char *opts)
 {
-	const char *marker = bt_mkdtemp(), *opts = prestart_options(marker, true);
 	int status;
 	pid_t child = fork();
 
@@ -1558,23 +1557,37 @@ START_TEST(test_prestarted_sandbox_reaped_by_subreaper_host)
 	if (child == 0) {
 		if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 			_exit(2);
-		for (int i = 0; i < 4; i++) {
-			sbx_workspace *w = NULL;
-			sbx_result *res = NULL;
-			const char *argv[] = { "true", NULL };
-
-			if (bt_open(bt_mkdtemp(), opts, &w) != 0 || sbx_exec(w, argv, NULL, &res) != 0)
-				_exit(3);
-			sbx_result_free(res);
-			sbx_workspace_close(w);
-			if (wait_for_no_zombies() != 0)
-				_exit(4);
-		}
-		_exit(0);
+		_exit(body(opts));
 	}
 	ck_assert_int_eq(waitpid(child, &status, 0), child);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x",
 	              (unsigned)status);
+}
+
+static int open_four_leaving_no_zombie(const char *opts)
+{
+	for (int i = 0; i < 4; i++) {
+		sbx_workspace *w = NULL;
+		sbx_result *res = NULL;
+		const char *argv[] = { "true", NULL };
+
+		if (bt_open(bt_mkdtemp(), opts, &w) != 0 || sbx_exec(w, argv, NULL, &res) != 0)
+			return 3;
+		sbx_result_free(res);
+		sbx_workspace_close(w);
+		if (wait_for_no_zombies() != 0)
+			return 4;
+	}
+	return 0;
+}
+
+/* A host that is a child subreaper gets the spare's orphaned processes as children: the
+ * library reaps them as it reaps its own, no zombie stays. */
+START_TEST(test_prestarted_sandbox_reaped_by_subreaper_host)
+{
+	const char *marker = bt_mkdtemp();
+
+	run_as_subreaper(open_four_leaving_no_zombie, prestart_options(marker, true));
 }
 END_TEST
 
@@ -1677,6 +1690,148 @@ START_TEST(test_fork_keeps_spares_apart)
 }
 END_TEST
 
+/* ---- many threads, forks among them ---- */
+
+#define STORM_THREADS 4
+#define STORM_MS 2500
+
+struct storm_worker {
+	const char *opts;
+	const char *dir;              /* holds one file, the worker's name: all it may see */
+	const char *expect;           /* "<name>\n" */
+	int64_t until;
+	int rounds;
+	char failed[256];
+};
+
+/* Opens, lists and closes workspaces of one shape until the deadline; records the first
+ * failure instead of checking (a check on another thread cannot end the test). */
+static void *storm_worker_main(void *arg)
+{
+	struct storm_worker *sw = arg;
+	const char *argv[] = { "ls", "/workspace", NULL };
+
+	while (bt_now_ms() < sw->until && !sw->failed[0]) {
+		sbx_workspace *w = NULL;
+		sbx_result *res = NULL;
+		int r = bt_open(sw->dir, sw->opts, &w);
+
+		if (r != 0)
+			snprintf(sw->failed, sizeof sw->failed, "open: %d %s", r, sbx_last_error());
+		else if ((r = sbx_exec(w, argv, NULL, &res)) != 0)
+			snprintf(sw->failed, sizeof sw->failed, "exec: %d %s", r, sbx_last_error());
+		else if (strcmp(sbx_result_stdout(res, NULL), sw->expect) != 0)
+			snprintf(sw->failed, sizeof sw->failed, "saw '%s', not '%s'",
+			         sbx_result_stdout(res, NULL), sw->expect);
+		sbx_result_free(res);
+		sbx_workspace_close(w);
+		sw->rounds++;
+	}
+	return NULL;
+}
+
+/* A forked child (its parent's other threads in the middle of opens and closes) opens and
+ * closes one workspace and exits at once, its spare perhaps being started: 0 when it could.
+ * A child stuck on a lock its parent's threads held is killed after 10 s and reported. */
+static int fork_one_opener(const char *opts, const char *dir)
+{
+	int64_t deadline;
+	int status = 0;
+	pid_t child = fork();
+
+	if (child < 0)
+		return -1;
+	if (child == 0) {
+		sbx_workspace *w = NULL;
+
+		if (bt_open(dir, opts, &w) != 0)
+			_exit(1);
+		sbx_workspace_close(w);
+		_exit(0);
+	}
+	deadline = bt_now_ms() + 10000;
+	while (waitpid(child, &status, WNOHANG) == 0) {
+		if (bt_now_ms() > deadline) {
+			kill(child, SIGKILL);
+			waitpid(child, &status, 0);
+			return -2;
+		}
+		usleep(5000);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -3;
+}
+
+/* Runs STORM_THREADS workers on workspaces of one shape (the workers' directories from
+ * bt_mkdtemp), faster than spares start (so the starter runs eagerly, and several may be
+ * under way at once), while this thread forks a child that opens a workspace now and then
+ * (with_forks). Returns how many children it forked; a failure fails the test. */
+static int run_storm(const char *opts, bool with_forks)
+{
+	const char *child_dir = with_forks ? bt_mkdtemp() : NULL;
+	struct storm_worker sw[STORM_THREADS];
+	pthread_t t[STORM_THREADS];
+	int64_t until = bt_now_ms() + STORM_MS;
+	int forks = 0;
+
+	for (int i = 0; i < STORM_THREADS; i++) {
+		sw[i] = (struct storm_worker){ .opts = opts, .dir = bt_mkdtemp(), .until = until };
+		test_put_file(sw[i].dir, bt_tmp("worker-%d", i), "x", 0644);
+		sw[i].expect = bt_fmt("worker-%d\n", i);
+		ck_assert_int_eq(pthread_create(&t[i], NULL, storm_worker_main, &sw[i]), 0);
+	}
+	while (with_forks && bt_now_ms() < until) {
+		int r = fork_one_opener(opts, child_dir);
+
+		ck_assert_msg(r == 0, "fork %d: the child's workspace %s (%d)", forks,
+		              r == -2 ? "hung" : "failed", r);
+		forks++;
+		usleep(50000);
+	}
+	for (int i = 0; i < STORM_THREADS; i++) {
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+		ck_assert_msg(!sw[i].failed[0], "worker %d, round %d: %s", i, sw[i].rounds,
+		              sw[i].failed);
+		ck_assert_int_gt(sw[i].rounds, 0);
+		free((char *)sw[i].expect);
+	}
+	return forks;
+}
+
+/* Every workspace of the storm sees only its own files and no forked child hangs; afterwards
+ * nothing is left: no zombie, no child, at most the one parked spare (its two processes; the
+ * children's spares end with them). */
+START_TEST(test_spares_under_concurrent_opens_and_forks)
+{
+	const char *marker = bt_mkdtemp(), *opts = prestart_options(marker, true);
+	int children = bt_count_children() - count_children_where(true), left;
+	int64_t deadline;
+
+	ck_assert_int_gt(run_storm(opts, true), 0);
+	ck_assert_int_eq(wait_for_no_zombies(), 0);
+	ck_assert_int_eq(bt_wait_for_children(children), children);
+	deadline = bt_now_ms() + 10000;
+	while ((left = bt_count_sandbox_processes(marker)) > 2 && bt_now_ms() < deadline)
+		usleep(20000);
+	ck_assert_msg(left == 0 || left == 2, "%d processes of spares are left", left);
+}
+END_TEST
+
+/* A subreaper host inherits every spare it discards: concurrent opens, whose spares replace
+ * one another, must leave it no zombie (a spare discarded before its pidfd came was one). */
+static int storm_leaving_no_zombie(const char *opts)
+{
+	run_storm(opts, false);
+	return wait_for_no_zombies() == 0 ? 0 : 4;
+}
+
+START_TEST(test_concurrent_spares_reaped_by_subreaper_host)
+{
+	const char *marker = bt_mkdtemp();
+
+	run_as_subreaper(storm_leaving_no_zombie, prestart_options(marker, true));
+}
+END_TEST
+
 /* "prestart": false: one workspace after another, and never a spare beside them. */
 START_TEST(test_no_spare_when_prestart_is_off)
 {
@@ -1764,7 +1919,9 @@ static Suite *security_suite(void)
 		tcase_add_test(pre, test_no_spare_when_prestart_is_off);
 		tcase_add_test(pre, test_spares_start_when_the_caller_is_idle);
 		tcase_add_test(pre, test_fork_keeps_spares_apart);
+		tcase_add_test(pre, test_spares_under_concurrent_opens_and_forks);
 		tcase_add_test(pre, test_prestarted_sandbox_reaped_by_subreaper_host);
+		tcase_add_test(pre, test_concurrent_spares_reaped_by_subreaper_host);
 		suite_add_tcase(s, pre);
 	}
 	return s;

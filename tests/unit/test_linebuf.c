@@ -1,53 +1,11 @@
-/* Unit tests of MCP's line framing (src/mcp/linebuf.c): the line buffer the gateway and the
- * host read with, and the "<channel> <line>" frames of the process-stream transport. */
+/* Unit tests of the line buffer (src/util/linebuf.c) that MCP's transports and the docker
+ * backend's JSON-lines answers are read with. */
 #include <check.h>
-#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "support.h"
-#include "mcp/linebuf.h"
-
-static int split(const char *frame, uint32_t *ch, const char **line, size_t *len)
-{
-	return sbx_mcp_frame_split(frame, strlen(frame), ch, line, len);
-}
-
-START_TEST(frames_name_their_channel)
-{
-	const char *line = NULL;
-	size_t len = 0;
-	uint32_t ch = 0;
-
-	ck_assert_int_eq(split("7 {\"id\":1}", &ch, &line, &len), 1);
-	ck_assert_uint_eq(ch, 7);
-	ck_assert_int_eq(len, 8);
-	ck_assert_int_eq(memcmp(line, "{\"id\":1}", 8), 0);
-	ck_assert_int_eq(split("4294967295 x", &ch, &line, &len), 1);
-	ck_assert_uint_eq(ch, UINT32_MAX);
-	ck_assert_int_eq(split("12", &ch, &line, &len), 0);   /* the channel ends */
-	ck_assert_uint_eq(ch, 12);
-	ck_assert_int_eq(split("3 ", &ch, &line, &len), 1);   /* an empty line is a line */
-	ck_assert_int_eq(len, 0);
-	ck_assert_int_eq(split("3  two", &ch, &line, &len), 1);   /* only one space is taken */
-	ck_assert_int_eq(len, 4);
-}
-END_TEST
-
-START_TEST(anything_else_is_no_frame)
-{
-	static const char *const bad[] = { "", " 1 x", "+1 x", "-1 x", "x 1", "1x", "1\tx",
-	                                   "4294967296 x", "99999999999 x", "00000000001 x",
-	                                   NULL };
-	const char *line;
-	size_t len;
-	uint32_t ch;
-
-	for (const char *const *b = bad; *b; b++)
-		ck_assert_msg(split(*b, &ch, &line, &len) == -1, "'%s' was taken for a frame", *b);
-	/* A NUL byte after the number is not the end of the frame. */
-	ck_assert_int_eq(sbx_mcp_frame_split("5\0x", 3, &ch, &line, &len), -1);
-}
-END_TEST
+#include "util/linebuf.h"
 
 START_TEST(lines_come_out_whole_and_long_ones_are_dropped)
 {
@@ -69,14 +27,60 @@ START_TEST(lines_come_out_whole_and_long_ones_are_dropped)
 }
 END_TEST
 
+/* An over-long line that comes in pieces, none with its newline, is reported once and its
+ * rest is skipped up to the newline, however it is cut; the buffer does not grow with it. */
+START_TEST(a_flood_without_newlines_costs_bounded_memory)
+{
+	sbx_linebuf lb = { .max = 8 };
+	char *line;
+	size_t len;
+
+	ck_assert_int_eq(sbx_linebuf_feed(&lb, "0123456789", 10), 0);
+	ck_assert_int_eq(sbx_linebuf_next(&lb, &line, &len), SBX_LINE_DROPPED);
+	for (int i = 0; i < 1000; i++) {
+		ck_assert_int_eq(sbx_linebuf_feed(&lb, "xxxxxxxxxxxxxxxx", 16), 0);
+		ck_assert_int_eq(sbx_linebuf_next(&lb, &line, &len), SBX_LINE_NONE);
+	}
+	ck_assert_uint_le(lb.cap, 4096);
+	ck_assert_int_eq(sbx_linebuf_feed(&lb, "xx\nnext\n", 8), 0);
+	ck_assert_int_eq(sbx_linebuf_next(&lb, &line, &len), SBX_LINE_OK);
+	ck_assert_str_eq(line, "next");
+	ck_assert_int_eq(sbx_linebuf_next(&lb, &line, &len), SBX_LINE_NONE);
+	sbx_linebuf_free(&lb);
+}
+END_TEST
+
+/* A buffer that sets no limit keeps lines up to SBX_LINEBUF_MAX, and no longer. */
+START_TEST(no_limit_set_means_the_default)
+{
+	sbx_linebuf lb = { 0 };
+	size_t n = SBX_LINEBUF_MAX;
+	char *big = malloc(n + 2), *line;
+	size_t len;
+
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'a', n + 1);
+	big[n] = '\n';
+	ck_assert_int_eq(sbx_linebuf_feed(&lb, big, n + 1), 0);
+	ck_assert_int_eq(sbx_linebuf_next(&lb, &line, &len), SBX_LINE_OK);
+	ck_assert_uint_eq(len, n);
+	big[n] = 'a';
+	big[n + 1] = '\n';
+	ck_assert_int_eq(sbx_linebuf_feed(&lb, big, n + 2), 0);
+	ck_assert_int_eq(sbx_linebuf_next(&lb, &line, &len), SBX_LINE_DROPPED);
+	free(big);
+	sbx_linebuf_free(&lb);
+}
+END_TEST
+
 static Suite *linebuf_suite(void)
 {
 	Suite *s = suite_create("linebuf");
-	TCase *tc = tcase_create("framing");
+	TCase *tc = tcase_create("lines");
 
-	tcase_add_test(tc, frames_name_their_channel);
-	tcase_add_test(tc, anything_else_is_no_frame);
 	tcase_add_test(tc, lines_come_out_whole_and_long_ones_are_dropped);
+	tcase_add_test(tc, a_flood_without_newlines_costs_bounded_memory);
+	tcase_add_test(tc, no_limit_set_means_the_default);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,12 +1,12 @@
-/* Line framing for MCP's stdio transport, shared by the gateway and the host's client: bytes
- * go in as they arrive, complete lines come out. A line longer than the limit is dropped up to
- * its newline and reported once, so a peer that floods without newlines costs bounded memory. */
-#ifndef SBX_MCP_LINEBUF_H
-#define SBX_MCP_LINEBUF_H
+/* A line buffer for any stream of lines (MCP's transports in the gateway and the host, the
+ * Engine API's JSON-lines answers): bytes go in as they arrive, complete lines come out. A
+ * line longer than the limit is dropped up to its newline and reported once, so a peer that
+ * floods without newlines costs bounded memory. */
+#ifndef SBX_UTIL_LINEBUF_H
+#define SBX_UTIL_LINEBUF_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
 
 typedef struct sbx_linebuf {
 	char *buf;
@@ -14,9 +14,12 @@ typedef struct sbx_linebuf {
 	size_t len;        /* bytes held */
 	size_t cap;
 	size_t scanned;    /* bytes from start known to hold no newline */
-	size_t max;        /* longest line kept (0 = SBX_MCP_LINE_MAX) */
+	size_t max;        /* longest line kept (0 = SBX_LINEBUF_MAX) */
 	bool discarding;   /* inside an over-long line: drop up to its newline */
 } sbx_linebuf;
+
+/* The limit of a buffer that sets none; a protocol with a limit of its own sets max. */
+#define SBX_LINEBUF_MAX ((size_t)32 << 20)
 
 enum { SBX_LINE_NONE = 0, SBX_LINE_OK = 1, SBX_LINE_DROPPED = 2 };
 
@@ -27,12 +30,5 @@ int sbx_linebuf_feed(sbx_linebuf *lb, const char *data, size_t len);
  * an over-long line; SBX_LINE_NONE when no complete line is buffered. */
 int sbx_linebuf_next(sbx_linebuf *lb, char **line, size_t *len);
 void sbx_linebuf_free(sbx_linebuf *lb);
-
-/* A frame of the gateway's process-stream transport, one line: "<channel> <line>", or
- * "<channel>" alone (that channel ends). The channel is 1 to 10 decimal digits no larger
- * than UINT32_MAX, nothing before them. Returns 1 with *line and *line_len (the rest after the
- * one space), 0 for a channel alone, -1 for anything else. */
-int sbx_mcp_frame_split(const char *frame, size_t len, uint32_t *channel, const char **line,
-                        size_t *line_len);
 
 #endif
