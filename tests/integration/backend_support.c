@@ -122,7 +122,7 @@ const char *bt_docker_image(void)
  * its own object for the backend. */
 static const char *bt_backend_options(const char *extra)
 {
-	static char docker[1024];
+	static _Thread_local char docker[1024];   /* bt_open runs on several threads */
 
 	if (strcmp(bt_backend(), "docker") != 0 || (extra && strstr(extra, "\"docker\"")))
 		return "";
@@ -157,7 +157,7 @@ bool bt_host_files(void)
  * means the same workspace. */
 static const char *workdir_member(const char *workdir, const char *extra)
 {
-	static char member[PATH_MAX + 32];
+	static _Thread_local char member[PATH_MAX + 32];   /* likewise */
 	const char *base, *prev;
 	char *c;
 
