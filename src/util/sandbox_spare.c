@@ -163,8 +163,11 @@ static void note_take(const char *shape, long long now)
 	forget_schedule_if_inherited();
 	if (now < eager_until_ms || (scheduled && strcmp(scheduled, shape) == 0)) {
 		eager_until_ms = now + SPARE_EAGER_MS;
-		start_now = true;
-		pthread_cond_signal(&start_cond);
+		/* Only a waiting start is hurried; a later schedule sees the eager time itself. */
+		if (scheduled) {
+			start_now = true;
+			pthread_cond_signal(&start_cond);
+		}
 	}
 }
 
