@@ -72,14 +72,18 @@ def library_entries(programs):
 
 with open("/bin/busybox", "rb") as f:
     busybox = f.read()
+# Layers of this registry's own, never seen by the engine before: a layer it already has (an
+# image of an earlier run still tagged under another port, say) would be reported as
+# "Already exists" instead of being downloaded.
+nonce = os.urandom(16).hex().encode()
 layers = [
     tar_layer(library_entries(sys.argv[2:]) + [
               ("bin", None, 0o755, None), ("bin/busybox", busybox, 0o755, None),
                ("bin/sh", None, 0, "busybox"), ("bin/cat", None, 0, "busybox"),
                ("bin/id", None, 0, "busybox"), ("etc", None, 0o755, None),
                ("etc/passwd", b"root:x:0:0::/:/bin/sh\nnobody:x:65534:65534::/:/bin/sh\n",
-                0o644, None)]),
-    tar_layer([("hello.txt", b"pulled\n", 0o644, None)]),
+                0o644, None), ("etc/agentsbx-nonce", nonce, 0o644, None)]),
+    tar_layer([("hello.txt", b"pulled\n", 0o644, None), (".nonce", nonce, 0o644, None)]),
 ]
 broken = tar_layer([("broken.txt", b"never arrives\n", 0o644, None)])
 blobs = {}
