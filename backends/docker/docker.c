@@ -159,12 +159,11 @@ static int setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 	if (!(ws->id = strdup(cfg->id)) ||
 	    (!volume && !(ws->workdir = strdup(cfg->workdir))))
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
-	if (cfg->size >= offsetof(sbx_backend_config, limits) + sizeof cfg->limits)
+	if (SBX_BACKEND_CONFIG_HAS(cfg, limits))
 		ws->limits = cfg->limits;
-	if (cfg->size >= offsetof(sbx_backend_config, read_only) + sizeof cfg->read_only)
+	if (SBX_BACKEND_CONFIG_HAS(cfg, read_only))
 		ws->read_only = cfg->read_only != 0;
-	if (cfg->size >= offsetof(sbx_backend_config, progress_userdata) +
-	                 sizeof cfg->progress_userdata) {
+	if (SBX_BACKEND_CONFIG_HAS(cfg, progress_userdata)) {
 		ws->progress = cfg->progress;
 		ws->progress_userdata = cfg->progress_userdata;
 	}

@@ -71,11 +71,11 @@ static int local_open(const sbx_backend_config *cfg, void **state)
 		return sbx_fail(-SBX_ECONFIG, "local: network mode '%s' cannot be enforced: "
 		                "commands share the host's network (use an isolating backend)",
 		                cfg->network_mode);
-	if (cfg->size >= offsetof(sbx_backend_config, limits) + sizeof cfg->limits &&
+	if (SBX_BACKEND_CONFIG_HAS(cfg, limits) &&
 	    cfg->limits.pids)
 		return sbx_fail(-SBX_ECONFIG, "config: key 'limits.pids': the local backend has no "
 		                "cgroup to enforce it (limits.processes sets RLIMIT_NPROC)");
-	if (cfg->size >= offsetof(sbx_backend_config, read_only) + sizeof cfg->read_only &&
+	if (SBX_BACKEND_CONFIG_HAS(cfg, read_only) &&
 	    cfg->read_only)
 		return sbx_fail(-SBX_ECONFIG, "config: key 'mode': the local backend cannot keep "
 		                "commands from writing the workspace (use an isolating backend such as "
@@ -94,7 +94,7 @@ static int local_open(const sbx_backend_config *cfg, void **state)
 		local_ws_free(ws);
 		return sbx_fail(-SBX_ENOMEM, "local: out of memory");
 	}
-	if (cfg->size >= offsetof(sbx_backend_config, limits) + sizeof cfg->limits)
+	if (SBX_BACKEND_CONFIG_HAS(cfg, limits))
 		ws->limits = cfg->limits;
 	*state = ws;
 	return 0;

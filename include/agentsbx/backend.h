@@ -20,6 +20,8 @@
 #ifndef AGENTSBX_BACKEND_H
 #define AGENTSBX_BACKEND_H
 
+#include <stddef.h>
+
 #include <agentsbx/agentsbx.h>
 
 #ifdef __cplusplus
@@ -88,6 +90,11 @@ typedef struct sbx_backend_config {
 	uint64_t tmp_bytes;           /* limits.tmp_bytes: the size of the sandbox's own /tmp (and
 	                                 /dev/shm); 0 = the backend's default */
 } sbx_backend_config;
+
+/* Whether the core's config struct has member: read a member added after 1.0 only when this
+ * says so (an older library passes a shorter struct). */
+#define SBX_BACKEND_CONFIG_HAS(cfg, member) \
+	((cfg)->size >= offsetof(sbx_backend_config, member) + sizeof (cfg)->member)
 
 /* One command to start. */
 typedef struct sbx_backend_spawn {

@@ -43,19 +43,16 @@ static const char *const proxy_env[] = {
 	NULL,
 };
 
-/* Reads a 1.2 member of the backend config only when the core's struct has it. */
-#define CFG_HAS(cfg, member) \
-	((cfg)->size >= offsetof(sbx_backend_config, member) + sizeof (cfg)->member)
 
 void sbx_netproxy_settings_of(struct sbx_netproxy_settings *s, const char *workspace,
                               const sbx_backend_config *cfg)
 {
 	*s = (struct sbx_netproxy_settings){
 		.workspace = workspace,
-		.network_json = CFG_HAS(cfg, network_json) ? cfg->network_json : NULL,
-		.audit_dir_fd = CFG_HAS(cfg, audit_keep) ? cfg->audit_dir_fd : -1,
-		.audit_max_bytes = CFG_HAS(cfg, audit_keep) ? cfg->audit_max_bytes : 0,
-		.audit_keep = CFG_HAS(cfg, audit_keep) ? cfg->audit_keep : 0,
+		.network_json = SBX_BACKEND_CONFIG_HAS(cfg, network_json) ? cfg->network_json : NULL,
+		.audit_dir_fd = SBX_BACKEND_CONFIG_HAS(cfg, audit_keep) ? cfg->audit_dir_fd : -1,
+		.audit_max_bytes = SBX_BACKEND_CONFIG_HAS(cfg, audit_keep) ? cfg->audit_max_bytes : 0,
+		.audit_keep = SBX_BACKEND_CONFIG_HAS(cfg, audit_keep) ? cfg->audit_keep : 0,
 	};
 }
 

@@ -20,25 +20,22 @@
 /* QCMD of <linux/quota.h> shifts a signed int past its top bit (Q_GETINFO is 0x800005). */
 #define QUOTA_CMD(cmd, type) ((int)(((unsigned)(cmd) << SUBCMDSHIFT) | ((type) & SUBCMDMASK)))
 
-/* Reads a 1.5 member of the backend config only when the core's struct has it. */
-#define CFG_HAS(cfg, member) \
-	((cfg)->size >= offsetof(sbx_backend_config, member) + sizeof (cfg)->member)
 
 uint64_t sbx_quota_disk_bytes(const sbx_backend_config *cfg)
 {
-	return CFG_HAS(cfg, disk_bytes) ? cfg->disk_bytes : 0;
+	return SBX_BACKEND_CONFIG_HAS(cfg, disk_bytes) ? cfg->disk_bytes : 0;
 }
 
 uint64_t sbx_quota_tmp_bytes(const sbx_backend_config *cfg)
 {
-	uint64_t v = CFG_HAS(cfg, tmp_bytes) ? cfg->tmp_bytes : 0;
+	uint64_t v = SBX_BACKEND_CONFIG_HAS(cfg, tmp_bytes) ? cfg->tmp_bytes : 0;
 
 	return v ? v : SBX_QUOTA_DEFAULT_TMP_BYTES;
 }
 
 bool sbx_quota_asked(const sbx_backend_config *cfg)
 {
-	return sbx_quota_disk_bytes(cfg) || (CFG_HAS(cfg, tmp_bytes) && cfg->tmp_bytes);
+	return sbx_quota_disk_bytes(cfg) || (SBX_BACKEND_CONFIG_HAS(cfg, tmp_bytes) && cfg->tmp_bytes);
 }
 
 void sbx_quota_spec_keys(sbx_buf *b, const sbx_backend_config *cfg)
@@ -48,7 +45,7 @@ void sbx_quota_spec_keys(sbx_buf *b, const sbx_backend_config *cfg)
 	if (disk)
 		sbx_buf_printf(b, "\"workspace_bytes\":%llu,", (unsigned long long)disk);
 	sbx_buf_printf(b, "\"tmp_bytes\":%llu,", (unsigned long long)sbx_quota_tmp_bytes(cfg));
-	if (CFG_HAS(cfg, tmp_bytes) && cfg->tmp_bytes)
+	if (SBX_BACKEND_CONFIG_HAS(cfg, tmp_bytes) && cfg->tmp_bytes)
 		sbx_buf_puts(b, "\"tmp_required\":true,");
 }
 
