@@ -138,9 +138,11 @@ int sbx_caps_drop_all(char *err, size_t errlen);
 int sbx_landlock_apply(const struct sbx_harden_spec *spec, bool *applied, char *err,
                        size_t errlen);
 
-/* Loads the seccomp deny-list (DESIGN.md §4) with libseccomp: denied calls fail with EPERM,
- * clone3 with ENOSYS, ioctl TIOCSTI/TIOCLINUX compared on the low 32 bits, clone/unshare with
- * namespace flags refused, socket(AF_VSOCK) refused. Requires no_new_privs (or CAP_SYS_ADMIN). */
+/* Loads the seccomp baseline (seccomp.c, seccomp_table.c): an allow-list at least as strict
+ * as Docker's default profile; refused calls fail with EPERM, clone3 and calls newer than the
+ * table with ENOSYS, argument rules on socket (unix, inet, inet6, netlink route), personality,
+ * clone, mknod(at) and ioctl; the 32-bit tables refused whole. Requires no_new_privs (or
+ * CAP_SYS_ADMIN). */
 int sbx_seccomp_apply(char *err, size_t errlen);
 
 /* Writes the same filter as a BPF program to fd, so that a process that starts many sandboxes
@@ -148,15 +150,10 @@ int sbx_seccomp_apply(char *err, size_t errlen);
 int sbx_seccomp_export(int fd, char *err, size_t errlen);
 int sbx_seccomp_load_program(int fd, char *err, size_t errlen);
 
-/* sbx_seccomp_apply with deny_errno in place of EPERM (clone3 keeps ENOSYS). For tests: an
- * errno no kernel check returns proves that the filter answered, not a permission check. */
-int sbx_seccomp_apply_errno(int deny_errno, char *err, size_t errlen);
-
-/* The filter's rules by name ("ptrace", "clone-newuser", "tiocsti", "vsock", ...) for tests
- * and the audit log: the i-th rule's name and the errno it answers with (*errno_value may be
- * NULL), or NULL past the last. A rule whose syscall the build's libseccomp does not know is
- * listed but not loaded. */
-const char *sbx_seccomp_rule_name(size_t i, int *errno_value);
+/* sbx_seccomp_apply with deny_errno in place of EPERM and newer_errno in place of ENOSYS for
+ * the calls newer than the table (clone3 keeps ENOSYS). For tests: errnos no kernel check
+ * returns prove that the filter answered, not a permission check or a missing call. */
+int sbx_seccomp_apply_errno(int deny_errno, int newer_errno, char *err, size_t errlen);
 
 /* The kernel's Landlock ABI version, 0 when it has no Landlock. */
 int sbx_landlock_abi(void);

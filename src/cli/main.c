@@ -13,6 +13,7 @@
 #include <agentsbx/agentsbx.h>
 #include "cli/progress.h"
 #include "config.h"
+#include "init/seccomp_table.h"
 #include "internal.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -385,6 +386,49 @@ static void print_network(const sbx_json *list)
 		printf("allowlist proxy: not found (%s)\n", sbx_last_error());
 }
 
+/* "all 74" or "only 70 of the 74": a count that should be complete. */
+static void print_held(int here, int of)
+{
+	if (here == of)
+		printf("all %d", of);
+	else
+		printf("only %d of the %d — the baseline is broken", here, of);
+}
+
+/* The seccomp baseline of ns and bwrap (and of the docker backend's exec server), counted
+ * from the table the filter is built from (helpers/init/seccomp_table.c). */
+static void print_seccomp(void)
+{
+	const char *compat = sbx_seccomp_compat_tables();
+	struct sbx_seccomp_counts c;
+	bool first = true;
+
+	sbx_seccomp_count(&c);
+	printf("\nseccomp baseline (ns, bwrap, docker's exec server): %d system calls and %d "
+	       "argument rules refused\n", c.refused, c.arg_rules);
+	printf("  Docker's default profile refuses %d of the %d system calls known for %s: ",
+	       c.docker_refused, c.known, sbx_docker_native_arch());
+	print_held(c.docker_refused_here, c.docker_refused);
+	printf(" refused here\n  Docker's argument rules: ");
+	print_held(c.docker_arg_rules_here, c.docker_arg_rules);
+	printf(" held here\n  ours besides Docker's: %d system calls, %d argument rules\n",
+	       c.ours_only, c.ours_arg_rules);
+	printf("  calls newer than the table (numbers above %d): ENOSYS\n", c.max_nr);
+	if (compat)
+		printf("  the 32-bit tables (%s): refused whole\n", compat);
+	for (size_t i = 0; i < sbx_syscall_table_len; i++) {
+		const struct sbx_syscall_row *row = &sbx_syscall_table[i];
+
+		if (row->ours != SBX_OURS_EXEMPT || sbx_syscall_row_nr(row) < 0)
+			continue;
+		printf("%s%s", first ? "  exempt from every filter by the kernel: " : ", ", row->name);
+		first = false;
+	}
+	if (!first)
+		printf(" (they act only from a uprobe's trampoline)\n");
+	printf("  Docker's facts from %s\n", sbx_docker_profile_source);
+}
+
 /* What the configuration given with --config does to the network. */
 static int print_config_exposure(const struct ws_options *o, const sbx_json *list)
 {
@@ -444,6 +488,7 @@ static int cmd_doctor(int argc, char **argv)
 		printf("%-12s %-13s %s\n", name ? name->str : "?",
 		       ok && ok->b ? "available" : "unavailable", detail ? detail->str : "");
 	}
+	print_seccomp();
 	print_network(list);
 	if (o.config || o.backend)
 		code = print_config_exposure(&o, list);

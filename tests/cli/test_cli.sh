@@ -43,6 +43,13 @@ check "flags override the config file" "hi $work/ws" "$out"
 grep -Eq '^local +available' "$work/doctor"; check "doctor lists local" 0 $?
 grep -Eq '^ns +' "$work/doctor"; check "doctor lists ns" 0 $?
 grep -Eq '^  local +host$' "$work/doctor"; check "doctor: local only shares the host's network" 0 $?
+# The seccomp baseline, counted: whatever Docker's profile refuses is refused, all of it.
+grep -Eq '^seccomp baseline .*: [0-9]+ system calls and [0-9]+ argument rules refused$' \
+  "$work/doctor"; check "doctor counts the seccomp baseline" 0 $?
+grep -Eq "^  Docker's default profile refuses ([0-9]+) of the [0-9]+ system calls known for .*: all \1 refused here$" \
+  "$work/doctor"; check "doctor: all of Docker's refusals held" 0 $?
+grep -q "^  Docker's argument rules: all [0-9]* held here$" "$work/doctor"
+check "doctor: Docker's argument rules held" 0 $?
 "$cli" doctor --config '{"network":{"mode":"host"}}' >"$work/doctor-host"
 check "doctor --config runs" 0 $?
 grep -q 'network mode "host" — EXPOSED' "$work/doctor-host"; check "doctor reports host exposure" 0 $?
