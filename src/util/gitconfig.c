@@ -484,6 +484,17 @@ static void put_escaped(sbx_buf *b, const char *s, bool value)
 	}
 }
 
+/* A value that reads back the same without quotes (as git itself writes most). */
+static bool plain_value(const char *v)
+{
+	if (!*v)
+		return false;
+	for (; *v; v++)
+		if (!isalnum((unsigned char)*v) && !strchr("._/:@+*-,=~^%", *v))
+			return false;
+	return true;
+}
+
 static bool same_header(const struct sanitizer *s, const sbx_gitconfig_entry *e)
 {
 	if (!s->wrote_header || strcmp(s->last_section, e->section) != 0)
@@ -533,7 +544,9 @@ static int sanitize_one(const sbx_gitconfig_entry *e, void *userdata)
 	if (!same_header(s, e) && (r = write_header(s, e)) < 0)
 		return r;
 	sbx_buf_printf(&s->text, "\t%s", e->name);
-	if (e->value) {
+	if (e->value && plain_value(e->value)) {
+		sbx_buf_printf(&s->text, " = %s", e->value);
+	} else if (e->value) {
 		sbx_buf_puts(&s->text, " = \"");
 		put_escaped(&s->text, e->value, true);
 		sbx_buf_puts(&s->text, "\"");
