@@ -95,7 +95,7 @@ static void bind_new_repos(struct sbx_gitguard *g)
 	char detail[160];
 	int r;
 
-	if (!g->to_bind.n || g->bind_unsupported) {
+	if (!g->to_bind.n || g->bind_unsupported || g->backend_gone) {
 		sbx_strset_clear(&g->to_bind);
 		return;
 	}
@@ -316,6 +316,17 @@ void sbx_gitguard_after_reset(sbx_workspace *ws)
 	g->full_next = true;
 	pthread_mutex_unlock(&g->lock);
 	sbx_gitguard_check(ws, "reset");
+}
+
+void sbx_gitguard_backend_closing(sbx_workspace *ws)
+{
+	struct sbx_gitguard *g = ws ? ws->gitguard : NULL;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->backend_gone = true;
+	pthread_mutex_unlock(&g->lock);
 }
 
 void sbx_gitguard_free(sbx_workspace *ws)

@@ -47,6 +47,9 @@ int sbx_gitguard_check(sbx_workspace *ws, const char *when);
  * so the next check walks everything; the new sandbox gets its read-only binds again. */
 void sbx_gitguard_after_reset(sbx_workspace *ws);
 
+/* The backend is about to close: from now on checks bind nothing (detection only). */
+void sbx_gitguard_backend_closing(sbx_workspace *ws);
+
 /* Frees the guard (after the last check). */
 void sbx_gitguard_free(sbx_workspace *ws);
 

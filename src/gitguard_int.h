@@ -52,6 +52,7 @@ struct sbx_gitguard {
 	sbx_strset to_bind;       /* found during this check, to bind after it */
 	bool bind_unsupported;    /* the backend cannot bind (docker, detached): detection only */
 	bool bind_limit_audited;
+	bool backend_gone;        /* closing: the backend's state is no more */
 	bool watch_broken;        /* no inotify (or out of watches): every check walks it all */
 	bool walk_limited;        /* a tree deeper than GG_MAX_DEPTH was met (audited once) */
 	bool full_next;           /* the next check walks everything (after reset, a failure) */

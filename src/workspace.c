@@ -357,6 +357,7 @@ int sbx_workspace_close(sbx_workspace *ws)
 		return 0;
 	sbx_mcp_shutdown(ws);
 	sbx_process_detach_all(ws);
+	sbx_gitguard_backend_closing(ws);
 	r = ws->ops->close(ws->state);
 	/* The sandbox is gone: nothing can change the files any more. The last check runs
 	 * before the caller (and the user's git) gets the workspace back. */

@@ -171,10 +171,12 @@ static int refuse_unwritable(sbx_tool_ctx *ctx, const char *rel, const char *sho
 		return sbx_tool_error(out, "Error: %s leads outside the workspace", shown), 1;
 	if (r < 0 && r != -SBX_ENOENT)
 		return sbx_tool_error(out, "Error: cannot resolve %s: %s", shown, strerror(-r)), 1;
+	if ((r = refuse_git(ctx, rel, real, shown, out)) != 0)
+		return r;
 	if (sbx_tool_path_protected(ctx, rel) || (real && sbx_tool_path_protected(ctx, real)))
 		return sbx_tool_error(out, "Error: %s is protected: the workspace does not allow "
 		                      "changing it", shown), 1;
-	return refuse_git(ctx, rel, real, shown, out);
+	return 0;
 }
 
 /* Writes the file through the directory fd the protection check was made on, so a link
