@@ -220,10 +220,9 @@ static int new_dir(const char *rel, size_t len, void *ud)
 
 	(void)len;
 	base = base ? base + 1 : rel;
-	if (gg_open_dir(g, rel, &fd) < 0)
+	/* A new .git is its parent's business (the dirs set has the parent, gg_recheck_dir). */
+	if (strcasecmp(base, ".git") == 0 || gg_open_dir(g, rel, &fd) < 0)
 		return 0;
-	if (strcasecmp(base, ".git") == 0)
-		return gg_recheck_dir(g, "") < 0 ? -SBX_ENOMEM : 0;   /* its parent has it */
 	return gg_walk_dir(g, fd, rel, 1) == -SBX_ENOMEM ? -SBX_ENOMEM : 0;
 }
 

@@ -148,10 +148,10 @@ static int refuse_git(sbx_tool_ctx *ctx, const char *rel, const char *real, cons
 	if (!sbx_gitguard_path_in_git_dir(ctx->root_fd, rel) &&
 	    !(real && sbx_gitguard_path_in_git_dir(ctx->root_fd, real)))
 		return 0;
-	return sbx_tool_error(out, "Error: %s is inside a git directory (a .git folder at any "
-	                      "depth, or a folder shaped like one): the workspace does not let tools "
-	                      "change what git reads and runs (hooks, config); use git commands "
-	                      "in Bash instead", shown), 1;
+	return sbx_tool_error(out, "Error: %s is protected: it is inside a git directory (a .git "
+	                      "folder at any depth, or a folder shaped like one), and the workspace "
+	                      "does not let tools change what git reads and runs (hooks, config); "
+	                      "use git commands in Bash instead", shown), 1;
 }
 
 /* A tool error (returns 1) if rel may not be written by a tool; 0 if it may. */
@@ -209,9 +209,9 @@ static int write_checked(sbx_tool_ctx *ctx, const char *rel, const char *shown, 
 	if ((r = refuse_git(ctx, real, NULL, shown, out)) != 0)
 		return r;
 	if (sbx_gitguard_dir_is_git(dirfd))
-		return sbx_tool_error(out, "Error: %s is inside a git directory (a folder shaped like "
-		                      "one): the workspace does not let tools change what git reads "
-		                      "and runs", shown), 1;
+		return sbx_tool_error(out, "Error: %s is protected: it is inside a git directory (a "
+		                      "folder shaped like one), and the workspace does not let tools "
+		                      "change what git reads and runs", shown), 1;
 	return sbx_fs_write_atomic(dirfd, name, data, len, 0, 0);
 }
 
