@@ -204,7 +204,9 @@ int sbx_gitguard_open(sbx_workspace *ws)
 	g->baseline = false;
 	if (r < 0) {
 		free_guard(g);
-		return r;
+		return sbx_fail(r == -ENOMEM ? -SBX_ENOMEM : sbx_errno_code(-r),
+		                "git guard: cannot walk the workspace to find its git repositories: %s",
+		                strerror(-r));
 	}
 	sbx_strset_clear(&g->inspected);
 	bind_new_repos(g);
@@ -223,19 +225,19 @@ static int new_dir(const char *rel, size_t len, void *ud)
 	/* A new .git is its parent's business (the dirs set has the parent, gg_recheck_dir). */
 	if (strcasecmp(base, ".git") == 0 || gg_open_dir(g, rel, &fd) < 0)
 		return 0;
-	return gg_walk_dir(g, fd, rel, 1) == -SBX_ENOMEM ? -SBX_ENOMEM : 0;
+	return gg_walk_dir(g, fd, rel, 1);
 }
 
 static int dirty_dir(const char *rel, size_t len, void *ud)
 {
 	(void)len;
-	return gg_recheck_dir(ud, rel) == -SBX_ENOMEM ? -SBX_ENOMEM : 0;
+	return gg_recheck_dir(ud, rel);
 }
 
 static int dirty_git_dir(const char *rel, size_t len, void *ud)
 {
 	(void)len;
-	return gg_inspect_git_dir(ud, rel, 0) == -SBX_ENOMEM ? -SBX_ENOMEM : 0;
+	return gg_inspect_git_dir(ud, rel, 0);
 }
 
 /* One check, under g->lock: what changed, or everything. */
@@ -275,8 +277,12 @@ int sbx_gitguard_check(sbx_workspace *ws, const char *when)
 	before = atomic_load(&g->count);
 	g->when = when;
 	r = check_locked(g);
-	if (r < 0)
-		gg_audit_event(g, "check-failed", "the next check walks the whole workspace");
+	if (r < 0) {
+		char detail[200];
+		snprintf(detail, sizeof detail, "the check could not look everywhere (%s); the next "
+		         "check walks the whole workspace", strerror(-r));
+		gg_audit_event(g, "check-failed", detail);
+	}
 	if (g->quarantine_fd >= 0) {
 		close(g->quarantine_fd);
 		g->quarantine_fd = -1;

@@ -175,6 +175,15 @@ static int move_by_copy(int dirfd, const char *name, int to_dir, const char *to_
 	return sbx_fs_remove_tree(dirfd, name);
 }
 
+static int make_writable(int dirfd)
+{
+	struct stat st;
+
+	if (fstat(dirfd, &st) < 0 || st.st_uid != geteuid())
+		return -1;
+	return fchmod(dirfd, (st.st_mode & 07777) | S_IRWXU);
+}
+
 int gg_quarantine(struct sbx_gitguard *g, int dirfd, const char *name, const char *rel,
                   const char *what, const char *reason)
 {
@@ -194,13 +203,17 @@ int gg_quarantine(struct sbx_gitguard *g, int dirfd, const char *name, const cha
 		         reason);
 		return r < 0 && r != -SBX_ENOENT ? r : gg_record(g, rel, what, why, NULL);
 	}
-	if (renameat(dirfd, name, parent, base) < 0) {
-		if (errno == ENOENT)
-			return 0;         /* gone meanwhile: nothing left to run */
-		r = errno == EXDEV ? move_by_copy(dirfd, name, parent, base) : -errno;
-		if (r < 0 && r != -SBX_ENOENT)
-			return r;
-	}
+	r = renameat(dirfd, name, parent, base) == 0 ? 0 : -errno;
+	/* A command may have made the directory unwritable for us: it is ours (the sandbox runs
+	 * as our user), and git could still run what is in it. */
+	if ((r == -EACCES || r == -EPERM) && make_writable(dirfd) == 0)
+		r = renameat(dirfd, name, parent, base) == 0 ? 0 : -errno;
+	if (r == -ENOENT)
+		return 0;             /* gone meanwhile: nothing left to run */
+	if (r == -EXDEV)
+		r = move_by_copy(dirfd, name, parent, base);
+	if (r < 0 && r != -SBX_ENOENT)
+		return r;
 	if (asprintf(&moved, "%s/%s/%s/%s", STATE_DIR, QUARANTINE, g->batch, rel) < 0)
 		return -SBX_ENOMEM;
 	return gg_record(g, rel, what, reason, moved);

@@ -33,6 +33,13 @@
 #define STATE_DIR ".agentsbx"
 #define HOOK_HASH_MAX ((off_t)64 << 20)   /* a bigger hook is fingerprinted by its stat */
 
+/* A failure that says nothing about the tree but that we could not look: the check must
+ * fail (and the next one walk everything), never skip what it could not see. */
+static bool out_of_resources(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOMEM;
+}
+
 char *gg_join(const char *rel, const char *name)
 {
 	char *s;
@@ -42,7 +49,33 @@ char *gg_join(const char *rel, const char *name)
 	return asprintf(&s, "%s/%s", rel, name) < 0 ? NULL : s;
 }
 
-/* One component at a time, for kernels without openat2. */
+/* The directory name in dirfd, opened without following a link. One a command made
+ * unreadable or unsearchable for us (chmod 100: git, as the same user, can still run a hook
+ * in it by name) is given u+rwx first: the guard must see all that the host's git could. */
+int gg_openat_dir(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char path[64];
+	struct stat st;
+
+	if (fd >= 0 || errno != EACCES)
+		return fd;
+	_cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0 || fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+		errno = EACCES;
+		return -1;
+	}
+	/* Through the O_PATH fd: the very directory checked, never a link swapped in. */
+	snprintf(path, sizeof path, "/proc/self/fd/%d", pfd);
+	if (chmod(path, (st.st_mode & 07777) | S_IRWXU) < 0) {
+		errno = EACCES;
+		return -1;
+	}
+	return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* One component at a time, for kernels without openat2 (and where a directory on the way
+ * must be made searchable). */
 static int open_dir_walk(int rootfd, const char *rel, int *out)
 {
 	_cleanup_free_ char *copy = strdup(rel);
@@ -59,7 +92,7 @@ static int open_dir_walk(int rootfd, const char *rel, int *out)
 			close(cur);
 			return -SBX_EINVAL;
 		}
-		int next = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int next = gg_openat_dir(cur, c);
 		int saved = errno;
 		close(cur);
 		if (next < 0)
@@ -83,7 +116,7 @@ int gg_open_dir(struct sbx_gitguard *g, const char *rel, int *out)
 			*out = (int)fd;
 			return 0;
 		}
-		if (errno == ENOSYS || errno == EAGAIN)
+		if (errno == ENOSYS || errno == EAGAIN || errno == EACCES)
 			break;
 		if (errno != EINTR)
 			return -errno;
@@ -279,9 +312,9 @@ static int check_hooks(struct sbx_gitguard *g, int gfd, const char *grel)
 	if (!S_ISDIR(st.st_mode))
 		return judge_entry(g, gfd, "hooks", "hooks", rel,
 		                   "a hooks folder that is a link or no folder");
-	hfd = openat(gfd, "hooks", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	hfd = gg_openat_dir(gfd, "hooks");
 	if (hfd < 0)
-		return 0;
+		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
 	gg_watch_add(g, hfd, rel, GG_WATCH_GIT_SUB, grel);
 	struct hooks_walk w = { g, rel };
 	return each_entry(hfd, judge_hook, &w);
@@ -475,9 +508,9 @@ static int sub_entry(int dirfd, const struct dirent *e, void *ud)
 		                   "a link inside a git dir's modules or worktrees");
 	if (type != DT_DIR)
 		return 0;
-	fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = gg_openat_dir(dirfd, e->d_name);
 	if (fd < 0)
-		return 0;
+		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
 	/* A submodule's git dir has a HEAD; names with slashes nest ("modules/a/b"). */
 	if (w->every_dir_is_git || stat_is(fd, "HEAD", AT_SYMLINK_NOFOLLOW, S_IFREG))
 		return gg_inspect_git_dir(w->g, rel, w->depth + 1);
@@ -509,8 +542,8 @@ static int check_subdirs(struct sbx_gitguard *g, int gfd, const char *grel, cons
 	if (!S_ISDIR(st.st_mode))
 		return judge_entry(g, gfd, name, "git-link", rel,
 		                   "modules or worktrees that is a link or no folder");
-	if ((fd = openat(gfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return 0;
+	if ((fd = gg_openat_dir(gfd, name)) < 0)
+		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
 	if (!strcmp(name, "modules"))
 		return walk_modules(g, fd, rel, grel, depth);
 	struct sub_walk w = { g, rel, grel, depth, true };
@@ -552,8 +585,8 @@ int gg_inspect_git_dir(struct sbx_gitguard *g, const char *rel, unsigned depth)
 		return 0;
 	if (sbx_strset_add(&g->inspected, rel, strlen(rel)) < 0 || remember_repo(g, rel) < 0)
 		return -SBX_ENOMEM;
-	if (gg_open_dir(g, rel, &gfd) < 0)
-		return 0;             /* gone, or a link now: its parent's check sees to that */
+	if ((r = gg_open_dir(g, rel, &gfd)) < 0)
+		return out_of_resources(-r) ? r : 0;   /* gone, or a link now: its parent's check */
 	gg_watch_add(g, gfd, rel, GG_WATCH_GIT_DIR, rel);
 	if ((r = check_hooks(g, gfd, rel)) < 0 ||
 	    (r = gg_check_config(g, gfd, rel, "config")) < 0 ||
@@ -605,11 +638,12 @@ static int dir_entry(int dirfd, const struct dirent *e, void *ud)
 	if (type != DT_DIR || !w->descend)
 		return 0;
 	_cleanup_free_ char *rel = gg_join(w->rel, e->d_name);
-	_cleanup_close_ int fd = openat(dirfd, e->d_name,
-	                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd = gg_openat_dir(dirfd, e->d_name);
 	if (!rel)
 		return -SBX_ENOMEM;
-	return fd < 0 ? 0 : gg_walk_dir(w->g, fd, rel, w->depth + 1);
+	if (fd < 0)   /* else: gone, or a link now */
+		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
+	return gg_walk_dir(w->g, fd, rel, w->depth + 1);
 }
 
 int gg_walk_dir(struct sbx_gitguard *g, int dirfd, const char *rel, unsigned depth)

@@ -243,6 +243,26 @@ START_TEST(real_git_inside_plants_nothing_that_runs_on_the_host)
 }
 END_TEST
 
+/* A command that makes a git dir unreadable or unwritable for its own user (which is the
+ * host user the guard runs as, when that is not root) must not hide what git still runs. */
+START_TEST(permission_games_do_not_hide_a_hook)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, bt_tmp("mkdir p && %s && chmod 100 p/.git/hooks && chmod 500 p/.git && "
+	                 "mkdir -p q/r && %s && chmod 100 q", plant_git_dir("p/.git", "perm"),
+	                 plant_git_dir("q/r/.git", "perm2")));
+	expect_item(w, "p/.git/hooks/pre-commit", "exec");
+	expect_item(w, "p/.git/config", "exec");
+	expect_item(w, "q/r/.git/hooks/pre-commit", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "p");
+	use_on_host(dir, "q/r");
+	assert_no_marker();
+}
+END_TEST
+
 /* ---- pointers ------------------------------------------------------------------------- */
 
 START_TEST(commondir_modules_worktrees_gitdir_files_links_and_bare_repos)
@@ -529,6 +549,7 @@ static Suite *git_guard_suite(void)
 	ADD(s, write_and_edit_refuse_git_dirs_at_any_depth);
 	if (!is_local()) {
 		ADD(s, planted_hooks_and_config_never_run_at_the_root_or_three_deep);
+		ADD(s, permission_games_do_not_hide_a_hook);
 		ADD(s, commondir_modules_worktrees_gitdir_files_links_and_bare_repos);
 		ADD(s, spawned_processes_the_bash_tool_reset_and_close_are_checked);
 	}
