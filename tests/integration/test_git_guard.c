@@ -396,6 +396,30 @@ START_TEST(existing_and_earlier_repositories_are_read_only_inside)
 }
 END_TEST
 
+/* Binds are bounded: the first 256 repositories get them, the rest detection (audited). */
+START_TEST(binds_stop_at_256_repositories_and_detection_covers_the_rest)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w;
+
+	ck_assert_int_eq(host_sh(bt_tmp("cd '%s' && for i in $(seq 300); do mkdir -p r$i/.git/objects "
+	                                "r$i/.git/refs r$i/.git/hooks && echo 'ref: refs/heads/main' "
+	                                "> r$i/.git/HEAD && printf '[core]\n\tbare = false\n' > "
+	                                "r$i/.git/config; done", dir)), 0);
+	w = bt_open_ok(dir, NULL);
+	const char *json = quarantine_json(w);
+	ck_assert_msg(strstr(json, "\"repositories\":300,\"bound\":256"), "%.300s", json);
+	ck_assert_int_eq(host_sh(bt_tmp("grep -q '\"event\":\"binds\",\"detail\":\"more than 256' "
+	                                "'%s/.agentsbx/audit.jsonl'", dir)), 0);
+	/* bound or not, a hook planted in any of them is gone when the command ends */
+	run_ok(w, bt_tmp("for i in 1 300; do %s; done", "printf '#!/bin/sh\\ntouch MARK\\n' > "
+	                                                "r$i/.git/hooks/pre-commit 2>/dev/null; true"));
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	ck_assert_int_eq(host_sh(bt_tmp("test ! -e '%s/r300/.git/hooks/pre-commit' && "
+	                                "test ! -e '%s/r1/.git/hooks/pre-commit'", dir, dir)), 0);
+}
+END_TEST
+
 /* ---- every end of a command ----------------------------------------------------------- */
 
 /* A process that plants a git dir at gd once the host writes go<n>, says done<n>, and runs
@@ -559,6 +583,7 @@ static Suite *git_guard_suite(void)
 		ADD(s, real_git_inside_plants_nothing_that_runs_on_the_host);
 		ADD(s, ordinary_git_work_inside_keeps_working_on_the_host);
 		ADD(s, existing_and_earlier_repositories_are_read_only_inside);
+		ADD(s, binds_stop_at_256_repositories_and_detection_covers_the_rest);
 	}
 	return s;
 }
