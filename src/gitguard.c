@@ -129,6 +129,19 @@ static void bind_new_repos(struct sbx_gitguard *g)
 	free_list(&l);
 }
 
+/* Whether the backend can bind at all (an empty list answers without doing anything), so
+ * that the instructions and the report say the truth before the first repository appears. */
+static void probe_binds(struct sbx_gitguard *g)
+{
+	const char *const none[] = { NULL };
+	char saved[512];
+
+	snprintf(saved, sizeof saved, "%s", sbx_last_error());
+	if (backend_protect(g, none) == -SBX_ENOSYS)
+		g->bind_unsupported = true;
+	sbx_error_set(-SBX_EIO, "%s", saved);
+}
+
 static void free_guard(struct sbx_gitguard *g)
 {
 	gg_watch_unregister(g);
@@ -191,14 +204,7 @@ int sbx_gitguard_open(sbx_workspace *ws)
 		g->watch_broken = true;
 		gg_audit_event(g, "full-walks", sbx_last_error());
 	}
-	{
-		const char *const none[] = { NULL };
-		char saved[512];
-		snprintf(saved, sizeof saved, "%s", sbx_last_error());
-		if (backend_protect(g, none) == -SBX_ENOSYS)
-			g->bind_unsupported = true;
-		sbx_error_set(-SBX_EIO, "%s", saved);
-	}
+	probe_binds(g);
 	g->baseline = true;
 	r = walk_all(g);
 	g->baseline = false;
@@ -352,10 +358,9 @@ uint64_t sbx_gitguard_count(const sbx_workspace *ws)
 	return ws && ws->gitguard ? atomic_load(&ws->gitguard->count) : 0;
 }
 
-void sbx_gitguard_describe_since(const sbx_workspace *ws, uint64_t since, void *out)
+void sbx_gitguard_describe_since(const sbx_workspace *ws, uint64_t since, sbx_buf *b)
 {
 	struct sbx_gitguard *g = ws ? ws->gitguard : NULL;
-	sbx_buf *b = out;
 
 	if (!g)
 		return;

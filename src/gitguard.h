@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "util/buf.h"
 
 struct sbx_gitguard;
 
@@ -60,9 +61,9 @@ bool sbx_gitguard_kernel_binds(const sbx_workspace *ws);
 /* Items quarantined so far on this handle (a counter that only grows). */
 uint64_t sbx_gitguard_count(const sbx_workspace *ws);
 
-/* Appends to b a JSON text of the items quarantined since `since` (a value of
- * sbx_gitguard_count), one line each: "path (what: reason) -> moved_to". */
-void sbx_gitguard_describe_since(const sbx_workspace *ws, uint64_t since, void *sbx_buf_b);
+/* Appends to b the items quarantined since `since` (a value of sbx_gitguard_count), one line
+ * each: "path (what: reason) -> moved_to". */
+void sbx_gitguard_describe_since(const sbx_workspace *ws, uint64_t since, sbx_buf *b);
 
 /* The file tools' rule (Write, Edit): whether rel (root-relative, as written or as resolved)
  * names something inside a git directory: a ".git" component at any depth (compared

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "gitguard.h"
+#include "util/buf.h"
 #include "util/strset.h"
 
 #define GG_MAX_DEPTH 256          /* directories deeper than this are not walked (audited) */
@@ -79,8 +80,17 @@ int gg_openat_dir(int dirfd, const char *name);
 int gg_open_dir(struct sbx_gitguard *g, const char *rel, int *out);
 /* Whether the directory dirfd is shaped like a git dir (HEAD file, objects/ and refs/). */
 bool gg_is_git_dir_shaped(int dirfd);
+/* "<what>\0<rel>\0<detail>" in b: the key of an allowance of the baseline. */
+int gg_key_of(sbx_buf *b, const char *what, const char *rel, const char *detail,
+              size_t detail_len);
 /* "a/b" + "c" (rel may be ""). Caller frees; NULL when out of memory. */
 char *gg_join(const char *rel, const char *name);
+
+/* ---- gitguard_pointer.c ---- */
+/* A pointer: name in dirfd (at rel), written in directory base_rel; prefix "gitdir: " for a
+ * .git file, "" for commondir; is_link for a .git symlink. */
+int gg_check_pointer(struct sbx_gitguard *g, int dirfd, const char *name, const char *rel,
+                     const char *base_rel, const char *prefix, bool is_link, unsigned depth);
 
 /* ---- gitguard_fix.c ---- */
 /* Moves name (in dirfd, at root-relative rel) into this check's quarantine batch and records
