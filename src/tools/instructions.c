@@ -58,8 +58,10 @@ static void put_git_rule(sbx_buf *b, sbx_workspace *ws)
 	             "clone, add, commit, branch, submodule, worktree) works.\n");
 	if (sbx_gitguard_kernel_binds(ws))
 		sbx_buf_puts(b, "- In repositories that existed before a command, config, "
-		             "config.worktree, hooks/ and commondir are read-only (git config and new "
-		             "hooks fail there with \"Read-only file system\").\n");
+		             "config.worktree, hooks/ and commondir are read-only and the git directory "
+		             "cannot be renamed or removed (git config, new hooks and rm -rf of the "
+		             "repository fail there with \"Read-only file system\" or \"Device or "
+		             "resource busy\"); commits, branches, fetches and checkouts work.\n");
 }
 
 static void put_workspace_block(sbx_buf *b, sbx_workspace *ws)
