@@ -263,6 +263,31 @@ START_TEST(permission_games_do_not_hide_a_hook)
 }
 END_TEST
 
+/* More changes in one command than the kernel queues (fs.inotify.max_queued_events): the
+ * events of the repository planted last are lost, and the overflow makes the check walk
+ * the whole tree instead. */
+START_TEST(a_flood_of_changes_falls_back_to_a_full_walk)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+	int queued = 16384;
+	FILE *f = fopen("/proc/sys/fs/inotify/max_queued_events", "r");
+
+	if (f) {
+		ck_assert_int_eq(fscanf(f, "%d", &queued), 1);
+		fclose(f);
+	}
+	run_ok(w, "mkdir flood");    /* watched from the next check on */
+	run_ok(w, bt_tmp("cd flood && i=0; while [ $i -lt %d ]; do : > f$i; "
+	                 "i=$((i+1)); done; cd .. && mkdir -p late/x/y && %s", queued + 1000,
+	                 plant_git_dir("late/x/y/.git", "flood")));
+	expect_item(w, "late/x/y/.git/hooks/pre-commit", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "late/x/y");
+	assert_no_marker();
+}
+END_TEST
+
 /* ---- pointers ------------------------------------------------------------------------- */
 
 START_TEST(commondir_modules_worktrees_gitdir_files_links_and_bare_repos)
@@ -574,6 +599,7 @@ static Suite *git_guard_suite(void)
 	if (!is_local()) {
 		ADD(s, planted_hooks_and_config_never_run_at_the_root_or_three_deep);
 		ADD(s, permission_games_do_not_hide_a_hook);
+		ADD(s, a_flood_of_changes_falls_back_to_a_full_walk);
 		ADD(s, commondir_modules_worktrees_gitdir_files_links_and_bare_repos);
 		ADD(s, spawned_processes_the_bash_tool_reset_and_close_are_checked);
 	}
