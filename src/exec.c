@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "gitguard.h"
 #include "internal.h"
 #include "util/buf.h"
 #include "util/error.h"
@@ -268,6 +269,8 @@ int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exe
 	while (exec_step(&run))
 		;
 	r = finish(&run);
+	/* Before the caller sees the result: nothing the command planted for git survives. */
+	sbx_gitguard_check(ws, "exec");
 	run.res->duration_ms = sbx_now_ms() - start;
 	if (r < 0) {
 		sbx_result_free(run.res);

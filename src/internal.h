@@ -34,6 +34,7 @@ struct sbx_workspace {
 	                                 workspace manager's idle TTL counts from it) */
 	pthread_mutex_t network_lock; /* one sbx_workspace_set_network at a time */
 	char network_mode[16];    /* the mode the backend enforces ("none", "allowlist", "host") */
+	struct sbx_gitguard *gitguard; /* src/gitguard.h: NULL where it does not apply */
 };
 
 /* Marks the workspace as used now: every exec, spawn and tool call does (manager.c reads it). */

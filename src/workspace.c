@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "gitguard.h"
 #include "internal.h"
 #include "mcp/mcp.h"
 #include "network.h"
@@ -279,6 +280,7 @@ static void free_workspace(sbx_workspace *ws)
 		remove_private_dir(ws->snapshot_dir);
 	if (ws->root_fd >= 0)
 		close(ws->root_fd);
+	sbx_gitguard_free(ws);
 	sbx_strv_free(ws->base_env);
 	sbx_config_free(ws->cfg);
 	free(ws->id);
@@ -334,7 +336,7 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 		goto fail;
 	if ((r = sbx_audit_setup(ws)) < 0 || (r = open_backend(ws, opts)) < 0)
 		goto fail;
-	if ((r = build_base_env(ws)) < 0) {
+	if ((r = build_base_env(ws)) < 0 || (r = sbx_gitguard_open(ws)) < 0) {
 		ws->ops->close(ws->state);
 		goto fail;
 	}
@@ -355,7 +357,11 @@ int sbx_workspace_close(sbx_workspace *ws)
 		return 0;
 	sbx_mcp_shutdown(ws);
 	sbx_process_detach_all(ws);
+	sbx_gitguard_backend_closing(ws);
 	r = ws->ops->close(ws->state);
+	/* The sandbox is gone: nothing can change the files any more. The last check runs
+	 * before the caller (and the user's git) gets the workspace back. */
+	sbx_gitguard_check(ws, "close");
 	free_workspace(ws);
 	return r;
 }
@@ -373,9 +379,12 @@ int sbx_workspace_reset(sbx_workspace *ws)
 	 * protects them afresh. */
 	sbx_mcp_shutdown(ws);   /* the gateway dies with the sandbox; the next call starts one */
 	sbx_process_detach_all(ws);
+	sbx_gitguard_check(ws, "reset");
 	if ((r = restore_baseline(ws)) < 0 || (r = ws->ops->reset(ws->state)) < 0)
 		return r;
-	return sbx_workspace_adopt_files_root(ws);
+	r = sbx_workspace_adopt_files_root(ws);
+	sbx_gitguard_after_reset(ws);
+	return r;
 }
 
 void sbx_workspace_touch(sbx_workspace *ws)

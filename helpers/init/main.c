@@ -504,6 +504,11 @@ int main(int argc, char **argv)
 	char err[400] = "";
 	struct stat sb;
 
+	/* The git guard's binds in a running sandbox (warden.c): no sandbox of our own. It ends
+	 * with _exit: in the sandbox's mount namespace /proc is not ours, and at-exit handlers
+	 * that read it (a sanitizer's leak check) would fail the run. */
+	if (argc == 2 && !strcmp(argv[1], "--warden"))
+		_exit(sbx_warden_main());
 	if (connect_to_host(&argc, &argv) < 0)
 		return 1;
 

@@ -14,6 +14,12 @@
 #define SBX_SANDBOX_ROOT "/workspace"
 #define SBX_STATE_DIR ".agentsbx"     /* the library's state folder inside the workspace */
 
+/* warden.c ------------------------------------------------------------------------------ */
+
+/* "agentsbx-init --warden": read-only binds in a running sandbox for the git guard (fds 3
+ * and 4, see warden.c). Returns the exit code. */
+int sbx_warden_main(void);
+
 /* userns.c ------------------------------------------------------------------------------ */
 
 /* unshare(CLONE_NEWUSER | extra_flags) and map outer_uid/outer_gid to the same ids inside

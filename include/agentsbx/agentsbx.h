@@ -217,6 +217,25 @@ SBX_API int sbx_workspace_reset(sbx_workspace *ws);
  * audit log. Safe to call while commands run; not concurrently with close or reset. */
 SBX_API int sbx_workspace_set_network(sbx_workspace *ws, const char *network_json);
 
+/* Since 1.6. What the git guard quarantined on this handle so far, as a JSON object:
+ *   {"guarded": true, "kernel_binds": true, "repositories": 3, "bound": 3,
+ *    "full_walks": false,
+ *    "items": [{"path": "a/.git/hooks/pre-commit", "what": "hook",
+ *               "reason": "a hook the host's git would run",
+ *               "moved_to": ".agentsbx/quarantine/20261201T120000Z-41-1/a/.git/hooks/pre-commit",
+ *               "when": "exec", "time": 1796126400}]}
+ * The guard runs on backends whose files are on the host and whose commands are isolated
+ * (ns, bwrap, docker with a workdir; "guarded": false elsewhere): after every command
+ * (sbx_exec, a spawned process waited for or freed, a Bash tool call), at reset and at close,
+ * it moves whatever a command planted in any git repository of the workspace that the host's
+ * git would run (hooks, config keys outside an allow-list, pointers leading out of the
+ * workspace) into the state folder's quarantine/, and sanitises configs in place; each item is
+ * also an audit record of kind "git". "kernel_binds": the backend also makes the git dirs it
+ * found read-only inside the sandbox ("bound" of "repositories"); "full_walks": the change
+ * feed is unavailable and each check walks the whole workspace. See docs/security.md. Release
+ * *json_out with sbx_free(). Thread-safe. */
+SBX_API int sbx_workspace_git_quarantine(sbx_workspace *ws, char **json_out);
+
 /* The workspace id. Valid while the handle is open. */
 SBX_API const char *sbx_workspace_id(const sbx_workspace *ws);
 

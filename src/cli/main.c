@@ -234,6 +234,39 @@ static int open_from_options(const struct ws_options *o, sbx_workspace **ws)
 	return 0;
 }
 
+static const char *json_str(const sbx_json *obj, const char *key)
+{
+	const sbx_json *v = sbx_json_get(obj, key);
+
+	return v && v->type == SBX_JSON_STRING ? v->str : "";
+}
+
+/* The git guard moved something a command planted for the host's git: the user must hear of
+ * it, since it is their repository (and their agent that tried). */
+static void warn_git_quarantine(sbx_workspace *ws)
+{
+	_cleanup_free_ char *json = NULL;
+	sbx_json *v = NULL;
+	const sbx_json *items;
+	char err[64];
+
+	if (sbx_workspace_git_quarantine(ws, &json) < 0 ||
+	    sbx_json_parse(json, strlen(json), &v, err, sizeof err) < 0)
+		return;
+	items = sbx_json_get(v, "items");
+	if (items && items->type == SBX_JSON_ARRAY && items->n) {
+		fprintf(stderr, "agentsbx: warning: %zu item(s) left in git repositories of the "
+		        "workspace could have run code through git on this host; quarantined:\n",
+		        items->n);
+		for (size_t i = 0; i < items->n; i++)
+			fprintf(stderr, "agentsbx:   %s (%s: %s) -> %s\n",
+			        json_str(items->items[i], "path"), json_str(items->items[i], "what"),
+			        json_str(items->items[i], "reason"),
+			        json_str(items->items[i], "moved_to"));
+	}
+	sbx_json_free(v);
+}
+
 static int close_workspace(sbx_workspace *ws, int code)
 {
 	int r = sbx_workspace_close(ws);
@@ -274,6 +307,7 @@ static int cmd_exec(int argc, char **argv)
 	r = sbx_exec(ws, (const char *const *)argv + first, &opts, &res);
 	code = r < 0 ? library_error("exec", r) : exit_code_of(res);
 	sbx_result_free(res);
+	warn_git_quarantine(ws);
 	return close_workspace(ws, code);
 }
 
@@ -337,6 +371,7 @@ static int cmd_tool(int argc, char **argv)
 		printf("%s\n", result);
 		code = strncmp(result, "{\"ok\":true", 10) == 0 ? 0 : 1;
 	}
+	warn_git_quarantine(ws);
 	return close_workspace(ws, code);
 }
 
@@ -644,6 +679,7 @@ static int cmd_attach(int argc, char **argv)
 	r = sbx_exec(ws, (const char *const *)argv + cmd, &opts, &res);
 	code = r < 0 ? library_error("exec", r) : exit_code_of(res);
 	sbx_result_free(res);
+	warn_git_quarantine(ws);
 	sbx_manager_release(mgr, ws);
 	sbx_manager_free(mgr);   /* a detached sandbox runs on */
 	return code;

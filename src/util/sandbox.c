@@ -32,6 +32,7 @@
 #include "util/sandbox.h"
 #include "util/sandbox_attach.h"
 #include "util/sandbox_spare.h"
+#include "util/sandbox_warden.h"
 
 #define INIT_NAME "agentsbx-init"
 #define READY_TIMEOUT_MS 15000
@@ -1511,6 +1512,47 @@ const char *const *sbx_sandbox_backend_protected(void *state)
 
 	return w->opts.protected_paths ? (const char *const *)w->opts.protected_paths
 	                               : sbx_default_protected_paths;
+}
+
+/* A process in the sandbox's mount namespace that stays ours while the sandbox runs: in
+ * direct mode the outer process (it made the namespaces, and the init shares them); under
+ * bubblewrap, bwrap's child (the init, --as-pid-1). A detached sandbox's outer process is no
+ * longer ours to name: none. */
+static pid_t process_in_sandbox(const struct sbx_sandbox *sb)
+{
+	char path[64], line[128];
+	long pid = -1;
+	FILE *f;
+
+	if (sb->opts->detached)
+		return -1;
+	if (sb->mode == SBX_SANDBOX_BWRAP)
+		return sb->pid > 0 ? sbx_warden_first_child(sbx_warden_first_child(sb->pid)) : -1;
+	if (sb->pid > 0)
+		return sb->pid;
+	if (sb->pidfd < 0)
+		return -1;
+	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", sb->pidfd);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Pid: %ld", &pid) == 1)
+			break;
+	fclose(f);
+	return (pid_t)pid;
+}
+
+int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths)
+{
+	struct sandbox_ws *w = state;
+	pid_t target = process_in_sandbox(w->sb);
+
+	if (target <= 0)
+		return sbx_fail(-SBX_ENOSYS, "%s: no process to bind through (detached sandbox)",
+		                w->sb->who);
+	if (!rel_paths || !rel_paths[0])
+		return 0;
+	return sbx_warden_bind(w->sb->who, target, rel_paths);
 }
 
 const char *sbx_sandbox_backend_host_dir(void *state)

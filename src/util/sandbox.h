@@ -104,6 +104,8 @@ const char *const *sbx_sandbox_backend_env(void *state);
 /* The ops table of a sandbox backend: only its name, probe and open differ. */
 /* The paths the sandbox keeps read-only for commands (the configured list or the default). */
 const char *const *sbx_sandbox_backend_protected(void *state);
+/* The git guard's read-only binds in the running sandbox (sandbox_warden.h). */
+int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths);
 
 #define SBX_SANDBOX_BACKEND_OPS(backend_name, probe_fn, open_fn)                               \
 	{                                                                                      \
@@ -128,5 +130,6 @@ const char *const *sbx_sandbox_backend_protected(void *state);
 		.set_network = sbx_sandbox_backend_set_network,                                \
 		.base_env = sbx_sandbox_backend_env,                                           \
 		.files_root_fd = sbx_sandbox_backend_files_root,                               \
+		.protect_now = sbx_sandbox_backend_protect_now,                                \
 	}
 #endif

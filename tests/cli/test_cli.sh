@@ -80,5 +80,19 @@ grep -q 'File does not exist' "$work/out"; check "tool error printed" 0 $?
 "$cli" tool Bash 2>/dev/null; check "tool without args" 125 $?
 "$cli" tool --session ../x Bash '{"command":"true"}' 2>/dev/null; check "bad session" 125 $?
 
+# The git guard's warning: what a command planted for the host's git is named on stderr.
+mkdir "$work/gw"
+"$cli" exec --workdir "$work/gw" -- sh -c 'mkdir -p r/.git/hooks && echo x > r/.git/hooks/pre-commit' \
+  2>"$work/gw-err"
+check "exec with a planted hook exits 0" 0 $?
+grep -q 'warning: 1 item(s) left in git repositories' "$work/gw-err" &&
+  grep -q 'r/.git/hooks/pre-commit (hook' "$work/gw-err"
+check "exec warns of the quarantined hook" 0 $?
+test ! -e "$work/gw/r/.git/hooks/pre-commit"; check "the hook is gone" 0 $?
+"$cli" tool --workdir "$work/gw" Bash '{"command":"mkdir -p s/.git/hooks && echo x > s/.git/hooks/x"}' \
+  >"$work/gw-out" 2>"$work/gw-err"
+grep -q 's/.git/hooks/x (hook' "$work/gw-err"; check "tool warns of the quarantined hook" 0 $?
+grep -q '"git_quarantined":1' "$work/gw-out"; check "the Bash result says so" 0 $?
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

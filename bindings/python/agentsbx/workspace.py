@@ -264,6 +264,15 @@ class Workspace(Closing):
         self._call("sbx_workspace_instructions", byref(out), owned=(out,))
         return take_str(out)
 
+    def git_quarantine(self) -> dict[str, Any]:
+        """What the git guard moved out of the workspace's git repositories so far (hooks,
+        configs with keys that run programs, pointers out of the workspace):
+        {"guarded", "kernel_binds", "repositories", "bound", "full_walks", "items": [{"path",
+        "what", "reason", "moved_to", "when", "time"}]}. Since library 1.6."""
+        out = out_pointer()
+        self._call("sbx_workspace_git_quarantine", byref(out), owned=(out,))
+        return take_json(out)  # type: ignore[no-any-return]
+
     # ---- skills ----
 
     def add_skill(self, path: StrPath) -> str:
