@@ -33,8 +33,16 @@ struct sbx_workspace {
 	_Atomic int64_t last_used_ms; /* sbx_now_ms() of the last exec, spawn or tool call (the
 	                                 workspace manager's idle TTL counts from it) */
 	pthread_mutex_t network_lock; /* one sbx_workspace_set_network at a time */
+	struct sbx_journal *journal; /* what the library makes in the workdir and must take away
+	                                (util/journal.h), for HOST_FILES backends; else NULL */
 	char network_mode[16];    /* the mode the backend enforces ("none", "allowlist", "host") */
 };
+
+/* sbx_fs_write_atomic into the workspace, with its temporary name noted in the workspace's
+ * journal: a writer killed between link and rename leaves nothing the next open does not
+ * sweep. */
+int sbx_workspace_write_atomic(sbx_workspace *ws, int dirfd, const char *name, const void *data,
+                               size_t len, mode_t mode, uint32_t flags);
 
 /* Marks the workspace as used now: every exec, spawn and tool call does (manager.c reads it). */
 void sbx_workspace_touch(sbx_workspace *ws);

@@ -188,7 +188,7 @@ static int write_checked(sbx_tool_ctx *ctx, const char *rel, const char *shown, 
 	if (sbx_tool_path_protected(ctx, real))
 		return sbx_tool_error(out, "Error: %s is protected: the workspace does not allow "
 		                      "changing it", shown), 1;
-	return sbx_fs_write_atomic(dirfd, name, data, len, 0, 0);
+	return sbx_workspace_write_atomic(ctx->ws, dirfd, name, data, len, 0, 0);
 }
 
 /* ---- the read-before-write rule ---- */
