@@ -118,6 +118,10 @@ int sbx_cgroup_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *
                      char *err, size_t errlen);
 /* Removes the cgroup directories made by sbx_cgroup_setup (after every process has left). */
 void sbx_cgroup_cleanup(const char *id);
+/* The backstop for a sandbox whose tidier was killed too: removes every workspace cgroup
+ * below our own "agentsbx" parents that holds no process (and the parents left empty).
+ * Returns how many it removed. */
+int sbx_cgroup_sweep(void);
 
 /* harden.c, caps.c, landlock.c, seccomp.c ------------------------------------------------ */
 
