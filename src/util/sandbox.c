@@ -186,6 +186,15 @@ static int parse_option(const char *backend, const char *key, const sbx_json *v,
 		o->detached = v->b;
 		return 0;
 	}
+	if (!strcmp(key, "idle_ttl_s")) {
+		double secs = v->type == SBX_JSON_INT ? (double)v->i
+		              : v->type == SBX_JSON_NUMBER ? v->d : -1;
+		if (!(secs >= 0 && secs <= 1e9))
+			return option_error(backend, key, "expected a number of seconds >= 0");
+		o->idle_ttl_ms = (int64_t)(secs * 1000);
+		o->idle_ttl_set = true;
+		return 0;
+	}
 	if (allow_mode && !strcmp(key, "prestart")) {
 		if (v->type != SBX_JSON_BOOL)
 			return option_error(backend, key, "expected true or false");
@@ -220,6 +229,11 @@ int sbx_sandbox_parse_options(const char *backend, const char *options_json, boo
 	for (size_t i = 0; r == 0 && i < root->n; i++)
 		r = parse_option(backend, root->keys[i], root->items[i], allow_mode, o);
 	sbx_json_free(root);
+	if (r == 0 && o->idle_ttl_set && !o->detached)
+		r = option_error(backend, "idle_ttl_s", "only a detached sandbox stops by itself (set "
+		                 "'detached': true)");
+	if (r == 0 && o->detached && !o->idle_ttl_set)
+		o->idle_ttl_ms = SBX_SANDBOX_IDLE_TTL_MS;
 	if (r == 0 && !o->hostname && !(o->hostname = strdup("agentsbx")))
 		r = sbx_fail(-SBX_ENOMEM, "out of memory");
 	if (r < 0)
@@ -340,6 +354,8 @@ static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
 	}
 	if (sb->cfg.read_only)
 		sbx_buf_puts(&b, "\"workspace_readonly\":true,");
+	if (o->detached && o->idle_ttl_ms > 0)
+		sbx_buf_printf(&b, "\"idle_ttl_ms\":%lld,", (long long)o->idle_ttl_ms);
 	if (sb->mode == SBX_SANDBOX_DIRECT || bwrap_caps_tmpfs(sb))
 		sbx_quota_spec_keys(&b, &sb->cfg);
 	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s,"
