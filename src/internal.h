@@ -85,6 +85,12 @@ int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *c
                       const char *const *env, uint32_t flags, bool want_stdin,
                       sbx_spawned *out);
 
+/* Every command sbx_exec runs (the Bash tool's included) is killed, and the call returns as
+ * for a killed command, as soon as fd becomes readable: the CLI's signalfd of INT, TERM and
+ * HUP, so that it can close the workspace and exit by the signal. -1 turns it off. Process-
+ * wide; not exported. */
+void sbx_exec_set_interrupt_fd(int fd);
+
 /* sbx_exec without the approval hook and the audit record: for the library's own commands
  * (the Bash tool asks and logs once, as a tool call). */
 int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
