@@ -47,9 +47,10 @@ struct sbx_rootfs_spec {
 	size_t n_binds;
 	const char *const *protected_paths; /* relative to /workspace: kept read-only, and where
 	                                       missing (but their parent exists) made impossible
-	                                       to create with an empty read-only placeholder left
-	                                       in the host directory (a directory when the entry
-	                                       ends in '/', else a file); links are never
+	                                       to create with an empty read-only placeholder in
+	                                       the host directory, which the library normally made
+	                                       beforehand (a directory when the entry ends in '/',
+	                                       else a file); links are never
 	                                       followed, but covered; NULL-terminated */
 	const char *hostname;     /* set in the new UTS namespace */
 	bool workspace_readonly;
