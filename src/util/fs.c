@@ -156,9 +156,9 @@ static void temp_name(const char *name, char tmp[NAME_MAX + 1])
 }
 
 static void *note_temp(const struct sbx_fs_temp_notes *notes, int dirfd, const char *tmp,
-                       const struct stat *st)
+                       int fd)
 {
-	return notes && notes->note ? notes->note(notes->ctx, dirfd, tmp, st) : NULL;
+	return notes && notes->note ? notes->note(notes->ctx, dirfd, tmp, fd) : NULL;
 }
 
 static void forget_temp(const struct sbx_fs_temp_notes *notes, void *handle)
@@ -175,14 +175,13 @@ static int create_temp(const struct sbx_fs_temp_notes *notes, int dirfd, const c
 {
 	for (int i = 0; i < TEMP_ATTEMPTS; i++) {
 		temp_name(name, tmp);
-		void *early = note_temp(notes, dirfd, tmp, NULL);
+		void *early = note_temp(notes, dirfd, tmp, -1);
 		int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		                0600);
 		int err = errno;
-		struct stat st;
 
 		if (fd >= 0) {
-			*note = fstat(fd, &st) == 0 ? note_temp(notes, dirfd, tmp, &st) : NULL;
+			*note = note_temp(notes, dirfd, tmp, fd);
 			if (*note)
 				forget_temp(notes, early);
 			else
@@ -338,14 +337,11 @@ static int link_and_rename(const struct sbx_fs_temp_notes *notes, int *fd, int d
 {
 	char tmp[NAME_MAX + 1];
 	void *note = NULL;
-	struct stat st;
 	int r = -EEXIST;
 
-	if (fstat(*fd, &st) < 0)
-		return 1;
 	for (int i = 0; i < TEMP_ATTEMPTS && r == -EEXIST; i++) {
 		temp_name(name, tmp);
-		note = note_temp(notes, dirfd, tmp, &st);
+		note = note_temp(notes, dirfd, tmp, *fd);
 		if ((r = sbx_fs_link_unnamed(*fd, dirfd, tmp)) < 0) {
 			forget_temp(notes, note);
 			note = NULL;

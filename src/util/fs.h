@@ -21,11 +21,11 @@ int sbx_fs_write_atomic(int dirfd, const char *name, const void *data, size_t le
 
 /* Who is told about the temporary names, so that a later open can sweep the ones a killed
  * writer left (util/journal.h). note() is called before the temporary name tmp exists in
- * dirfd, with the inode the file will have (st), or st NULL when that is not known yet (it is
- * then called again with it); it returns a handle for forget(), or NULL when it could not
- * note it (the write goes on). forget() after the name is gone. */
+ * dirfd, with an fd of the file that will have it (to learn its inode), or fd -1 when the
+ * file is not made yet (it is then called again with it); it returns a handle for forget(),
+ * or NULL when it could not note it (the write goes on). forget() after the name is gone. */
 struct sbx_fs_temp_notes {
-	void *(*note)(void *ctx, int dirfd, const char *tmp, const struct stat *st);
+	void *(*note)(void *ctx, int dirfd, const char *tmp, int fd);
 	void (*forget)(void *ctx, void *handle);
 	void *ctx;
 };

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -137,6 +139,18 @@ bool sbx_journal_owner_alive(const struct sbx_journal_owner *o)
 }
 
 /* ---- notes ---------------------------------------------------------------------------- */
+
+bool sbx_journal_generation(int fd, uint64_t *gen)
+{
+	/* File systems write an int or a long: read the low 32 bits of a zeroed long, the same
+	 * way when noting and when checking. */
+	long v = 0;
+
+	if (ioctl(fd, FS_IOC_GETVERSION, &v) < 0)
+		return false;
+	*gen = (uint64_t)v & 0xffffffffu;
+	return true;
+}
 
 void sbx_journal_random_hex(char *out, size_t bytes)
 {
@@ -267,7 +281,7 @@ int sbx_journal_open_dir(int root_fd, const char *journal_rel, bool create, int 
 	return private_dir(parent, slash + 1, create, out);
 }
 
-static void *temp_note(void *ctx, int dirfd, const char *tmp, const struct stat *st);
+static void *temp_note(void *ctx, int dirfd, const char *tmp, int fd);
 static void temp_forget(void *ctx, void *handle);
 
 int sbx_journal_open(int root_fd, const char *journal_rel, sbx_journal **out)
@@ -347,8 +361,27 @@ static char *relative_dir(const sbx_journal *j, int dirfd)
 	return strdup(path + root_len + 1);
 }
 
+struct identity {
+	uint64_t dev, ino, gen;
+	bool has_gen;
+};
+
+/* What a note says of the entry's inode, from an fd of it (-1: not made yet, all 0). */
+static struct identity identity_of(int fd)
+{
+	struct identity id = { 0 };
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return id;
+	id.dev = (uint64_t)st.st_dev;
+	id.ino = (uint64_t)st.st_ino;
+	id.has_gen = sbx_journal_generation(fd, &id.gen);
+	return id;
+}
+
 static void item_json(sbx_buf *b, const char *at, const char *name, const char *tmp, bool dir,
-                      uint64_t dev, uint64_t ino)
+                      const struct identity *id)
 {
 	sbx_buf_puts(b, "{\"at\":");
 	sbx_buf_json_string(b, at, strlen(at));
@@ -358,12 +391,16 @@ static void item_json(sbx_buf *b, const char *at, const char *name, const char *
 	}
 	sbx_buf_puts(b, ",\"tmp\":");
 	sbx_buf_json_string(b, tmp, strlen(tmp));
-	sbx_buf_printf(b, ",\"dir\":%s,\"dev\":%llu,\"ino\":%llu}", dir ? "true" : "false",
-	               (unsigned long long)dev, (unsigned long long)ino);
+	sbx_buf_printf(b, ",\"dir\":%s,\"dev\":%llu,\"ino\":%llu", dir ? "true" : "false",
+	               (unsigned long long)id->dev, (unsigned long long)id->ino);
+	if (id->has_gen)
+		sbx_buf_printf(b, ",\"gen\":%llu", (unsigned long long)id->gen);
+	sbx_buf_puts(b, "}");
 }
 
-static void *temp_note(void *ctx, int dirfd, const char *tmp, const struct stat *st)
+static void *temp_note(void *ctx, int dirfd, const char *tmp, int fd)
 {
+	const struct identity id = identity_of(fd);
 	sbx_journal *j = ctx;
 	_cleanup_free_ char *at = relative_dir(j, dirfd);
 	struct sbx_journal_owner me;
@@ -377,8 +414,7 @@ static void *temp_note(void *ctx, int dirfd, const char *tmp, const struct stat 
 	sbx_buf_puts(&b, "{\"kind\":\"temp\",");
 	sbx_journal_owner_json(&b, &me);
 	sbx_buf_puts(&b, ",\"items\":[");
-	item_json(&b, at, NULL, tmp, false, st ? (uint64_t)st->st_dev : 0,
-	          st ? (uint64_t)st->st_ino : 0);
+	item_json(&b, at, NULL, tmp, false, &id);
 	sbx_buf_puts(&b, "]}");
 	r = sbx_journal_put_note(j->dir_fd, name, &b, false);
 	sbx_buf_free(&b);
@@ -401,7 +437,7 @@ struct placeholder {
 	char *at;                     /* its directory (relative) */
 	char *name;
 	char tmp[NAME_MAX + 1];
-	uint64_t dev, ino;            /* of the temporary entry, once made */
+	struct identity id;           /* of the temporary entry, once made */
 };
 
 static void free_placeholders(struct placeholder *v, size_t n)
@@ -467,7 +503,7 @@ static int note_placeholders(const sbx_journal *j, const char *record, bool deta
 	sbx_buf_printf(&b, ",\"detached\":%s,\"items\":[", detached ? "true" : "false");
 	for (size_t i = 0; i < n; i++) {
 		sbx_buf_puts(&b, i ? "," : "");
-		item_json(&b, v[i].at, v[i].name, v[i].tmp, v[i].dir, v[i].dev, v[i].ino);
+		item_json(&b, v[i].at, v[i].name, v[i].tmp, v[i].dir, &v[i].id);
 	}
 	sbx_buf_puts(&b, "]}");
 	r = sbx_journal_put_note(j->dir_fd, record, &b, replace);
@@ -480,7 +516,6 @@ static void make_temporary(const sbx_journal *j, struct placeholder *p)
 {
 	_cleanup_free_ char *name = NULL;
 	_cleanup_close_ int dirfd = -1, fd = -1;
-	struct stat st;
 
 	if (sbx_path_open_parent(j->root_fd, p->path, false, &dirfd, &name) < 0)
 		return;
@@ -489,10 +524,9 @@ static void make_temporary(const sbx_journal *j, struct placeholder *p)
 	           : (fd = openat(dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	                                     O_CLOEXEC, 0444)) < 0)
 		return;
-	if (fstatat(dirfd, p->tmp, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		p->dev = (uint64_t)st.st_dev;
-		p->ino = (uint64_t)st.st_ino;
-	}
+	if (p->dir)
+		fd = openat(dirfd, p->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	p->id = identity_of(fd);
 }
 
 /* Renames it into place, never over anything: what appeared meanwhile is not ours to
@@ -502,7 +536,7 @@ static void move_into_place(const sbx_journal *j, const struct placeholder *p)
 	_cleanup_free_ char *name = NULL;
 	_cleanup_close_ int dirfd = -1;
 
-	if (!p->ino || sbx_path_open_parent(j->root_fd, p->path, false, &dirfd, &name) < 0)
+	if (!p->id.ino || sbx_path_open_parent(j->root_fd, p->path, false, &dirfd, &name) < 0)
 		return;
 	if (renameat2(dirfd, p->tmp, dirfd, name, RENAME_NOREPLACE) == 0)
 		return;
@@ -541,7 +575,7 @@ int sbx_journal_make_placeholders(sbx_journal *j, const char *const *paths, cons
 	if (r < 0) {
 		/* Without the inodes noted, nothing may be given its name: undo what was made. */
 		for (size_t i = 0; i < n; i++)
-			if (v[i].ino) {
+			if (v[i].id.ino) {
 				_cleanup_free_ char *last = NULL;
 				_cleanup_close_ int dirfd = -1;
 				if (sbx_path_open_parent(j->root_fd, v[i].path, false, &dirfd, &last) == 0)

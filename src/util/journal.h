@@ -9,7 +9,8 @@
  * its name and removed once it is gone. A note names who made the thing (boot, PID namespace,
  * pid and start time: an identity no reused pid can take) and, for every item, where it is
  * (a directory relative to the root, opened beneath it, never through a link), its names and
- * the device and inode it got. A sweep removes an item only when its maker has provably
+ * the device, inode and inode generation it got (the generation tells a reused inode number
+ * apart, where the file system keeps one). A sweep removes an item only when its maker has provably
  * ended and the entry there still is what was noted: the same inode (a placeholder: still
  * empty), or, where the inode was not known yet, an empty entry under the random name that
  * was noted before it was created. It reads only the journal, never walks the tree. */
@@ -50,6 +51,8 @@ struct sbx_journal_item {
 	char *tmp;                /* the temporary name it had (a placeholder before its rename) */
 	bool dir;                 /* a placeholder directory */
 	uint64_t dev, ino;        /* 0, 0 until known */
+	bool has_gen;             /* the file system told its inode generation (FS_IOC_GETVERSION) */
+	uint64_t gen;
 };
 
 struct sbx_journal_note {

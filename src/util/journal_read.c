@@ -125,7 +125,7 @@ static int take_owner(const sbx_json *v, struct sbx_journal_owner *o)
 
 static int take_item(const sbx_json *v, enum sbx_journal_kind kind, struct sbx_journal_item *it)
 {
-	static const char *const keys[] = { "at", "name", "tmp", "dir", "dev", "ino", NULL };
+	static const char *const keys[] = { "at", "name", "tmp", "dir", "dev", "ino", "gen", NULL };
 	const sbx_json *at, *name, *tmp, *dir;
 	int r;
 
@@ -150,8 +150,10 @@ static int take_item(const sbx_json *v, enum sbx_journal_kind kind, struct sbx_j
 	it->dir = dir && dir->b;
 	if (kind == SBX_NOTE_TEMP && it->dir)
 		return bad("items.dir", "a temporary file is no directory");
-	if ((r = take_u64(v, "dev", false, &it->dev)) < 0 || (r = take_u64(v, "ino", false, &it->ino)) < 0)
+	if ((r = take_u64(v, "dev", false, &it->dev)) < 0 || (r = take_u64(v, "ino", false, &it->ino)) < 0 ||
+	    (r = take_u64(v, "gen", false, &it->gen)) < 0)
 		return r;
+	it->has_gen = sbx_json_get(v, "gen") != NULL;
 	it->at = strdup(at->str);
 	it->tmp = strdup(tmp->str);
 	it->name = name ? strdup(name->str) : NULL;
@@ -225,6 +227,22 @@ void sbx_journal_note_free(struct sbx_journal_note *n)
 
 /* ---- taking things away ----------------------------------------------------------------- */
 
+/* The same inode as noted: its number, and its generation where one was noted (an inode
+ * number freed and given to a new file is not ours). */
+static bool same_inode(int dirfd, const char *name, const struct stat *st,
+                       const struct sbx_journal_item *it)
+{
+	uint64_t gen;
+
+	if (!it->ino || (uint64_t)st->st_ino != it->ino || (uint64_t)st->st_dev != it->dev)
+		return false;
+	if (!it->has_gen)
+		return true;
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	                                             O_NOCTTY | O_CLOEXEC);
+	return fd >= 0 && sbx_journal_generation(fd, &gen) && gen == it->gen;
+}
+
 /* Removes name in dirfd if it is still what the item noted: the same inode, or, for the
  * temporary name of an item noted before its inode was known, an empty entry (the name was
  * random and noted before it existed). A placeholder must still be empty. */
@@ -235,7 +253,9 @@ static bool remove_entry(int dirfd, const char *name, const struct sbx_journal_i
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return false;
-	bool same = it->ino && (uint64_t)st.st_ino == it->ino && (uint64_t)st.st_dev == it->dev;
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return false;
+	bool same = same_inode(dirfd, name, &st, it);
 	if (!same && !(is_tmp && !it->ino && (S_ISDIR(st.st_mode) || st.st_size == 0)))
 		return false;
 	if (S_ISDIR(st.st_mode))          /* rmdir refuses a directory that is not empty */

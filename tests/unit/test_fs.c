@@ -311,10 +311,11 @@ struct note_log {
 	ino_t last_ino;
 };
 
-static void *log_note(void *ctx, int dirfd, const char *name, const struct stat *st)
+static void *log_note(void *ctx, int dirfd, const char *name, int fd)
 {
 	struct note_log *l = ctx;
-	struct stat now;
+	struct stat now, fst;
+	const struct stat *st = fd >= 0 && fstat(fd, &fst) == 0 ? &fst : NULL;
 
 	l->notes++;
 	l->with_inode += st != NULL;

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -276,6 +278,21 @@ START_TEST(sweep_takes_only_what_is_provably_ours)
 	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED), 0);
 	ck_assert(test_exists(test_path_at(dir, "sub/.f.sbx-abcdef")));
 	ck_assert_int_eq(notes(), 0);
+	/* Ended, the noted inode number but another generation (a number freed and reused): the
+	 * file stays. Where the file system keeps generations. */
+	long gen = 0;
+	int gfd = open(test_path_at(dir, "sub/.f.sbx-abcdef"), O_RDONLY | O_CLOEXEC);
+	if (gfd >= 0 && ioctl(gfd, FS_IOC_GETVERSION, &gen) == 0) {
+		char *wrong = fmt("{\"kind\":\"temp\",\"owner\":$O,\"items\":[{\"at\":\"$A\","
+		                  "\"tmp\":\".f.sbx-abcdef\",\"dev\":%s,\"ino\":$I,\"gen\":%llu}]}",
+		                  dev, (unsigned long long)((gen + 1) & 0xffffffff));
+		put_note("t-g", wrong, &gone, "sub", (unsigned long long)st.st_ino);
+		ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED), 0);
+		ck_assert(test_exists(test_path_at(dir, "sub/.f.sbx-abcdef")));
+		free(wrong);
+	}
+	if (gfd >= 0)
+		close(gfd);
 	/* Ended, the noted inode: swept. */
 	put_note("t-2", note, &gone, "sub", (unsigned long long)st.st_ino);
 	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED), 1);
