@@ -661,16 +661,17 @@ END_TEST
 static Suite *lifetimes_suite(void)
 {
 	Suite *s = suite_create("lifetimes");
-	TCase *ttl = tcase_create("ttl"), *cli_tc = tcase_create("cli");
+	TCase *ttl = tcase_create("ttl"), *cli_tc;
 
 	tcase_set_timeout(ttl, 300);
-	tcase_set_timeout(cli_tc, 300);
 	if (is_docker()) {
 		tcase_add_test(ttl, test_docker_detached_container_stops_itself);
 		tcase_add_test(ttl, test_docker_held_container_does_not_stop);
 		suite_add_tcase(s, ttl);
 		return s;
 	}
+	cli_tc = tcase_create("cli");
+	tcase_set_timeout(cli_tc, 300);
 	tcase_add_test(ttl, test_detached_stops_itself_after_its_ttl);
 	tcase_add_test(ttl, test_held_detached_does_not_stop);
 	tcase_add_test(cli_tc, test_cli_sigint_leaves_nothing);
