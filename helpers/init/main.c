@@ -351,8 +351,11 @@ static int start_direct(struct init_state *st)
 	int lifeline[2], host, r;
 
 	/* First of all, while this process is in nothing of the sandbox's: from here on the
-	 * parent is the tidier, and this is its child. */
-	if ((r = sbx_tidy_split(tidy_note, st->spec.id, &tidy)) < 0) {
+	 * parent is the tidier, and this is its child. A sandbox that leaves nothing to tidy (a
+	 * spare: no workspace yet, no cgroup) goes without: no process more to start and end. */
+	if (!tidy_note && !st->spec.memory_bytes && !st->spec.pids)
+		tidy.tidier = getpid();
+	else if ((r = sbx_tidy_split(tidy_note, st->spec.id, &tidy)) < 0) {
 		send_error("fork the tidier: %s", strerror(-r));
 		return 1;
 	}

@@ -10,9 +10,10 @@
  * with the child's status. In bubblewrap mode the outer process is outside bubblewrap's
  * namespaces anyway and tidies itself after bwrap ends.
  *
- * The host's handle on the sandbox (its child, the pidfd of a pre-started sandbox, READY's
- * init_pid for a detached one) is the tidier: a host that waits for it knows that everything
- * is gone once the wait returns. */
+ * The host's handle on the sandbox (its child, READY's init_pid for a detached one) is the
+ * tidier: a host that waits for it knows that everything is gone once the wait returns. A
+ * sandbox with nothing to tidy (no placeholders noted, no cgroup: a pre-started spare always)
+ * has no tidier, and the outer process is the handle, as before. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -26,6 +26,9 @@
 /* More placeholders than this in one start are left to the sandbox to make (a note must stay
  * small; protected-path lists are short). */
 #define PLACEHOLDERS_MAX 4096
+/* The parents of this many stay open between the steps; the rest are opened again (a host
+ * may run with few fds to spare). */
+#define PARENTS_KEPT 32
 
 struct sbx_journal {
 	int root_fd;
@@ -231,8 +234,11 @@ int sbx_journal_put_note(int dir_fd, const char *name, const sbx_buf *text, bool
 		                                                    text->len, false) : r;
 	}
 	snprintf(tmp, sizeof tmp, ".%s.new", name);
-	unlinkat(dir_fd, tmp, 0);
-	if ((r = sbx_fs_link_unnamed(fd, dir_fd, tmp)) < 0)
+	if ((r = sbx_fs_link_unnamed(fd, dir_fd, tmp)) == -EEXIST) {
+		unlinkat(dir_fd, tmp, 0);         /* a killed writer's */
+		r = sbx_fs_link_unnamed(fd, dir_fd, tmp);
+	}
+	if (r < 0)
 		return r == -ENOENT || r == -EPERM ? put_note_named(dir_fd, name, text->data,
 		                                                    text->len, true) : r;
 	if (renameat(dir_fd, tmp, dir_fd, name) < 0) {
@@ -438,6 +444,8 @@ struct placeholder {
 	char *name;
 	char tmp[NAME_MAX + 1];
 	struct identity id;           /* of the temporary entry, once made */
+	int parent;                   /* its directory, kept open, or -1 */
+	int unnamed;                  /* a file made unnamed (O_TMPFILE), to link as name, or -1 */
 };
 
 static void free_placeholders(struct placeholder *v, size_t n)
@@ -445,8 +453,23 @@ static void free_placeholders(struct placeholder *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(v[i].at);
 		free(v[i].name);
+		if (v[i].parent >= 0)
+			close(v[i].parent);
+		if (v[i].unnamed >= 0)
+			close(v[i].unnamed);
 	}
 	free(v);
+}
+
+/* Its directory: the one kept open, else opened again (*owned then holds it). */
+static int parent_of(const sbx_journal *j, const struct placeholder *p, int *owned)
+{
+	_cleanup_free_ char *name = NULL;
+
+	*owned = -1;
+	if (p->parent >= 0)
+		return p->parent;
+	return sbx_path_open_parent(j->root_fd, p->path, false, owned, &name) < 0 ? -1 : *owned;
 }
 
 /* The missing ones whose parent exists, with their directories split off. */
@@ -475,10 +498,14 @@ static size_t find_missing(const sbx_journal *j, const char *const *paths, const
 		}
 		v[n] = (struct placeholder){ .path = paths[i], .dir = dirs[i],
 		                             .name = SBX_TAKE_PTR(name),
+		                             .parent = n < PARENTS_KEPT ? SBX_TAKE_FD(dirfd) : -1,
+		                             .unnamed = -1,
 		                             .at = strndup(paths[i], slash ? (size_t)(slash - paths[i])
 		                                                           : 0) };
 		if (!v[n].at) {
 			free(v[n].name);
+			if (v[n].parent >= 0)
+				close(v[n].parent);
 			break;
 		}
 		snprintf(v[n].tmp, sizeof v[n].tmp, ".%.*s.sbx-", NAME_MAX - 14, v[n].name);
@@ -511,13 +538,28 @@ static int note_placeholders(const sbx_journal *j, const char *record, bool deta
 	return r;
 }
 
+/* A file placeholder whose directory is kept open is made as an unnamed file (O_TMPFILE):
+ * its inode is known before it has any name, and linking it as its name refuses anything
+ * that appeared meanwhile. No temporary name, no rename. False where the file system has no
+ * unnamed files (or the placeholder is a directory): the temporary name's way then. */
+static bool make_unnamed(struct placeholder *p)
+{
+	if (p->dir || p->parent < 0)
+		return false;
+	p->unnamed = openat(p->parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
+	if (p->unnamed < 0)
+		return false;
+	p->id = identity_of(p->unnamed);
+	return true;
+}
+
 /* Makes the entry under its temporary name and learns its inode. */
 static void make_temporary(const sbx_journal *j, struct placeholder *p)
 {
-	_cleanup_free_ char *name = NULL;
-	_cleanup_close_ int dirfd = -1, fd = -1;
+	_cleanup_close_ int owned = -1, fd = -1;
+	int dirfd = parent_of(j, p, &owned);
 
-	if (sbx_path_open_parent(j->root_fd, p->path, false, &dirfd, &name) < 0)
+	if (dirfd < 0)
 		return;
 	/* 0755 / 0444: the sandbox binds it read-only; the host keeps the right to remove it. */
 	if (p->dir ? mkdirat(dirfd, p->tmp, 0755) < 0
@@ -533,14 +575,18 @@ static void make_temporary(const sbx_journal *j, struct placeholder *p)
  * protect (the sandbox binds it as it is), and our temporary entry goes. */
 static void move_into_place(const sbx_journal *j, const struct placeholder *p)
 {
-	_cleanup_free_ char *name = NULL;
-	_cleanup_close_ int dirfd = -1;
+	_cleanup_close_ int owned = -1;
+	int dirfd = p->id.ino ? parent_of(j, p, &owned) : -1;
 
-	if (!p->id.ino || sbx_path_open_parent(j->root_fd, p->path, false, &dirfd, &name) < 0)
+	if (dirfd < 0)
 		return;
-	if (renameat2(dirfd, p->tmp, dirfd, name, RENAME_NOREPLACE) == 0)
+	if (p->unnamed >= 0) {
+		sbx_fs_link_unnamed(p->unnamed, dirfd, p->name);   /* EEXIST: not ours to make */
 		return;
-	if (errno == EINVAL && !p->dir && linkat(dirfd, p->tmp, dirfd, name, 0) == 0) {
+	}
+	if (renameat2(dirfd, p->tmp, dirfd, p->name, RENAME_NOREPLACE) == 0)
+		return;
+	if (errno == EINVAL && !p->dir && linkat(dirfd, p->tmp, dirfd, p->name, 0) == 0) {
 		unlinkat(dirfd, p->tmp, 0);   /* a file system without RENAME_NOREPLACE */
 		return;
 	}
@@ -561,24 +607,29 @@ int sbx_journal_make_placeholders(sbx_journal *j, const char *const *paths, cons
 		return 0;
 	}
 	sbx_journal_random_hex(name + 2, 12);
-	/* Noted before anything exists, and again with the inodes before the names do. */
-	if ((r = note_placeholders(j, name, detached, v, n, false)) < 0) {
+	/* Unnamed files need one note, with their inodes, before they get names; temporary
+	 * names are noted before they exist, and again with the inodes before the renames. */
+	bool named = false;
+	for (size_t i = 0; i < n; i++)
+		named |= !make_unnamed(&v[i]);
+	if (named && (r = note_placeholders(j, name, detached, v, n, false)) < 0) {
 		free_placeholders(v, n);
 		return sbx_fail(sbx_errno_code(-r), "journal: note the placeholders: %s",
 		                strerror(-r));
 	}
 	for (size_t i = 0; i < n; i++)
-		make_temporary(j, &v[i]);
-	r = note_placeholders(j, name, detached, v, n, true);
+		if (v[i].unnamed < 0)
+			make_temporary(j, &v[i]);
+	r = note_placeholders(j, name, detached, v, n, named);
 	for (size_t i = 0; i < n && r == 0; i++)
 		move_into_place(j, &v[i]);
 	if (r < 0) {
 		/* Without the inodes noted, nothing may be given its name: undo what was made. */
 		for (size_t i = 0; i < n; i++)
-			if (v[i].id.ino) {
-				_cleanup_free_ char *last = NULL;
-				_cleanup_close_ int dirfd = -1;
-				if (sbx_path_open_parent(j->root_fd, v[i].path, false, &dirfd, &last) == 0)
+			if (v[i].id.ino && v[i].unnamed < 0) {
+				_cleanup_close_ int owned = -1;
+				int dirfd = parent_of(j, &v[i], &owned);
+				if (dirfd >= 0)
 					unlinkat(dirfd, v[i].tmp, v[i].dir ? AT_REMOVEDIR : 0);
 			}
 		unlinkat(j->dir_fd, name, 0);

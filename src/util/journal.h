@@ -80,9 +80,10 @@ const struct sbx_fs_temp_notes *sbx_journal_temp_notes(sbx_journal *j);
 
 /* The placeholders of one sandbox start. For each of paths (relative to the root; dirs[i]:
  * a directory) that is missing while its parent exists, an empty read-only file (0444) or
- * directory (0755) is made under a random temporary name and renamed into place without
- * replacing anything; the note lists them before they exist and again with their inodes
- * before the renames. None missing: no note (*record NULL). *record is the note's name in
+ * directory (0755) is made and given its name without replacing anything: a file as an
+ * unnamed file (O_TMPFILE), noted with its inode, then linked; a directory (or a file where
+ * there are no unnamed files) under a random temporary name that is noted before it exists,
+ * noted again with its inode, then renamed. None missing: no note (*record NULL). *record is the note's name in
  * the journal (caller frees), for sbx_journal_undo. Best effort: what cannot be made is left
  * to the sandbox (which then cannot make it either, or makes it itself). */
 int sbx_journal_make_placeholders(sbx_journal *j, const char *const *paths, const bool *dirs,
