@@ -39,9 +39,12 @@ struct sbx_journal {
 
 /* ---- who we are ------------------------------------------------------------------------ */
 
-static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sbx_journal_owner self;
-static pid_t self_pid;
+/* What a fork does not change (the boot, the PID namespace), read once: no lock a fork in a
+ * multi-threaded host could leave held (pthread_once copes with a fork in the middle). */
+static pthread_once_t stable_once = PTHREAD_ONCE_INIT;
+static char stable_boot[40];
+static uint64_t stable_pidns;
+static int stable_error;
 
 int sbx_journal_read_small(int dirfd, const char *path, char *buf, size_t len)
 {
@@ -103,25 +106,24 @@ int sbx_journal_proc_start(int64_t pid, uint64_t *start, char *state)
 	return 0;
 }
 
+static void read_stable(void)
+{
+	stable_error = sbx_journal_boot_id(stable_boot);
+	if (stable_error == 0)
+		stable_error = sbx_journal_pidns(&stable_pidns);
+}
+
 int sbx_journal_self(struct sbx_journal_owner *o)
 {
-	int r = 0;
+	char state;
 
-	pthread_mutex_lock(&self_lock);
-	if (self_pid != getpid()) {
-		struct sbx_journal_owner me = { .pid = getpid() };
-		char state;
-
-		if ((r = sbx_journal_boot_id(me.boot)) == 0 && (r = sbx_journal_pidns(&me.pidns)) == 0 &&
-		    (r = sbx_journal_proc_start(me.pid, &me.start, &state)) == 0) {
-			self = me;
-			self_pid = getpid();
-		}
-	}
-	if (r == 0)
-		*o = self;
-	pthread_mutex_unlock(&self_lock);
-	return r;
+	pthread_once(&stable_once, read_stable);
+	if (stable_error)
+		return stable_error;
+	memcpy(o->boot, stable_boot, sizeof o->boot);
+	o->pidns = stable_pidns;
+	o->pid = getpid();
+	return sbx_journal_proc_start(o->pid, &o->start, &state);
 }
 
 bool sbx_journal_owner_alive(const struct sbx_journal_owner *o)
