@@ -33,9 +33,17 @@ struct sbx_workspace {
 	_Atomic int64_t last_used_ms; /* sbx_now_ms() of the last exec, spawn or tool call (the
 	                                 workspace manager's idle TTL counts from it) */
 	pthread_mutex_t network_lock; /* one sbx_workspace_set_network at a time */
+	struct sbx_journal *journal; /* what the library makes in the workdir and must take away
+	                                (util/journal.h), for HOST_FILES backends; else NULL */
 	char network_mode[16];    /* the mode the backend enforces ("none", "allowlist", "host") */
 	struct sbx_gitguard *gitguard; /* src/gitguard.h: NULL where it does not apply */
 };
+
+/* sbx_fs_write_atomic into the workspace, with its temporary name noted in the workspace's
+ * journal: a writer killed between link and rename leaves nothing the next open does not
+ * sweep. */
+int sbx_workspace_write_atomic(sbx_workspace *ws, int dirfd, const char *name, const void *data,
+                               size_t len, mode_t mode, uint32_t flags);
 
 /* Marks the workspace as used now: every exec, spawn and tool call does (manager.c reads it). */
 void sbx_workspace_touch(sbx_workspace *ws);
@@ -77,6 +85,12 @@ typedef struct sbx_spawned {
 int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *cwd,
                       const char *const *env, uint32_t flags, bool want_stdin,
                       sbx_spawned *out);
+
+/* Every command sbx_exec runs (the Bash tool's included) is killed, and the call returns as
+ * for a killed command, as soon as fd becomes readable: the CLI's signalfd of INT, TERM and
+ * HUP, so that it can close the workspace and exit by the signal. -1 turns it off. Process-
+ * wide; not exported. */
+void sbx_exec_set_interrupt_fd(int fd);
 
 /* sbx_exec without the approval hook and the audit record: for the library's own commands
  * (the Bash tool asks and logs once, as a tool call). */

@@ -21,6 +21,7 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/journal.h"
 
 #define STATE_DIR ".agentsbx"   /* the library's state folder in the workspace */
 
@@ -164,13 +165,23 @@ static int empty_except_state(int root)
 }
 
 /* The library's state folder exists before any backend starts, so that no sandbox ever makes
- * it as one of its read-only placeholders. */
+ * it as one of its read-only placeholders. Its journal comes with it, and what an earlier
+ * host that died left noted there (placeholders, temporary files) goes before anything new
+ * is made. */
 static int make_state_dir(sbx_workspace *ws)
 {
 	if (mkdirat(ws->root_fd, STATE_DIR, 0755) < 0 && errno != EEXIST)
 		return sbx_fail(sbx_errno_code(errno), "create %s/%s: %s", ws->workdir, STATE_DIR,
 		                strerror(errno));
-	return 0;
+	sbx_journal_sweep(ws->root_fd, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED);
+	return sbx_journal_open(ws->root_fd, SBX_JOURNAL_WORKSPACE, &ws->journal);
+}
+
+int sbx_workspace_write_atomic(sbx_workspace *ws, int dirfd, const char *name, const void *data,
+                               size_t len, mode_t mode, uint32_t flags)
+{
+	return sbx_fs_write_atomic_noted(sbx_journal_temp_notes(ws ? ws->journal : NULL), dirfd,
+	                                 name, data, len, mode, flags);
 }
 
 /* Returns the files to the configured baseline (reset). */
@@ -287,6 +298,7 @@ static void free_workspace(sbx_workspace *ws)
 	free(ws->workdir);
 	free(ws->snapshot_dir);
 	sbx_audit_teardown(ws);
+	sbx_journal_free(ws->journal);
 	pthread_mutex_destroy(&ws->procs_lock);
 	pthread_mutex_destroy(&ws->hooks_lock);
 	pthread_mutex_destroy(&ws->network_lock);

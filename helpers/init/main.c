@@ -2,10 +2,12 @@
  * init_proto.h). The setup order follows minijail's: namespaces → mounts → pivot_root →
  * network → capabilities → no_new_privs → Landlock → seccomp → serve.
  *
- * In "direct" mode the program that the backend started (the outer process) creates the
- * user namespace and the others, forks the init into them and then only waits: the init
- * dies with it (PDEATHSIG), so killing the outer process tears the whole sandbox down. In
- * "inside" mode bubblewrap made the namespaces and the root, and this process is the init. */
+ * In "direct" mode the program that the backend started first splits off its tidier
+ * (tidy.c: it stays outside every namespace and removes the cgroup and the placeholders when
+ * the sandbox has ended); the child, the outer process, creates the user namespace and the
+ * others, forks the init into them and then only waits: the init dies with it (PDEATHSIG), so
+ * killing the outer process tears the whole sandbox down. In "inside" mode bubblewrap made
+ * the namespaces and the root, and this process is the init. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -32,6 +34,7 @@
 #include "sandbox.h"
 #include "server.h"
 #include "spec.h"
+#include "tidy.h"
 #include "util/fdpass.h"
 
 extern char **environ;
@@ -287,7 +290,7 @@ static int run_init(struct init_state *st, pid_t host_pid)
 		sbx_init_peers_allow_uid((unsigned)st->spec.host_uid);
 	send_ready(st, host_pid);
 	send_files_root(st);
-	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
+	return sbx_init_serve(SBX_INIT_CONTROL_FD, st->spec.idle_ttl_ms) < 0 ? 1 : 0;
 }
 
 /* A pidfd of the host (see peer.h), or -1. */
@@ -336,15 +339,35 @@ static bool outer_gone(int lifeline)
 static bool detached;
 /* "--prestarted": a spare (init_proto.h, SBX_INIT_OUTER); its spec says "prestart" too. */
 static bool prestarted;
+/* "--tidy NOTE": the journal note of the placeholders the library made for this sandbox
+ * (util/journal.h), which the tidier removes when the sandbox ends. */
+static const char *tidy_note;
 
 static int start_direct(struct init_state *st)
 {
+	struct sbx_tidy tidy = { .report = -1 };
 	char err[400] = "";
-	pid_t outer = getpid(), init;
-	int lifeline[2], host = detached ? -1 : watch_host();
+	pid_t init;
+	int lifeline[2], host, r;
 
-	if (join_cgroup(st, err, sizeof err) < 0 ||
-	    sbx_userns_enter(getuid(), getgid(), namespace_flags(st), err, sizeof err) < 0) {
+	/* First of all, while this process is in nothing of the sandbox's: from here on the
+	 * parent is the tidier, and this is its child. A sandbox that leaves nothing to tidy (a
+	 * spare: no workspace yet, no cgroup) goes without: no process more to start and end. */
+	if (!tidy_note && !st->spec.memory_bytes && !st->spec.pids)
+		tidy.tidier = getpid();
+	else if ((r = sbx_tidy_split(tidy_note, st->spec.id, &tidy)) < 0) {
+		send_error("fork the tidier: %s", strerror(-r));
+		return 1;
+	}
+	host = detached ? -1 : watch_host();
+	if (join_cgroup(st, err, sizeof err) < 0) {
+		send_error("%s", err);
+		return 1;
+	}
+	if (st->flags & SBX_INIT_HAS_CGROUP)
+		sbx_tidy_report_cgroup(&tidy);
+	sbx_tidy_done_reporting(&tidy);
+	if (sbx_userns_enter(getuid(), getgid(), namespace_flags(st), err, sizeof err) < 0) {
 		send_error("%s", err);
 		return 1;
 	}
@@ -372,7 +395,8 @@ static int start_direct(struct init_state *st)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || outer_gone(lifeline[0]))
 		_exit(1);
 	close(lifeline[0]);
-	_exit(run_init(st, outer));
+	/* The host waits for the tidier: once it has gone, so has everything of the sandbox. */
+	_exit(run_init(st, tidy.tidier));
 }
 
 /* Whatever else the host left open without close-on-exec (bubblewrap passes such fds on as
@@ -407,15 +431,20 @@ static void close_inherited_fds(bool direct, bool keep_bridge)
  * host's *thread* ended), and the host is watched through a pidfd. */
 static int start_bwrap(char **bwrap_argv)
 {
-	int host = detached ? -1 : watch_host();
+	int host = detached ? -1 : watch_host(), status;
+	/* This process is outside bubblewrap's namespaces: it is its own tidier (tidy.c). */
+	int root = fcntl(SBX_INIT_WORKSPACE_FD, F_DUPFD_CLOEXEC, 16);
 	pid_t pid;
 	int err = posix_spawn(&pid, bwrap_argv[0], NULL, NULL, bwrap_argv, environ);
 
 	if (err) {
 		send_error("start %s: %s", bwrap_argv[0], strerror(err));
+		sbx_tidy_remove(root, tidy_note);
 		return 1;
 	}
-	return wait_for_init(pid, host);
+	status = wait_for_init(pid, host);
+	sbx_tidy_remove(root, tidy_note);
+	return status;
 }
 
 /* A detached sandbox leaves the host's process tree: the host reaps this first half at once,
@@ -450,11 +479,22 @@ static int leave_host_keeping_watch(void)
 	return r;
 }
 
+/* "p-" and hex digits: a note of the journal, never a path. */
+static bool note_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n < 3 || n > 40 || strncmp(name, "p-", 2) != 0)
+		return false;
+	return strspn(name + 2, "0123456789abcdef") == n - 2;
+}
+
 static int usage(const char *why)
 {
 	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init [--detached|--prestarted] "
-	        "--proto %d --mode direct|inside\n"
-	        "       agentsbx-init [--detached] --proto %d --mode bwrap -- BWRAP_ARGV...\n"
+	        "[--tidy NOTE] --proto %d --mode direct|inside\n"
+	        "       agentsbx-init [--detached] [--tidy NOTE] --proto %d --mode bwrap -- "
+	        "BWRAP_ARGV...\n"
 	        "(started by libagentsbx; see helpers/init_proto.h)\n", why, SBX_INIT_PROTO_VERSION,
 	        SBX_INIT_PROTO_VERSION);
 	return 2;
@@ -520,6 +560,13 @@ int main(int argc, char **argv)
 		prestarted = true;
 		argv++;
 		argc--;
+	}
+	if (argc > 2 && !strcmp(argv[1], "--tidy")) {
+		tidy_note = argv[2];
+		argv += 2;
+		argc -= 2;
+		if (!note_name_ok(tidy_note))
+			return usage("--tidy: not a journal note's name");
 	}
 	bool bwrap = argc > 6 && !strcmp(argv[4], "bwrap") && !strcmp(argv[5], "--");
 

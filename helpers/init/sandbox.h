@@ -53,9 +53,10 @@ struct sbx_rootfs_spec {
 	size_t n_binds;
 	const char *const *protected_paths; /* relative to /workspace: kept read-only, and where
 	                                       missing (but their parent exists) made impossible
-	                                       to create with an empty read-only placeholder left
-	                                       in the host directory (a directory when the entry
-	                                       ends in '/', else a file); links are never
+	                                       to create with an empty read-only placeholder in
+	                                       the host directory, which the library normally made
+	                                       beforehand (a directory when the entry ends in '/',
+	                                       else a file); links are never
 	                                       followed, but covered; NULL-terminated */
 	const char *hostname;     /* set in the new UTS namespace */
 	bool workspace_readonly;
@@ -124,6 +125,10 @@ int sbx_cgroup_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *
                      char *err, size_t errlen);
 /* Removes the cgroup directories made by sbx_cgroup_setup (after every process has left). */
 void sbx_cgroup_cleanup(const char *id);
+/* The backstop for a sandbox whose tidier was killed too: removes every workspace cgroup
+ * below our own "agentsbx" parents that holds no process (and the parents left empty).
+ * Returns how many it removed. */
+int sbx_cgroup_sweep(void);
 
 /* harden.c, caps.c, landlock.c, seccomp.c ------------------------------------------------ */
 

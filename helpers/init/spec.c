@@ -138,6 +138,8 @@ static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *sp
 		return take_bool(v, key, &spec->seccomp_program, err, errlen);
 	if (!strcmp(key, "prestart"))
 		return take_bool(v, key, &spec->prestart, err, errlen);
+	if (!strcmp(key, "idle_ttl_ms"))
+		return take_u64(v, key, &spec->idle_ttl_ms, err, errlen);
 	return bad(err, errlen, key, "unknown key");
 }
 

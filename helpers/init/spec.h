@@ -18,6 +18,8 @@
  *                                than keep bubblewrap's uncapped /tmp)
  *   seccomp_program     bool     fd 6 holds the seccomp program to load
  *   prestart            bool     no workspace yet: build the rest, then wait for ACTIVATE
+ *   idle_ttl_ms         integer  a detached sandbox stops itself once no client has been
+ *                                connected for this long (0 / absent = never; server.c)
  * Unknown keys are refused: the backend and the init are built together. */
 #ifndef SBX_INIT_SPEC_H
 #define SBX_INIT_SPEC_H
@@ -48,6 +50,7 @@ struct sbx_init_spec {
 	bool prestart;
 	bool has_host_uid;            /* "host_uid": a uid allowed to connect besides ours */
 	uint64_t host_uid;
+	uint64_t idle_ttl_ms;         /* 0: a detached sandbox runs until SHUTDOWN */
 };
 
 /* Parses text; on failure returns -1 with the reason in err. */

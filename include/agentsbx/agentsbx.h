@@ -160,7 +160,14 @@ typedef struct sbx_workspace sbx_workspace;
  *   audit       object  the audit log in the workspace's state folder (.agentsbx/audit.jsonl):
  *                       "enabled" (default true), "max_bytes" before rotation (default 10 MiB),
  *                       "keep" rotated files (default 3), "redact": secrets never written
- *   <backend>   object  options of that backend, under its own name ("docker": {...})
+ *   <backend>   object  options of that backend, under its own name ("docker": {...}). Since
+ *                       1.6, a detached sandbox ("ns"/"bwrap": {"detached": true}) or docker
+ *                       container ("docker": {"detached": true}) takes "idle_ttl_s" (number
+ *                       of seconds, default 3600, 0 = never): it stops by itself once no host
+ *                       has held it (had it open) for that long, whoever forgets to sweep; a
+ *                       command still running does not keep it (docs/security.md,
+ *                       "Lifetimes"). Refused for a sandbox that is not detached, and non-zero
+ *                       for a docker container with "exec": "api" (nothing inside could tell)
  * Unknown keys, wrong types and out-of-range values fail with -SBX_ECONFIG and a message that
  * names the key. On success *out is a new handle, released with sbx_workspace_close(). */
 SBX_API int sbx_workspace_open(const char *config_json, sbx_workspace **out);
@@ -655,7 +662,10 @@ typedef struct sbx_manager sbx_manager;
  *                             "per_session": per (user, agent, session); "per_user": per user
  *   ttl_s             number  idle seconds before an unheld workspace is closed (default 3600;
  *                             0 = never). Idle counts from the last get, release, exec, process
- *                             spawn or tool call on it.
+ *                             spawn or tool call on it. Since 1.6 a detached sandbox also gets it
+ *                             as its own "idle_ttl_s" (unless the backend's object sets one): it
+ *                             stops by itself when no process holds it, even if no manager
+ *                             sweeps this base_dir again.
  *   sweep_interval_s  number  how often the sweeper looks (default 300; 0 = no sweeper thread,
  *                             only sbx_manager_gc closes)
  *   max_workspaces    integer most workspaces open in this manager at once (default 0 = no

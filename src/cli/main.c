@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/signalfd.h>
 
 #include <agentsbx/agentsbx.h>
 #include "cli/progress.h"
@@ -213,6 +215,53 @@ static int read_stdin_all(char **data, size_t *len)
 	return 0;
 }
 
+/* ---- INT, TERM and HUP ------------------------------------------------------------------ */
+
+/* While a workspace is open, INT, TERM and HUP do not end the process where it stands (the
+ * sandbox's processes and placeholders would be left to its tidier, or the next open): they
+ * are blocked in every thread and wait in a signalfd, which makes a running command end at
+ * once (sbx_exec_set_interrupt_fd). The workspace is then closed as after any command, and
+ * the process ends by the signal itself, so its parent sees 128+N as for any killed process.
+ * A signal during the open takes effect when the open returns. */
+static int exit_signals = -1;
+
+static void sigset_of_exit_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+}
+
+static void catch_exit_signals(void)
+{
+	sigset_t set;
+
+	sigset_of_exit_signals(&set);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return;
+	exit_signals = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	sbx_exec_set_interrupt_fd(exit_signals);
+}
+
+/* After the close: the signal that came meanwhile ends the process; else code. */
+static int end_by_signal_or(int code)
+{
+	struct signalfd_siginfo si;
+	sigset_t set;
+
+	if (exit_signals < 0 || read(exit_signals, &si, sizeof si) != (ssize_t)sizeof si)
+		return code;
+	sbx_exec_set_interrupt_fd(-1);
+	fprintf(stderr, "agentsbx: %s: the workspace was closed\n", strsignal((int)si.ssi_signo));
+	fflush(stderr);
+	signal((int)si.ssi_signo, SIG_DFL);
+	sigset_of_exit_signals(&set);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);   /* delivers the other pending ones too */
+	raise((int)si.ssi_signo);
+	return 128 + (int)si.ssi_signo;
+}
+
 /* Opens the workspace the shared options describe. Returns 0, or the exit code to end with. */
 static int open_from_options(const struct ws_options *o, sbx_workspace **ws)
 {
@@ -224,13 +273,14 @@ static int open_from_options(const struct ws_options *o, sbx_workspace **ws)
 
 	if ((code = build_config(o, &config)) != 0)
 		return code;
+	catch_exit_signals();
 	/* A missing image may take minutes to pull: say so on stderr as it goes. */
 	progress = cli_progress_new(stderr, isatty(STDERR_FILENO));
 	opts.progress_userdata = progress;
 	r = sbx_workspace_open_with(config, progress ? &opts : NULL, ws);
 	cli_progress_end(progress);
 	if (r < 0)
-		return library_error("open workspace", r);
+		return end_by_signal_or(library_error("open workspace", r));
 	return 0;
 }
 
@@ -273,7 +323,7 @@ static int close_workspace(sbx_workspace *ws, int code)
 
 	if (r < 0 && code != EXIT_LIBRARY_ERROR)
 		code = library_error("close workspace", r);
-	return code;
+	return end_by_signal_or(code);
 }
 
 static const char exec_usage[] =
@@ -667,12 +717,13 @@ static int cmd_attach(int argc, char **argv)
 		cmd++;
 	if (first >= argc || cmd >= argc)
 		return fail("attach: expected a workspace id and a command\nusage: %s", attach_usage);
+	catch_exit_signals();
 	if ((code = open_manager(&o, 3600, &mgr)) != 0)
-		return code;
+		return end_by_signal_or(code);
 	if ((r = sbx_manager_get_by_id(mgr, argv[first], &ws)) < 0) {
 		code = library_error("attach", r);
 		sbx_manager_free(mgr);
-		return code;
+		return end_by_signal_or(code);
 	}
 	sbx_exec_opts opts = { .size = sizeof opts, .flags = SBX_EXEC_NO_CAPTURE,
 	                       .on_output = write_through };
@@ -682,7 +733,7 @@ static int cmd_attach(int argc, char **argv)
 	warn_git_quarantine(ws);
 	sbx_manager_release(mgr, ws);
 	sbx_manager_free(mgr);   /* a detached sandbox runs on */
-	return code;
+	return end_by_signal_or(code);
 }
 
 static const char gc_usage[] = "agentsbx gc [--base-dir DIR] [--ttl SECONDS]";

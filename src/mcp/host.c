@@ -175,7 +175,7 @@ static int copy_gateway_into_state(sbx_workspace *ws, char **exe, char **run_dir
 	if (dir < 0)
 		return sbx_fail(sbx_errno_code(errno), "mcp: the state folder's %s: %s",
 		                SBX_MCP_RUN_DIR, strerror(errno));
-	if ((r = sbx_fs_write_atomic(dir, SBX_MCP_GATEWAY_NAME, data, len, 0755, 0)) < 0)
+	if ((r = sbx_workspace_write_atomic(ws, dir, SBX_MCP_GATEWAY_NAME, data, len, 0755, 0)) < 0)
 		return r;
 	if ((r = in_root(ws, SBX_MCP_RUN_DIR, run_dir)) < 0)
 		return r;

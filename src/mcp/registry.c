@@ -261,7 +261,7 @@ static int write_decls_file(sbx_workspace *ws, const char *text, size_t len)
 		return remote_write(ws, text, len);
 	if ((dirfd = open_state_dir(ws)) < 0)
 		return dirfd;
-	r = sbx_fs_write_atomic(dirfd, FILE_NAME, text, len, 0600, 0);
+	r = sbx_workspace_write_atomic(ws, dirfd, FILE_NAME, text, len, 0600, 0);
 	close(dirfd);
 	return r;
 }

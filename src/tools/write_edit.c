@@ -212,7 +212,7 @@ static int write_checked(sbx_tool_ctx *ctx, const char *rel, const char *shown, 
 		return sbx_tool_error(out, "Error: %s is protected: it is inside a git directory (a "
 		                      "folder shaped like one), and the workspace does not let tools "
 		                      "change what git reads and runs", shown), 1;
-	return sbx_fs_write_atomic(dirfd, name, data, len, 0, 0);
+	return sbx_workspace_write_atomic(ctx->ws, dirfd, name, data, len, 0, 0);
 }
 
 /* ---- the read-before-write rule ---- */

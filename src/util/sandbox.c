@@ -24,6 +24,7 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/journal.h"
 #include "util/json.h"
 #include "util/launch.h"
 #include "util/netproxy.h"
@@ -49,7 +50,7 @@ struct sbx_sandbox {
 	struct sbx_netproxy *proxy;   /* mode "allowlist": the workspace's proxy, kept across
 	                                 restarts (a reset changes the sandbox, not the policy) */
 	int root_fd;                  /* O_PATH fd of workdir, for paths beneath it */
-	char **placeholders;          /* protected paths missing at start (see below) */
+	char *placeholders;           /* the journal note of the placeholders made (see below) */
 	const struct sbx_sandbox_options *opts; /* owned by the backend, outlives sb */
 	int ctl;
 	pid_t pid;                    /* the outer init process (direct) or bwrap, our child */
@@ -186,6 +187,15 @@ static int parse_option(const char *backend, const char *key, const sbx_json *v,
 		o->detached = v->b;
 		return 0;
 	}
+	if (!strcmp(key, "idle_ttl_s")) {
+		double secs = v->type == SBX_JSON_INT ? (double)v->i
+		              : v->type == SBX_JSON_NUMBER ? v->d : -1;
+		if (!(secs >= 0 && secs <= 1e9))
+			return option_error(backend, key, "expected a number of seconds >= 0");
+		o->idle_ttl_ms = (int64_t)(secs * 1000);
+		o->idle_ttl_set = true;
+		return 0;
+	}
 	if (allow_mode && !strcmp(key, "prestart")) {
 		if (v->type != SBX_JSON_BOOL)
 			return option_error(backend, key, "expected true or false");
@@ -220,6 +230,11 @@ int sbx_sandbox_parse_options(const char *backend, const char *options_json, boo
 	for (size_t i = 0; r == 0 && i < root->n; i++)
 		r = parse_option(backend, root->keys[i], root->items[i], allow_mode, o);
 	sbx_json_free(root);
+	if (r == 0 && o->idle_ttl_set && !o->detached)
+		r = option_error(backend, "idle_ttl_s", "only a detached sandbox stops by itself (set "
+		                 "'detached': true)");
+	if (r == 0 && o->detached && !o->idle_ttl_set)
+		o->idle_ttl_ms = SBX_SANDBOX_IDLE_TTL_MS;
 	if (r == 0 && !o->hostname && !(o->hostname = strdup("agentsbx")))
 		r = sbx_fail(-SBX_ENOMEM, "out of memory");
 	if (r < 0)
@@ -340,6 +355,8 @@ static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
 	}
 	if (sb->cfg.read_only)
 		sbx_buf_puts(&b, "\"workspace_readonly\":true,");
+	if (o->detached && o->idle_ttl_ms > 0)
+		sbx_buf_printf(&b, "\"idle_ttl_ms\":%lld,", (long long)o->idle_ttl_ms);
 	if (sb->mode == SBX_SANDBOX_DIRECT || bwrap_caps_tmpfs(sb))
 		sbx_quota_spec_keys(&b, &sb->cfg);
 	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s,"
@@ -433,75 +450,45 @@ static const char *const *protected_list(const struct sbx_sandbox *sb)
 	                                 : sbx_default_protected_paths;
 }
 
-/* Protected entries missing when the sandbox starts get read-only placeholders (the init makes
- * them when it builds the root; for bubblewrap, prepare_placeholders does), so they can't be
- * created from inside. They are noted here and removed after the sandbox stops if still empty,
- * so the user's directory ends as it began. */
-static void note_missing_protected(struct sbx_sandbox *sb)
+/* Protected entries missing when the sandbox starts get empty read-only placeholders, which
+ * the init or bubblewrap binds read-only onto themselves, so they can't be created from
+ * inside. They are made here, for both, and noted in the workspace's journal before they
+ * exist (util/journal.h): they go when the sandbox stops — here at close, by the sandbox's
+ * tidier when it ends otherwise (its host killed, its idle TTL), or, when both died, at the
+ * next open — and only while they are still the empty entries made here. */
+static void make_placeholders(struct sbx_sandbox *sb)
 {
+	const char *const *list = protected_list(sb);
 	size_t n = 0;
+	sbx_journal *j = NULL;
 
-	sbx_strv_free(sb->placeholders);
-	sb->placeholders = NULL;
-	for (const char *const *p = protected_list(sb); *p; p++)
+	free(SBX_TAKE_PTR(sb->placeholders));
+	while (list[n])
 		n++;
-	if (!(sb->placeholders = calloc(n + 1, sizeof *sb->placeholders)))
+	_cleanup_free_ char **paths = calloc(n + 1, sizeof *paths);
+	_cleanup_free_ bool *dirs = calloc(n + 1, sizeof *dirs);
+	if (!paths || !dirs || sbx_journal_open(sb->root_fd, SBX_JOURNAL_WORKSPACE, &j) < 0) {
+		sbx_error_clear();    /* best effort: the sandbox makes them itself then */
 		return;
-	n = 0;
-	for (const char *const *p = protected_list(sb); *p; p++) {
-		_cleanup_free_ char *rel = without_dir_mark(*p);
-		int fd = rel ? sbx_path_open(sb->root_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0) : 0;
-
-		if (fd >= 0) {
-			close(fd);
-			continue;
-		}
-		sb->placeholders[n++] = SBX_TAKE_PTR(rel);
 	}
-}
-
-/* For bubblewrap: an empty directory (entries written "name/") or an empty read-only file. */
-static void prepare_placeholders(struct sbx_sandbox *sb)
-{
-	for (char **p = sb->placeholders; p && *p; p++) {
-		_cleanup_free_ char *name = NULL;
-		int dirfd = -1;
-		bool dir = false;
-
-		for (const char *const *q = protected_list(sb); *q; q++)
-			if (!strncmp(*q, *p, strlen(*p)) && (*q)[strlen(*p)] == '/')
-				dir = true;
-		if (sbx_path_open_parent(sb->root_fd, *p, false, &dirfd, &name) < 0)
-			continue;     /* no parent: nothing there to protect */
-		/* 0755: bubblewrap binds it read-only for the sandbox; the host keeps writing. */
-		if (dir)
-			mkdirat(dirfd, name, 0755);
-		else
-			close(openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			             0444));
-		close(dirfd);
+	for (size_t i = 0; i < n; i++) {
+		paths[i] = without_dir_mark(list[i]);
+		dirs[i] = list[i][0] && list[i][strlen(list[i]) - 1] == '/';
+		if (!paths[i])
+			break;
 	}
+	if (sbx_journal_make_placeholders(j, (const char *const *)paths, dirs, sb->opts->detached,
+	                                  &sb->placeholders) < 0)
+		sbx_error_clear();
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	sbx_journal_free(j);
 }
 
 static void remove_placeholders(struct sbx_sandbox *sb)
 {
-	for (char **p = sb->placeholders; p && *p; p++) {
-		_cleanup_free_ char *name = NULL;
-		struct stat st;
-		int dirfd = -1;
-
-		if (sbx_path_open_parent(sb->root_fd, *p, false, &dirfd, &name) < 0)
-			continue;
-		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (S_ISDIR(st.st_mode))
-				unlinkat(dirfd, name, AT_REMOVEDIR);   /* only if still empty */
-			else if (S_ISREG(st.st_mode) && st.st_size == 0)
-				unlinkat(dirfd, name, 0);
-		}
-		close(dirfd);
-	}
-	sbx_strv_free(sb->placeholders);
-	sb->placeholders = NULL;
+	sbx_journal_undo(sb->root_fd, SBX_JOURNAL_WORKSPACE, sb->placeholders);
+	free(SBX_TAKE_PTR(sb->placeholders));
 }
 
 static void bwrap_system_dirs(struct argv_builder *a, struct string_pool *pool,
@@ -622,7 +609,7 @@ static void bind_fd(struct argv_builder *a, struct string_pool *pool, struct fd_
  *    be renamed, so ".git" cannot be moved aside and replaced by a fresh one with new hooks;
  *  - a regular file on the way (a worktree's ".git" file, which names the real git
  *    directory) decides where the rest resolves: it is bound read-only, and the walk ends;
- *  - the path itself, when it exists (prepare_placeholders made what was missing), is
+ *  - the path itself, when it exists (make_placeholders made what was missing), is
  *    bound read-only;
  *  - a symlink ends the walk: binding over it would follow it. */
 static void bwrap_protect_one(struct argv_builder *a, struct string_pool *pool,
@@ -686,6 +673,8 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	arg(&a, init);
 	if (o->detached)
 		arg(&a, "--detached");
+	if (sb->placeholders)
+		args3(&a, "--tidy", sb->placeholders, NULL);   /* its outer process tidies */
 	args3(&a, "--proto", "1", NULL);
 	args3(&a, "--mode", "bwrap", "--");
 	args3(&a, SBX_BWRAP_PATH, "--unshare-all", "--unshare-user");
@@ -787,15 +776,12 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
  * 4 spec, 5 workspace, 6 seccomp program, 7 proxy bridge; -1 leaves a number closed) and,
  * from BWRAP_FIRST_BIND_FD on, bubblewrap's bind fds. */
 static int spawn_init(enum sbx_sandbox_mode mode, bool detached, const char *init,
-                      const char *const *bwrap, int ctl, int spec, int workspace, int bridge,
-                      const struct fd_list *binds, int err_fd, pid_t *pid)
+                      const char *const *bwrap, const char *tidy, int ctl, int spec,
+                      int workspace, int bridge, const struct fd_list *binds, int err_fd,
+                      pid_t *pid)
 {
-	static const char *const direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct",
-	                                           NULL };
-	static const char *const detached_argv[] = { INIT_NAME, "--detached", "--proto", "1",
-	                                             "--mode", "direct", NULL };
-	static const char *const prestarted_argv[] = { INIT_NAME, "--prestarted", "--proto", "1",
-	                                               "--mode", "direct", NULL };
+	const char *direct[10];
+	size_t k = 0;
 	const size_t own = BWRAP_FIRST_BIND_FD - SBX_INIT_CONTROL_FD;
 	int *fds = malloc((own + binds->n) * sizeof *fds), err;
 	size_t n = own;
@@ -812,10 +798,22 @@ static int spawn_init(enum sbx_sandbox_mode mode, bool detached, const char *ini
 		memcpy(fds + own, binds->v, binds->n * sizeof *fds);
 		n += binds->n;
 	}
-	err = sbx_spawn_with_fds(init, mode == SBX_SANDBOX_BWRAP ? bwrap
-	                         : detached ? detached_argv
-	                         : workspace < 0 ? prestarted_argv /* a spare: no workspace yet */
-	                         : direct_argv, fds, n, err_fd,
+	direct[k++] = INIT_NAME;
+	if (detached)
+		direct[k++] = "--detached";
+	else if (workspace < 0)
+		direct[k++] = "--prestarted";   /* a spare: no workspace yet */
+	if (tidy) {
+		/* The placeholders' note, for the tidier (helpers/init/tidy.c). */
+		direct[k++] = "--tidy";
+		direct[k++] = tidy;
+	}
+	direct[k++] = "--proto";
+	direct[k++] = "1";
+	direct[k++] = "--mode";
+	direct[k++] = "direct";
+	direct[k] = NULL;
+	err = sbx_spawn_with_fds(init, mode == SBX_SANDBOX_BWRAP ? bwrap : direct, fds, n, err_fd,
 	                         pid);
 	free(fds);
 	return err;
@@ -832,9 +830,7 @@ static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 	struct fd_list binds = { 0 };
 	int sv[2], r, err;
 
-	note_missing_protected(sb);
-	if (sb->mode == SBX_SANDBOX_BWRAP)
-		prepare_placeholders(sb);   /* the init does this itself when it builds the root */
+	make_placeholders(sb);
 	if (!(spec = build_spec(sb, false)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
@@ -864,8 +860,8 @@ static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 		fd_list_close(&binds);
 		return r;
 	}
-	err = spawn_init(sb->mode, sb->opts->detached, init, argv, child_ctl, spec_fd, ws_fd,
-	                 bridge, &binds, err_write, &sb->pid);
+	err = spawn_init(sb->mode, sb->opts->detached, init, argv, sb->placeholders, child_ctl,
+	                 spec_fd, ws_fd, bridge, &binds, err_write, &sb->pid);
 	pool_free(&pool);
 	fd_list_close(&binds);
 	if (err) {
@@ -956,7 +952,7 @@ static void prestart(char *shape)
 		s.err_fd = p[0];
 		err_write = p[1];
 	}
-	if (spawn_init(SBX_SANDBOX_DIRECT, false, init, NULL, child_ctl, spec_fd, -1, -1,
+	if (spawn_init(SBX_SANDBOX_DIRECT, false, init, NULL, NULL, child_ctl, spec_fd, -1, -1,
 	               &no_binds, err_write, &first) != 0) {
 		close(SBX_TAKE_FD(child_ctl));   /* no spare holds it: the discard need not wait */
 		sbx_spare_discard(&s);
@@ -986,7 +982,7 @@ static int launch_from_spare(struct sbx_sandbox *sb, const char *shape)
 	}
 	sb->pidfd = SBX_TAKE_FD(s.pidfd);
 	sb->ctl = SBX_TAKE_FD(s.ctl);
-	note_missing_protected(sb);
+	make_placeholders(sb);
 	r = sbx_send_with_fds(sb->ctl, &activate, sizeof activate, &sb->root_fd, 1);
 	if (r == 0)
 		r = wait_ready(sb, s.err_fd);
@@ -1040,7 +1036,7 @@ static void free_sandbox(struct sbx_sandbox *sb)
 		close(sb->pidfd);
 	sbx_netproxy_stop(sb->proxy);
 	sbx_runclient_set_destroy(&sb->live);
-	sbx_strv_free(sb->placeholders);
+	free(sb->placeholders);
 	if (sb->root_fd >= 0)
 		close(sb->root_fd);
 	if (sb->files_root >= 0)
@@ -1083,7 +1079,12 @@ static int attach_or_launch(struct sbx_sandbox *sb)
 		memcpy(sb->cgroup_note, ready.cgroup_note, sizeof sb->cgroup_note);
 		return 0;
 	}
-	if (r != -SBX_ENOENT || (r = launch(sb)) < 0)
+	if (r != -SBX_ENOENT)
+		return r;
+	/* None runs, and none can start while we hold the lock: the placeholders of one that
+	 * ended go before ours are made (its tidier may have been killed with it). */
+	sbx_journal_sweep(sb->root_fd, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_DETACHED);
+	if ((r = launch(sb)) < 0)
 		return r;
 	/* The first half of the detached init has exited (helpers/init/main.c, leave_host). */
 	reap(sb->pid, &status);
@@ -1119,6 +1120,24 @@ static int start_proxy(struct sbx_sandbox *sb, const sbx_backend_config *cfg)
 		return sbx_fail(-SBX_ECONFIG, "%s: network mode 'allowlist' came without its policy",
 		                sb->who);
 	return sbx_netproxy_start(sb->who, &s, &sb->proxy);
+}
+
+/* The backstop for cgroups whose sandbox and tidier were both killed (helpers/init/tidy.c):
+ * swept before a sandbox that makes one starts, and once by every process that starts any
+ * (only root, or a delegated cgroup v2 tree, can have made them). */
+static pthread_once_t cgroup_sweep_once = PTHREAD_ONCE_INIT;
+
+static void sweep_cgroups_once(void)
+{
+	sbx_cgroup_sweep();
+}
+
+static void sweep_dead_cgroups(const sbx_backend_config *cfg)
+{
+	if (cfg->limits.memory_bytes || cfg->limits.pids)
+		sbx_cgroup_sweep();
+	else
+		pthread_once(&cgroup_sweep_once, sweep_cgroups_once);
 }
 
 int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
@@ -1166,6 +1185,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 		free_sandbox(sb);
 		return r;
 	}
+	sweep_dead_cgroups(&sb->cfg);
 	if ((r = sb->opts->detached ? attach_or_launch(sb) : launch(sb)) < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "%s", sbx_last_error());

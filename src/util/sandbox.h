@@ -20,6 +20,8 @@ enum sbx_sandbox_mode {
 };
 
 #define SBX_BWRAP_PATH "/usr/bin/bwrap"
+/* A detached sandbox's idle TTL unless its config says otherwise: the manager's default. */
+#define SBX_SANDBOX_IDLE_TTL_MS (3600 * 1000LL)
 
 /* The backend's config object ("ns": {...} or "bwrap": {...}):
  *   mode             "auto" | "direct" | "bwrap"   (ns only)
@@ -30,7 +32,10 @@ enum sbx_sandbox_mode {
  *   hostname         string   default "agentsbx"
  *   detached         bool     default false: the sandbox outlives the process that opened it;
  *                             a later open of the same workdir (any process of the same uid)
- *                             attaches to it, and closing only detaches (sandbox_attach.h) */
+ *                             attaches to it, and closing only detaches (sandbox_attach.h)
+ *   idle_ttl_s       number   a detached sandbox stops itself once no host has held it for
+ *                             this many seconds (helpers/init/server.c); default 3600, 0 =
+ *                             never (the workspace manager sets its ttl_s) */
 struct sbx_sandbox_options {
 	enum sbx_sandbox_mode mode;
 	char *rootfs;
@@ -40,6 +45,8 @@ struct sbx_sandbox_options {
 	bool landlock;
 	char *hostname;
 	bool detached;
+	int64_t idle_ttl_ms;          /* detached: the init's idle TTL (0: none) */
+	bool idle_ttl_set;
 	bool prestart;                /* direct mode: keep the next sandbox half-built when the
 	                                 process opens them one after another (default on) */
 };

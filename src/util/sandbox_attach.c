@@ -23,6 +23,7 @@
 #include "util/fdpass.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/journal.h"
 #include "util/sandbox_attach.h"
 
 #define RUN_DIR "run"
@@ -244,6 +245,8 @@ int sbx_sandbox_destroy_detached(const char *workdir, const char *id, bool *stop
 	unlinkat(run, SOCKET_NAME, 0);
 	if ((ready.flags & SBX_INIT_HAS_CGROUP) && id)
 		sbx_cgroup_cleanup(id);
+	/* Its tidier removed its placeholders on its way out; this is for one killed first. */
+	sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_DETACHED);
 	if (stopped)
 		*stopped = true;
 	return 0;
