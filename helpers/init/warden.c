@@ -68,6 +68,15 @@ static bool still_alive(int pidfd)
 	return pid_of_pidfd(pidfd) > 0;
 }
 
+/* Whether the namespace fd ns is the one at path. */
+static bool same_namespace(int ns, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(ns, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
 /* Joins the mount namespace of the process and the user namespace that owns it. */
 static int join_sandbox(int pidfd)
 {
@@ -82,6 +91,10 @@ static int join_sandbox(int pidfd)
 		return say("open the mount namespace", NULL, errno);
 	if (!still_alive(pidfd))
 		return say("the sandbox process is gone", NULL, ESRCH);
+	/* Never the namespace we are in (the host's, for a process named wrongly): binds meant
+	 * for the sandbox must not land in the host's mount table. */
+	if (same_namespace(mnt, "/proc/self/ns/mnt"))
+		return say("the process is not in a sandbox of its own", NULL, EINVAL);
 	/* bubblewrap's --disable-userns puts the init in a nested user namespace: the mount
 	 * namespace belongs to its parent, and only there do we have CAP_SYS_ADMIN over it. */
 	if ((user = ioctl(mnt, NS_GET_USERNS)) < 0)

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "init_proto.h"
@@ -56,6 +57,10 @@ struct sbx_sandbox {
 	pid_t pid;                    /* the outer init process (direct) or bwrap, our child */
 	int pidfd;                    /* instead, for a sandbox that was a spare: a pidfd of its
 	                                 outer process, which is no child of ours */
+	int outer_pidfd;              /* direct mode: a pidfd of the outer process, from READY's
+	                                 init_pid, opened while READY says it lives: the warden
+	                                 joins the sandbox's namespaces through it (a pid alone
+	                                 could be reused once the tidier reaps the outer) */
 	uint32_t flags;
 	char cgroup_note[244];
 	struct sbx_runclient_set live;
@@ -733,6 +738,30 @@ static void reap(pid_t pid, int *status)
 		;
 }
 
+/* Whether process pid is in this process's mount namespace. */
+static bool in_our_mount_ns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+	return stat(path, &a) == 0 && stat("/proc/self/ns/mnt", &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Direct mode: READY names the process the host waits for, the tidier (helpers/init/tidy.c),
+ * which stays in the host's namespaces, or the outer process itself when there is no tidier.
+ * The outer, in the sandbox's user and mount namespaces, is the tidier's only child. Opened
+ * while READY says the sandbox lives, so the pid names it and no later process. */
+static int open_outer_pidfd(pid_t ready_pid)
+{
+	pid_t outer = in_our_mount_ns(ready_pid) ? sbx_warden_first_child(ready_pid) : ready_pid;
+
+	if (outer <= 0 || in_our_mount_ns(outer))
+		return -1;
+	return (int)syscall(SYS_pidfd_open, outer, 0);
+}
+
 /* Waits for READY (0), ERROR or the init's early death (negative, with the message). */
 static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 {
@@ -753,6 +782,10 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 	ssize_t got = recv(sb->ctl, &msg, sizeof msg, 0);
 	if (got == (ssize_t)sizeof msg.ready && msg.kind == SBX_INIT_READY) {
 		sb->flags = msg.ready.flags;
+		if (sb->outer_pidfd >= 0)
+			close(SBX_TAKE_FD(sb->outer_pidfd));
+		if (sb->mode == SBX_SANDBOX_DIRECT && msg.ready.init_pid > 0)
+			sb->outer_pidfd = open_outer_pidfd(msg.ready.init_pid);
 		memcpy(sb->cgroup_note, msg.ready.cgroup_note, sizeof sb->cgroup_note);
 		sb->cgroup_note[sizeof sb->cgroup_note - 1] = '\0';
 		return 0;
@@ -1034,6 +1067,8 @@ static void free_sandbox(struct sbx_sandbox *sb)
 {
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
+	if (sb->outer_pidfd >= 0)
+		close(sb->outer_pidfd);
 	sbx_netproxy_stop(sb->proxy);
 	sbx_runclient_set_destroy(&sb->live);
 	free(sb->placeholders);
@@ -1157,6 +1192,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	sb->ctl = -1;
 	sb->pid = -1;
 	sb->pidfd = -1;
+	sb->outer_pidfd = -1;
 	sb->root_fd = -1;
 	sb->files_root = -1;
 	memcpy(&sb->cfg, cfg, cfg->size < sizeof sb->cfg ? cfg->size : sizeof sb->cfg);
@@ -1534,44 +1570,33 @@ const char *const *sbx_sandbox_backend_protected(void *state)
 	                               : sbx_default_protected_paths;
 }
 
-/* A process in the sandbox's mount namespace that stays ours while the sandbox runs: in
- * direct mode the outer process (it made the namespaces, and the init shares them); under
- * bubblewrap, bwrap's child (the init, --as-pid-1). A detached sandbox's outer process is no
- * longer ours to name: none. */
-static pid_t process_in_sandbox(const struct sbx_sandbox *sb)
+/* A pidfd (the caller's to close) of a process in the sandbox's mount namespace: in direct
+ * mode the outer process (it made the namespaces, and the init shares them); under
+ * bubblewrap, bwrap's child (the init, --as-pid-1), which stays ours while bwrap, our child,
+ * is unreaped. A detached sandbox's outer process is no longer ours to name: none (-1). */
+static int pidfd_in_sandbox(const struct sbx_sandbox *sb)
 {
-	char path[64], line[128];
-	long pid = -1;
-	FILE *f;
+	pid_t init;
 
 	if (sb->opts->detached)
 		return -1;
-	if (sb->mode == SBX_SANDBOX_BWRAP)
-		return sb->pid > 0 ? sbx_warden_first_child(sbx_warden_first_child(sb->pid)) : -1;
-	if (sb->pid > 0)
-		return sb->pid;
-	if (sb->pidfd < 0)
-		return -1;
-	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", sb->pidfd);
-	if (!(f = fopen(path, "re")))
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "Pid: %ld", &pid) == 1)
-			break;
-	fclose(f);
-	return (pid_t)pid;
+	if (sb->mode == SBX_SANDBOX_BWRAP) {
+		init = sb->pid > 0 ? sbx_warden_first_child(sbx_warden_first_child(sb->pid)) : -1;
+		return init > 0 ? (int)syscall(SYS_pidfd_open, init, 0) : -1;
+	}
+	return sb->outer_pidfd >= 0 ? fcntl(sb->outer_pidfd, F_DUPFD_CLOEXEC, 3) : -1;
 }
 
 int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths)
 {
 	struct sandbox_ws *w = state;
-	pid_t target = process_in_sandbox(w->sb);
+	int target;
 
-	if (target <= 0)
-		return sbx_fail(-SBX_ENOSYS, "%s: no process to bind through (detached sandbox)",
-		                w->sb->who);
 	if (!rel_paths || !rel_paths[0])
 		return 0;
+	if ((target = pidfd_in_sandbox(w->sb)) < 0)
+		return sbx_fail(-SBX_ENOSYS, "%s: no process to bind through (detached sandbox)",
+		                w->sb->who);
 	return sbx_warden_bind(w->sb->who, target, rel_paths);
 }
 

@@ -73,21 +73,19 @@ static void read_words(int fd, int64_t until, char *out, size_t cap)
 	}
 }
 
-int sbx_warden_bind(const char *who, pid_t target, const char *const *paths)
+int sbx_warden_bind(const char *who, int target, const char *const *paths)
 {
 	_cleanup_free_ char *init = NULL;
-	_cleanup_close_ int pidfd = -1, list = -1, err_read = -1, err_write = -1;
+	_cleanup_close_ int pidfd = target, list = -1, err_read = -1, err_write = -1;
 	static const char *const argv[] = { "agentsbx-init", "--warden", NULL };
 	char words[1024];
 	int p[2], status = 0, r;
 	pid_t pid;
 
-	if (target <= 0)
+	if (pidfd < 0)
 		return sbx_fail(-SBX_ENOSYS, "%s: no process of the sandbox to bind through", who);
 	if ((r = sbx_helper_path("agentsbx-init", &init)) < 0)
 		return r;
-	if ((pidfd = (int)syscall(SYS_pidfd_open, target, 0)) < 0)
-		return sbx_fail(-SBX_ENOSYS, "%s: pidfd_open: %s", who, strerror(errno));
 	if ((list = list_fd(paths)) < 0)
 		return list;
 	if (pipe2(p, O_CLOEXEC) < 0)
