@@ -28,13 +28,32 @@ struct sbx_workspace {
 	sbx_approval_fn approval_fn;
 	void *approval_userdata;
 	char *audit_path;         /* host path of the audit log, or NULL when off */
-	int audit_dirfd;          /* the state folder, kept open for the log's appends, or -1 */
+	pthread_mutex_t state_lock; /* the state folder's fd below, replaced when it moved */
+	int state_fd;             /* the state folder (state.c), or -1 without host files */
+	int state_root_fd;        /* the host workdir it lives in, or -1 when temporary */
+	char *state_path;         /* its host path */
+	bool state_temporary;     /* a private folder made because the workdir is not writable */
 	struct sbx_mcp_state *mcp; /* MCP connections and gateway (src/mcp), made on first use */
 	_Atomic int64_t last_used_ms; /* sbx_now_ms() of the last exec, spawn or tool call (the
 	                                 workspace manager's idle TTL counts from it) */
 	pthread_mutex_t network_lock; /* one sbx_workspace_set_network at a time */
 	char network_mode[16];    /* the mode the backend enforces ("none", "allowlist", "host") */
 };
+
+/* The library's state folder (state.c). setup: at open, for backends with host files: the
+ * workdir's .agentsbx (made when missing; a link or a file there fails the open, naming it),
+ * or, for a read-only workspace whose workdir the library cannot write, a private temporary
+ * folder removed by teardown. */
+int sbx_state_setup(sbx_workspace *ws);
+void sbx_state_teardown(sbx_workspace *ws);
+/* The one way into the state folder: a new O_RDONLY directory fd (caller closes) of it (sub
+ * NULL or "") or of the folder sub inside it ("tools", "mcp", "quarantine"...), made with
+ * mode when missing (mode 0: -SBX_ENOENT instead). Never through a symbolic link: a link or
+ * a file in the way is an error naming it. -SBX_ENOSYS for a backend without host files (its
+ * state folder lives in the workspace, reached through the file API). Thread-safe. */
+int sbx_state_dir(sbx_workspace *ws, const char *sub, mode_t mode, int *out);
+/* Its host path (for messages and sbx_audit_path), or NULL. */
+const char *sbx_state_path(const sbx_workspace *ws);
 
 /* Marks the workspace as used now: every exec, spawn and tool call does (manager.c reads it). */
 void sbx_workspace_touch(sbx_workspace *ws);

@@ -162,16 +162,6 @@ static int empty_except_state(int root)
 	return r;
 }
 
-/* The library's state folder exists before any backend starts, so that no sandbox ever makes
- * it as one of its read-only placeholders. */
-static int make_state_dir(sbx_workspace *ws)
-{
-	if (mkdirat(ws->root_fd, STATE_DIR, 0755) < 0 && errno != EEXIST)
-		return sbx_fail(sbx_errno_code(errno), "create %s/%s: %s", ws->workdir, STATE_DIR,
-		                strerror(errno));
-	return 0;
-}
-
 /* Returns the files to the configured baseline (reset). */
 static int restore_baseline(sbx_workspace *ws)
 {
@@ -258,6 +248,8 @@ static int open_backend(sbx_workspace *ws, const sbx_open_opts *opts)
 		.audit_keep = ws->cfg->audit_keep,
 		.disk_bytes = ws->cfg->disk_bytes,
 		.tmp_bytes = ws->cfg->tmp_bytes,
+		.state_dir = ws->state_temporary ? ws->state_path : NULL,
+		.state_dir_fd = ws->state_temporary ? ws->state_fd : -1,
 	};
 	if (opts && opts->size >= offsetof(sbx_open_opts, progress_userdata) +
 	                           sizeof opts->progress_userdata) {
@@ -285,6 +277,8 @@ static void free_workspace(sbx_workspace *ws)
 	free(ws->workdir);
 	free(ws->snapshot_dir);
 	sbx_audit_teardown(ws);
+	sbx_state_teardown(ws);
+	pthread_mutex_destroy(&ws->state_lock);
 	pthread_mutex_destroy(&ws->procs_lock);
 	pthread_mutex_destroy(&ws->hooks_lock);
 	pthread_mutex_destroy(&ws->network_lock);
@@ -309,7 +303,9 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	if (!ws)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	ws->root_fd = -1;
-	ws->audit_dirfd = -1;
+	ws->state_fd = -1;
+	ws->state_root_fd = -1;
+	pthread_mutex_init(&ws->state_lock, NULL);
 	pthread_mutex_init(&ws->procs_lock, NULL);
 	pthread_mutex_init(&ws->hooks_lock, NULL);
 	pthread_mutex_init(&ws->network_lock, NULL);
@@ -323,7 +319,7 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	if (r < 0)
 		goto fail;
 	if ((ws->caps & SBX_BACKEND_CAP_HOST_FILES) &&
-	    ((r = prepare_workdir(ws)) < 0 || (r = make_state_dir(ws)) < 0))
+	    ((r = prepare_workdir(ws)) < 0 || (r = sbx_state_setup(ws)) < 0))
 		goto fail;
 	if (!(ws->caps & SBX_BACKEND_CAP_HOST_FILES) && ws->cfg->workdir &&
 	    !(ws->workdir = strdup(ws->cfg->workdir))) {

@@ -674,11 +674,56 @@ static void bwrap_protected(struct argv_builder *a, struct string_pool *pool,
 		bwrap_protect_one(a, pool, fds, sb->root_fd, *p);
 }
 
-static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
-                               struct string_pool *pool, struct fd_list *fds)
+/* A bind source inside the workspace (the MCP run folder, a caller's bind below the workdir)
+ * goes to bubblewrap as an fd opened beneath the workspace, as the init opens it in direct
+ * mode: bubblewrap would follow a link in the path anywhere on the host. */
+static int bwrap_workspace_bind(struct argv_builder *a, struct string_pool *pool,
+                                struct fd_list *fds, const struct sbx_sandbox *sb,
+                                const struct sbx_bind *b, const char *rel)
+{
+	int fd = sbx_path_open(sb->root_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+	struct stat st;
+	char msg[512];
+
+	if (fd >= 0 && (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode) || S_ISCHR(st.st_mode) ||
+	                S_ISBLK(st.st_mode))) {
+		close(fd);
+		return sbx_fail(-SBX_EINVAL, "%s: bind source %s: a link or a device node is not "
+		                "allowed", sb->who, b->source);
+	}
+	if (fd < 0) {
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(fd, "%s: bind source %s: %s", sb->who, b->source, msg);
+	}
+	bind_fd(a, pool, fds, b->writable ? "--bind-fd" : "--ro-bind-fd", fd, b->dest);
+	return 0;
+}
+
+static int bwrap_binds(struct argv_builder *a, struct string_pool *pool, struct fd_list *fds,
+                       const struct sbx_sandbox *sb)
+{
+	const struct sbx_sandbox_options *o = sb->opts;
+	int r;
+
+	for (size_t i = 0; i < o->n_binds; i++) {
+		const char *in_ws = path_below(o->binds[i].source, sb->workdir);
+
+		if (in_ws && (r = bwrap_workspace_bind(a, pool, fds, sb, &o->binds[i], in_ws)) < 0)
+			return r;
+		if (!in_ws)
+			args3(a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
+			      o->binds[i].dest);
+	}
+	return 0;
+}
+
+/* bubblewrap's command line in *out (caller frees), or a negative code with the message. */
+static int bwrap_argv(const struct sbx_sandbox *sb, const char *init, struct string_pool *pool,
+                      struct fd_list *fds, const char ***out)
 {
 	struct argv_builder a = { 0 };
 	const struct sbx_sandbox_options *o = sb->opts;
+	int r;
 
 	/* --unshare-all only tries the user namespace; --disable-userns needs one for sure. */
 	/* The outer process that starts bwrap and watches the host (helpers/init/main.c). */
@@ -707,18 +752,20 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	/* A capped workspace hides this one; the init protects its paths on the tmpfs. */
 	if (!sbx_quota_disk_bytes(&sb->cfg))
 		bwrap_protected(&a, pool, fds, sb);
-	for (size_t i = 0; i < o->n_binds; i++)
-		args3(&a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
-		      o->binds[i].dest);
+	if ((r = bwrap_binds(&a, pool, fds, sb)) < 0) {
+		free(a.v);
+		return r;
+	}
 	args3(&a, "--ro-bind", init, BWRAP_INIT_PATH);
 	args3(&a, "--chdir", SBX_SANDBOX_ROOT, NULL);
 	args3(&a, "--", BWRAP_INIT_PATH, "--proto");
 	args3(&a, "1", "--mode", "inside");
 	if (a.oom) {
 		free(a.v);
-		return NULL;
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
-	return a.v;
+	*out = a.v;
+	return 0;
 }
 
 /* Reads what bubblewrap said on stderr, for the error message. */
@@ -851,12 +898,10 @@ static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 		err_read = p[0];
 		err_write = p[1];
 	}
-	if (sb->mode == SBX_SANDBOX_BWRAP) {
-		if (!(argv = bwrap_argv(sb, init, &pool, &binds))) {
-			pool_free(&pool);
-			fd_list_close(&binds);
-			return sbx_fail(-SBX_ENOMEM, "out of memory");
-		}
+	if (sb->mode == SBX_SANDBOX_BWRAP && (r = bwrap_argv(sb, init, &pool, &binds, &argv)) < 0) {
+		pool_free(&pool);
+		fd_list_close(&binds);
+		return r;
 	}
 	if (sb->proxy && (r = sbx_netproxy_bridge(sb->proxy, &bridge)) < 0) {
 		pool_free(&pool);
@@ -1348,7 +1393,8 @@ int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
 		return r;
 	}
 	sbx_backend_config cfg = { .size = sizeof cfg, .id = "probe", .workdir = dir,
-	                           .network_mode = "none" };
+	                           .network_mode = "none", .audit_dir_fd = -1,
+	                           .state_dir_fd = -1 };
 	r = sbx_sandbox_start("probe", &cfg, &o, mode, &sb);
 	if (r == 0) {
 		describe_mode(mode, sb, detail, len);
@@ -1451,7 +1497,7 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 	}
 	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0 ||
 	    (r = sbx_quota_check(name, cfg, w->opts.detached)) < 0 ||
-	    (r = sbx_mcp_sandbox_binds(w->workdir, !sbx_quota_disk_bytes(cfg), &w->opts.binds,
+	    (r = sbx_mcp_sandbox_binds(cfg, !sbx_quota_disk_bytes(cfg), &w->opts.binds,
 	                               &w->opts.n_binds)) < 0) {
 		free_ws(w);
 		return r;
@@ -1460,6 +1506,12 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 		free_ws(w);
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox needs "
 		                "a 'workdir' (a temporary one is removed at close)", name);
+	}
+	if (w->opts.detached && SBX_BACKEND_CONFIG_HAS(cfg, state_dir) && cfg->state_dir) {
+		free_ws(w);
+		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox keeps "
+		                "its socket in the workdir's state folder, which this workdir cannot "
+		                "hold (the library may not write it)", name);
 	}
 	if (start_as_probe(name, cfg, &w->opts, &w->sb)) {
 		*state = w;

@@ -426,7 +426,8 @@ static const sbx_backend_ops remote_ops = {
 	.file_remove = fake_remove,
 };
 
-static sbx_workspace remote = { .ops = &remote_ops, .root_fd = -1 };
+static sbx_workspace remote = { .ops = &remote_ops, .root_fd = -1, .state_fd = -1,
+                                 .state_root_fd = -1 };
 
 static void remote_setup(void)
 {
