@@ -4,8 +4,9 @@
  * Secrets must not reach the log: the values of secret-looking names (environment entries,
  * JSON keys, "password=..." in text), token-shaped strings (API keys of the common services,
  * JWTs) and the secrets the config lists are replaced by "[REDACTED]" before anything is
- * written. A record is appended with one write(2) under an flock, so concurrent writers from
- * threads or processes never interleave and a crash never leaves half a record. */
+ * written. A record is appended with one write(2) under a host lock (util/hostlock.h) that no
+ * command inside can take, so concurrent writers from threads or processes never interleave,
+ * a crash never leaves half a record, and no command can make the host wait for the log. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <errno.h>
 #include <fcntl.h>
@@ -215,7 +216,9 @@ int sbx_audit_dir_fd(sbx_workspace *ws)
 	return fd;
 }
 
-/* The state folder comes from sbx_state_dir (never through a link, checked at every use). */
+/* The state folder comes from sbx_state_dir (never through a link, checked at every use),
+ * and the append takes a host lock (util/auditlog.c) no command can hold: no mutex is held
+ * meanwhile, so a slow append stalls no other thread. */
 static void append_line(sbx_workspace *ws, const char *line, size_t len)
 {
 	char kept[1024];

@@ -1,0 +1,351 @@
+/* Hostile workspaces against the host side's own state (issue 15, items 2, 6, 7, 10, 11 and
+ * 13): the workspace's content is the agent's, and a command can make anything there while
+ * the library works on it. Each test attacks the way the red team did and requires the host
+ * call to return in bounded time with the right result or error, and nothing to be made
+ * outside the workspace:
+ *  - a command takes flocks on everything of the library's it can open and sleeps (item 2);
+ *  - the snapshot baseline meets a sparse 2 GiB file, a FIFO swapped in by another handle's
+ *    command, and a copy whose open was killed (item 6);
+ *  - a command writes skills/x/SKILL.md (item 7);
+ *  - .agentsbx is a link to a folder outside (item 10);
+ *  - "workdir" is "/", "/etc" or a link to a system tree (item 11);
+ *  - ulimit -n, 20,000 protected paths, a read-only workdir (item 13).
+ * Registered for local, ns, bwrap and docker (tests/meson.build); CI runs it as root and as an
+ * ordinary user, plain and under ASan. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <agentsbx/agentsbx.h>
+#include "backend_support.h"
+#include "support.h"
+
+/* What a host call may take on a machine shared with other test runs; a call that waits for a
+ * command's lock waits for the command's 1000 s sleep instead. */
+#define BOUND_MS 60000
+
+static bool is_backend(const char *name)
+{
+	return strcmp(bt_backend(), name) == 0;
+}
+
+static bool sandboxed(void)
+{
+	return is_backend("ns") || is_backend("bwrap");
+}
+
+/* ---- bounded calls ------------------------------------------------------------------- */
+
+struct bounded {
+	void (*fn)(void *);
+	void *arg;
+	bool done;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void *bounded_thread(void *p)
+{
+	struct bounded *b = p;
+
+	b->fn(b->arg);
+	pthread_mutex_lock(&b->lock);
+	b->done = true;
+	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+	return NULL;
+}
+
+/* Runs fn(arg) on a thread and fails the test when it has not returned within ms: a call that
+ * hangs ends the (forked) test instead of the suite. Returns the time it took. */
+static int64_t within(const char *what, int ms, void (*fn)(void *), void *arg)
+{
+	static struct bounded slots[16];
+	static int next;
+	struct bounded *b = &slots[next++ % 16];
+	int64_t start = bt_now_ms();
+	struct timespec deadline;
+	pthread_t t;
+
+	*b = (struct bounded){ .fn = fn, .arg = arg };
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += ms / 1000;
+	ck_assert_int_eq(pthread_create(&t, NULL, bounded_thread, b), 0);
+	pthread_mutex_lock(&b->lock);
+	while (!b->done && pthread_cond_timedwait(&b->cond, &b->lock, &deadline) == 0)
+		;
+	bool done = b->done;
+	pthread_mutex_unlock(&b->lock);
+	ck_assert_msg(done, "%s did not return within %d ms", what, ms);
+	pthread_join(t, NULL);
+	return bt_now_ms() - start;
+}
+
+/* ---- small helpers --------------------------------------------------------------------- */
+
+static int count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, c;
+
+	if (!f)
+		return 0;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* Waits (bounded) until the process printed a line starting with want on stdout. */
+static void wait_for_line(sbx_process *p, const char *want)
+{
+	int fd = sbx_process_fd(p, SBX_STDOUT);
+	int64_t deadline = bt_now_ms() + BOUND_MS;
+	char buf[4096];
+	size_t got = 0;
+
+	ck_assert_int_ge(fd, 0);
+	while (!memmem(buf, got, want, strlen(want))) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int left = (int)(deadline - bt_now_ms());
+		ssize_t n;
+
+		ck_assert_msg(left > 0 && poll(&pfd, 1, left) == 1, "no '%s' from the command", want);
+		n = read(fd, buf + got, sizeof buf - got);
+		ck_assert_msg(n > 0, "the command ended before printing '%s' (%.*s)", want,
+		              (int)got, buf);
+		got += (size_t)n;
+		ck_assert_uint_lt(got, sizeof buf);
+	}
+}
+
+static sbx_process *spawn_sh(sbx_workspace *ws, const char *script)
+{
+	const char *argv[] = { "sh", "-c", script, NULL };
+	sbx_process *p = NULL;
+
+	ck_assert_msg(sbx_process_spawn(ws, argv, NULL, &p) == 0, "spawn: %s", sbx_last_error());
+	return p;
+}
+
+static char *tool(sbx_workspace *ws, const char *session, const char *name, const char *args)
+{
+	char *out = NULL;
+	int r = sbx_tool_call_session(ws, session, name, args, &out);
+
+	ck_assert_msg(r == 0, "%s: %d %s", name, r, sbx_last_error());
+	return out;
+}
+
+/* ===========================================================================================
+ * Item 2: locks a command inside can take
+ * ========================================================================================= */
+
+/* The flocks a command takes: every file and folder of the library's it can open (read-only
+ * is enough for flock), then it sleeps holding them. One fd each (dash has 3..9). */
+static const char hold_locks[] =
+	"exec 3<.agentsbx 4<.agentsbx/audit.jsonl 5<.agentsbx/tools 6<.agentsbx/tools/s1.json "
+	"7<sessions/s1/context.jsonl; "
+	"for fd in 3 4 5 6 7; do flock -x $fd || exit 1; done; "
+	"[ -e .agentsbx/mcp.json ] && exec 8<.agentsbx/mcp.json && flock -x 8; "
+	"echo held; exec sleep 1000";
+
+struct host_calls {
+	sbx_workspace *ws;
+	char audit[4096];
+};
+
+static void exec_true(void *p)
+{
+	struct host_calls *c = p;
+	const char *argv[] = { "true", NULL };
+	sbx_exec_opts o = { .size = sizeof o, .timeout_ms = 20000 };
+	sbx_result *res = NULL;
+
+	ck_assert_msg(sbx_exec(c->ws, argv, &o, &res) == 0, "exec: %s", sbx_last_error());
+	ck_assert_int_eq(sbx_result_exit_code(res), 0);
+	sbx_result_free(res);
+}
+
+static void *exec_thread(void *p)
+{
+	exec_true(p);
+	return NULL;
+}
+
+/* Two threads at once: a mutex held while one waits would stall the other. */
+static void two_threads_exec(void *p)
+{
+	pthread_t a, b;
+
+	ck_assert_int_eq(pthread_create(&a, NULL, exec_thread, p), 0);
+	ck_assert_int_eq(pthread_create(&b, NULL, exec_thread, p), 0);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+}
+
+static void tool_calls(void *p)
+{
+	struct host_calls *c = p;
+	char *out = tool(c->ws, "s1", "Bash", "{\"command\":\"echo from-bash\"}");
+
+	ck_assert_msg(strstr(out, "from-bash"), "%s", out);
+	sbx_free(out);
+	out = tool(c->ws, "s1", "Read", "{\"file_path\":\"note.txt\"}");
+	ck_assert_msg(strstr(out, "\"ok\":true") && strstr(out, "a note"), "%s", out);
+	sbx_free(out);
+}
+
+static void offload(void *p)
+{
+	struct host_calls *c = p;
+	char *path = NULL;
+	int r = sbx_offload_context(c->ws, "s1", "{\"role\":\"user\",\"content\":\"second\"}",
+	                            &path);
+
+	ck_assert_msg(r == 0, "offload: %s", sbx_last_error());
+	sbx_free(path);
+}
+
+START_TEST(test_locks_taken_inside_block_no_host_call)
+{
+	char *dir = bt_mkdtemp(), *path = NULL, *out;
+	sbx_workspace *ws = bt_open_ok(dir, NULL);
+	struct host_calls c = { .ws = ws };
+
+	/* Everything the library keeps there exists: the log, a tool session, a context. */
+	bt_put(ws, "note.txt", "a note\n", 0);
+	out = tool(ws, "s1", "Read", "{\"file_path\":\"note.txt\"}");
+	sbx_free(out);
+	ck_assert_int_eq(sbx_offload_context(ws, "s1", "{\"role\":\"user\",\"content\":\"first\"}",
+	                                     &path), 0);
+	sbx_free(path);
+	snprintf(c.audit, sizeof c.audit, "%s", sbx_audit_path(ws));
+	sbx_process *holder = spawn_sh(ws, hold_locks);
+	wait_for_line(holder, "held");
+	int before = count_lines(c.audit);
+
+	within("sbx_exec while a command holds the library's locks", BOUND_MS, exec_true, &c);
+	within("two threads' sbx_exec", BOUND_MS, two_threads_exec, &c);
+	within("tool calls", BOUND_MS, tool_calls, &c);
+	within("sbx_offload_context", BOUND_MS, offload, &c);
+	/* And nothing was lost: every call is in the log, the context has both lines. */
+	ck_assert_int_ge(count_lines(c.audit), before + 5);
+	char *ctx = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(sbx_file_read(ws, "sessions/s1/context.jsonl", &ctx, &len), 0);
+	ck_assert_msg(strstr(ctx, "first") && strstr(ctx, "second"), "%s", ctx);
+	sbx_free(ctx);
+	sbx_process_free(holder);
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+}
+END_TEST
+
+/* A detached sandbox's run folder: the lock that decides between attaching and launching. */
+static const char hold_run_locks[] =
+	"cd .agentsbx/run && exec 3<. && flock -x 3 && "
+	"{ [ ! -e lock ] || { exec 4<lock && flock -x 4; }; } && echo held && exec sleep 1000";
+
+struct attach_call {
+	const char *base;
+	sbx_manager *m;
+	sbx_workspace *ws;
+};
+
+static sbx_manager *detached_manager(const char *base)
+{
+	char cfg[1024];
+	sbx_manager *m = NULL;
+
+	snprintf(cfg, sizeof cfg, "{\"workspace\":{\"backend\":\"%s\",\"%s\":{\"detached\":true}},"
+	         "\"base_dir\":\"%s\"}", bt_backend(), bt_backend(), base);
+	ck_assert_msg(sbx_manager_open(cfg, &m) == 0, "%s", sbx_last_error());
+	return m;
+}
+
+static void attach_second(void *p)
+{
+	struct attach_call *a = p;
+
+	a->m = detached_manager(a->base);
+	ck_assert_msg(sbx_manager_get(a->m, "alice", "coder", NULL, NULL, &a->ws) == 0,
+	              "attach: %s", sbx_last_error());
+}
+
+/* The manager's base folder, made by the parent process: should the test fail, its teardown
+ * (in the parent, unchecked) stops the detached sandbox the failed test left running. */
+static char *detached_base;
+
+static void detached_setup(void)
+{
+	detached_base = bt_mkdtemp();
+}
+
+static void detached_teardown(void)
+{
+	bt_kill_sandbox_processes(detached_base);
+	bt_wait_for_sandbox_gone(detached_base);
+}
+
+START_TEST(test_run_folder_locks_taken_inside_block_no_attach)
+{
+	char *base = detached_base;
+	sbx_manager *first = detached_manager(base);
+	sbx_workspace *ws = NULL;
+	struct attach_call a = { .base = base };
+
+	ck_assert_msg(sbx_manager_get(first, "alice", "coder", NULL, NULL, &ws) == 0, "%s",
+	              sbx_last_error());
+	sbx_process *holder = spawn_sh(ws, hold_run_locks);
+	wait_for_line(holder, "held");
+	/* Another host process (a manager of its own) attaches to the running sandbox. */
+	within("attaching to the detached sandbox", BOUND_MS, attach_second, &a);
+	char *out = bt_shell_out(a.ws, "echo attached");
+	ck_assert_str_eq(out, "attached\n");
+	free(out);
+	sbx_process_free(holder);
+	ck_assert_int_eq(sbx_manager_release(a.m, a.ws), 0);
+	sbx_manager_free(a.m);
+	ck_assert_int_eq(sbx_manager_release(first, ws), 0);
+	ck_assert_int_eq(sbx_manager_close(first, sbx_workspace_id(ws)), 0);
+	sbx_manager_free(first);
+}
+END_TEST
+
+/* ===========================================================================================
+ * The suite
+ * ========================================================================================= */
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create(bt_tmp("hostile_state-%s", bt_backend()));
+	TCase *locks = tcase_create("locks"), *detached = tcase_create("detached");
+
+	tcase_set_timeout(locks, 300);
+	tcase_add_test(locks, test_locks_taken_inside_block_no_host_call);
+	suite_add_tcase(s, locks);
+	if (sandboxed()) {
+		tcase_set_timeout(detached, 300);
+		tcase_add_unchecked_fixture(detached, detached_setup, detached_teardown);
+		tcase_add_test(detached, test_run_folder_locks_taken_inside_block_no_attach);
+		suite_add_tcase(s, detached);
+	}
+	return s;
+}
+
+int main(void)
+{
+	return bt_main(make_suite);
+}
