@@ -325,6 +325,107 @@ START_TEST(test_run_folder_locks_taken_inside_block_no_attach)
 END_TEST
 
 /* ===========================================================================================
+ * Item 10: a symlinked state folder
+ * ========================================================================================= */
+
+/* Nothing at all in dir (the folder outside the workspace a link pointed at). */
+static void assert_empty(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		ck_assert_msg(!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."),
+		              "%s/%s was made outside the workspace", dir, e->d_name);
+	closedir(d);
+}
+
+START_TEST(test_linked_state_folder_is_refused)
+{
+	char *dir = bt_mkdtemp(), *target = bt_mkdtemp();
+	sbx_workspace *ws = NULL;
+
+	ck_assert_int_eq(symlink(target, test_path_at(dir, ".agentsbx")), 0);
+	int r = bt_open(dir, NULL, &ws);
+	ck_assert_msg(r == -SBX_ELOOP, "open with .agentsbx a link: %d %s", r, sbx_last_error());
+	ck_assert_msg(strstr(sbx_last_error(), ".agentsbx is a symbolic link") &&
+	              strstr(sbx_last_error(), target), "%s", sbx_last_error());
+	assert_empty(target);
+	/* A file there is refused as well. */
+	ck_assert_int_eq(unlink(test_path_at(dir, ".agentsbx")), 0);
+	test_put_file(dir, ".agentsbx", "", 0644);
+	r = bt_open(dir, NULL, &ws);
+	ck_assert_msg(r == -SBX_ENOTDIR, "open with .agentsbx a file: %d %s", r, sbx_last_error());
+}
+END_TEST
+
+/* Links planted below the state folder, where the host makes its folders (mcp, tools, run):
+ * whatever call meets one fails or goes on without it, and nothing is made outside. */
+START_TEST(test_links_inside_the_state_folder_lead_nowhere)
+{
+	char *dir = bt_mkdtemp(), *target = bt_mkdtemp();
+	sbx_workspace *ws = NULL;
+	char *out = NULL;
+
+	ck_assert_int_eq(mkdir(test_path_at(dir, ".agentsbx"), 0755), 0);
+	ck_assert_int_eq(symlink(target, test_path_at(dir, ".agentsbx/mcp")), 0);
+	ck_assert_int_eq(symlink(target, test_path_at(dir, ".agentsbx/tools")), 0);
+	ck_assert_int_eq(symlink(target, test_path_at(dir, ".agentsbx/run")), 0);
+	ck_assert_int_eq(symlink(test_path_at(target, "log"),
+	                         test_path_at(dir, ".agentsbx/audit.jsonl")), 0);
+	int r = bt_open(dir, NULL, &ws);
+	if (sandboxed()) {
+		/* The sandbox binds the MCP run folder at its start: refused there, by name. */
+		ck_assert_msg(r == -SBX_ELOOP && strstr(sbx_last_error(), ".agentsbx/mcp is a "
+		              "symbolic link"), "%d %s", r, sbx_last_error());
+	} else {
+		ck_assert_msg(r == 0, "%s", sbx_last_error());
+		bt_put(ws, "f.txt", "x\n", 0);
+		/* The Read's session cannot be kept there, and is not kept elsewhere: the call
+		 * answers, or fails naming the link. */
+		r = sbx_tool_call_session(ws, "s1", "Read", "{\"file_path\":\"f.txt\"}", &out);
+		ck_assert_msg(r == 0 || strstr(sbx_last_error(), ".agentsbx/tools is a symbolic "
+		              "link"), "%d %s", r, sbx_last_error());
+		sbx_free(out);
+		ck_assert_int_eq(sbx_mcp_add(ws, NULL, NULL, "srv", "{\"command\":\"true\"}"), 0);
+		r = sbx_mcp_tools(ws, NULL, NULL, "srv", &out);
+		ck_assert_msg(r < 0 && strstr(sbx_last_error(), ".agentsbx/mcp is a symbolic link"),
+		              "%d %s", r, sbx_last_error());
+		ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	}
+	assert_empty(target);
+}
+END_TEST
+
+/* A command that swaps the folder for a link while the workspace is open: in a sandbox it
+ * cannot (the folder is a read-only mount point); without one (local) the host notices at
+ * the next use and writes nothing through the link. */
+START_TEST(test_state_folder_swapped_for_a_link_while_open)
+{
+	char *dir = bt_mkdtemp(), *target = bt_mkdtemp();
+	sbx_workspace *ws = bt_open_ok(dir, NULL);
+	char *cmd = bt_fmt("mv .agentsbx moved && ln -s '%s' .agentsbx && echo swapped", target);
+	sbx_result *res = bt_shell(ws, cmd, NULL);
+	bool swapped = strstr(sbx_result_stdout(res, NULL), "swapped") != NULL;
+
+	sbx_result_free(res);
+	free(cmd);
+	ck_assert_msg(swapped == is_backend("local"), "the swap %s on %s",
+	              swapped ? "worked" : "failed", bt_backend());
+	/* More calls: each writes an audit record and may keep a tool session. */
+	char *out = bt_shell_out(ws, "echo again");
+	free(out);
+	int r = sbx_tool_call_session(ws, "s2", "Bash", "{\"command\":\"true\"}", &out);
+	ck_assert_msg(r == 0 || strstr(sbx_last_error(), ".agentsbx is a symbolic link"), "%d %s",
+	              r, sbx_last_error());
+	sbx_free(out);
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	assert_empty(target);
+}
+END_TEST
+
+/* ===========================================================================================
  * The suite
  * ========================================================================================= */
 
@@ -336,6 +437,12 @@ static Suite *make_suite(void)
 	tcase_set_timeout(locks, 300);
 	tcase_add_test(locks, test_locks_taken_inside_block_no_host_call);
 	suite_add_tcase(s, locks);
+	TCase *links = tcase_create("links");
+	tcase_set_timeout(links, 300);
+	tcase_add_test(links, test_linked_state_folder_is_refused);
+	tcase_add_test(links, test_links_inside_the_state_folder_lead_nowhere);
+	tcase_add_test(links, test_state_folder_swapped_for_a_link_while_open);
+	suite_add_tcase(s, links);
 	if (sandboxed()) {
 		tcase_set_timeout(detached, 300);
 		tcase_add_unchecked_fixture(detached, detached_setup, detached_teardown);
