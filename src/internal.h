@@ -18,6 +18,7 @@ struct sbx_workspace {
 	char *workdir;            /* host directory, or NULL */
 	bool workdir_temporary;   /* made by the core, removed at close */
 	char *snapshot_dir;       /* baseline "snapshot": a private copy of workdir from open */
+	int snapshot_lock_fd;     /* that copy's folder, flocked for its life, or -1 */
 	int root_fd;              /* O_PATH fd of workdir for HOST_FILES backends, else -1; for
 	                             a capped workspace, the backend's root of its files */
 	bool files_in_sandbox;    /* root_fd is not workdir but the backend's files_root_fd */
@@ -39,6 +40,15 @@ struct sbx_workspace {
 	pthread_mutex_t network_lock; /* one sbx_workspace_set_network at a time */
 	char network_mode[16];    /* the mode the backend enforces ("none", "allowlist", "host") */
 };
+
+/* The snapshot baseline (workspace_snapshot.c). take: sweeps the copies of dead processes,
+ * then copies the workdir (its state folder left out) into a private folder locked for the
+ * copy's life; restore copies it into root; release removes it. sweep alone: the copies
+ * whose process is gone. */
+int sbx_snapshot_take(sbx_workspace *ws);
+int sbx_snapshot_restore(sbx_workspace *ws, int root);
+void sbx_snapshot_release(sbx_workspace *ws);
+void sbx_snapshot_sweep(void);
 
 /* The library's state folder (state.c). setup: at open, for backends with host files: the
  * workdir's .agentsbx (made when missing; a link or a file there fails the open, naming it),

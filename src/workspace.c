@@ -118,28 +118,6 @@ static void remove_private_dir(const char *path)
 		sbx_fs_remove_tree(dirfd, slash + 1);
 }
 
-/* Baseline "snapshot": a copy of the workdir in a private directory, for reset. */
-static int take_snapshot(sbx_workspace *ws)
-{
-	_cleanup_free_ char *prefix = NULL;
-	_cleanup_close_ int from = -1, to = -1;
-	int r;
-
-	if (!(ws->caps & SBX_BACKEND_CAP_HOST_FILES))
-		return sbx_fail(-SBX_ECONFIG, "config: key 'baseline': backend '%s' keeps no host "
-		                "files to snapshot", ws->ops->name);
-	if (asprintf(&prefix, "agentsbx-baseline-%s", ws->id) < 0)
-		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if ((r = sbx_fs_make_temp_dir(prefix, &ws->snapshot_dir)) < 0 ||
-	    (r = open_dir_fd(ws->workdir, &from)) < 0 ||
-	    (r = open_dir_fd(ws->snapshot_dir, &to)) < 0 ||
-	    (r = sbx_fs_copy_tree(from, to)) < 0)
-		return r;
-	/* The state folder is not part of the files a reset restores. */
-	r = sbx_fs_remove_tree(to, STATE_DIR);
-	return r == -SBX_ENOENT ? 0 : r;
-}
-
 /* Removes everything at the root but the state folder (the audit log and the tool sessions
  * outlive a reset). */
 static int empty_except_state(int root)
@@ -166,7 +144,7 @@ static int empty_except_state(int root)
 static int restore_baseline(sbx_workspace *ws)
 {
 	enum sbx_baseline b = ws->cfg->baseline;
-	_cleanup_close_ int root = -1, snapshot = -1;
+	_cleanup_close_ int root = -1;
 	int r;
 
 	if (b == SBX_BASELINE_DEFAULT)
@@ -179,9 +157,7 @@ static int restore_baseline(sbx_workspace *ws)
 		return r;
 	if (b != SBX_BASELINE_SNAPSHOT)
 		return 0;
-	if ((r = open_dir_fd(ws->snapshot_dir, &snapshot)) < 0)
-		return r;
-	return sbx_fs_copy_tree(snapshot, root);
+	return sbx_snapshot_restore(ws, root);
 }
 
 /* The backend's additions to every command's environment (the proxy settings of an
@@ -267,15 +243,13 @@ static void free_workspace(sbx_workspace *ws)
 {
 	if (ws->workdir_temporary && ws->workdir)
 		remove_private_dir(ws->workdir);
-	if (ws->snapshot_dir)
-		remove_private_dir(ws->snapshot_dir);
+	sbx_snapshot_release(ws);
 	if (ws->root_fd >= 0)
 		close(ws->root_fd);
 	sbx_strv_free(ws->base_env);
 	sbx_config_free(ws->cfg);
 	free(ws->id);
 	free(ws->workdir);
-	free(ws->snapshot_dir);
 	sbx_audit_teardown(ws);
 	sbx_state_teardown(ws);
 	pthread_mutex_destroy(&ws->state_lock);
@@ -305,6 +279,7 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	ws->root_fd = -1;
 	ws->state_fd = -1;
 	ws->state_root_fd = -1;
+	ws->snapshot_lock_fd = -1;
 	pthread_mutex_init(&ws->state_lock, NULL);
 	pthread_mutex_init(&ws->procs_lock, NULL);
 	pthread_mutex_init(&ws->hooks_lock, NULL);
@@ -326,7 +301,7 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 		r = sbx_fail(-SBX_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (ws->cfg->baseline == SBX_BASELINE_SNAPSHOT && (r = take_snapshot(ws)) < 0)
+	if (ws->cfg->baseline == SBX_BASELINE_SNAPSHOT && (r = sbx_snapshot_take(ws)) < 0)
 		goto fail;
 	if ((r = sbx_audit_setup(ws)) < 0 || (r = open_backend(ws, opts)) < 0)
 		goto fail;

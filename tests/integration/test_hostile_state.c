@@ -325,6 +325,193 @@ START_TEST(test_run_folder_locks_taken_inside_block_no_attach)
 END_TEST
 
 /* ===========================================================================================
+ * Item 6: the snapshot baseline
+ * ========================================================================================= */
+
+#define SNAPSHOT "\"baseline\":\"snapshot\""
+#define GIB ((off_t)1 << 30)
+#define COPY_PREFIX "agentsbx-baseline-"
+
+/* This test's own $TMPDIR, where the library keeps snapshot copies. */
+static const char *private_tmpdir(void)
+{
+	char *dir = bt_mkdtemp();
+
+	ck_assert_int_eq(setenv("TMPDIR", dir, 1), 0);
+	return dir;
+}
+
+/* How many snapshot copies tmp holds; the path of one in first (may be NULL). */
+static int count_copies(const char *tmp, char *first, size_t len)
+{
+	DIR *d = opendir(tmp);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, COPY_PREFIX, strlen(COPY_PREFIX)) && n++ == 0 && first)
+			snprintf(first, len, "%s/%s", tmp, e->d_name);
+	closedir(d);
+	return n;
+}
+
+/* A 2 GiB file of which 4 KiB are on disk, with "hello" at 1 GiB. */
+static void make_sparse(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 2 * GIB), 0);
+	ck_assert_int_eq(pwrite(fd, "hello", 5, GIB), 5);
+	close(fd);
+}
+
+static void assert_sparse(const char *path)
+{
+	struct stat st;
+	char buf[6] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_size, 2 * GIB);
+	ck_assert_msg((off_t)st.st_blocks * 512 <= (off_t)1 << 20, "%s takes %lld bytes on disk",
+	              path, (long long)st.st_blocks * 512);
+	ck_assert_int_eq(pread(fd, buf, 5, GIB), 5);
+	ck_assert_str_eq(buf, "hello");
+	close(fd);
+}
+
+START_TEST(test_snapshot_restores_and_keeps_holes)
+{
+	const char *tmp = private_tmpdir();
+	char *dir = bt_mkdtemp(), copy[4096];
+
+	test_put_file(dir, "f.txt", "one\n", 0644);
+	ck_assert_int_eq(mkdir(test_path_at(dir, "sub"), 0750), 0);
+	test_put_file(dir, "sub/g", "two\n", 0600);
+	ck_assert_int_eq(symlink("f.txt", test_path_at(dir, "link")), 0);
+	make_sparse(test_path_at(dir, "big"));
+	sbx_workspace *ws = bt_open_ok(dir, SNAPSHOT);
+	ck_assert_int_eq(count_copies(tmp, copy, sizeof copy), 1);
+	assert_sparse(test_path_at(copy, "big"));
+	ck_assert_msg(!test_exists(test_path_at(copy, ".agentsbx")), "the state folder was copied");
+
+	char *out = bt_shell_out(ws, "rm f.txt link && echo x > new && : > big && rm -r sub && "
+	                             "echo changed");
+	ck_assert_str_eq(out, "changed\n");
+	free(out);
+	ck_assert_msg(sbx_workspace_reset(ws) == 0, "reset: %s", sbx_last_error());
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "f.txt")), "one\n");
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "sub/g")), "two\n");
+	ck_assert_int_eq(test_mode_of(test_path_at(dir, "sub/g")), 0600);
+	ck_assert_int_eq(test_mode_of(test_path_at(dir, "sub")), 0750);
+	ck_assert(!test_exists(test_path_at(dir, "new")));
+	char target[64] = "";
+	ck_assert_int_eq(readlink(test_path_at(dir, "link"), target, sizeof target - 1), 5);
+	ck_assert_str_eq(target, "f.txt");
+	assert_sparse(test_path_at(dir, "big"));
+	/* The state folder outlives a reset: the log still has the command. */
+	ck_assert_ptr_nonnull(strstr(test_slurp(sbx_audit_path(ws)), "changed"));
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	ck_assert_int_eq(count_copies(tmp, NULL, 0), 0);
+}
+END_TEST
+
+#define SWAPPED 12
+
+/* Swaps each of f0..f11 between a regular file and a FIFO, as fast as it can. */
+static const char swapper[] =
+	"i=0; while :; do for n in 0 1 2 3 4 5 6 7 8 9 10 11; do "
+	"mkfifo p$n 2>/dev/null; mv -f p$n f$n; echo data > r$n; mv -f r$n f$n; done; "
+	"[ $i = 0 ] && echo swapping; i=1; done";
+
+struct snapshot_open {
+	const char *dir;
+};
+
+static void open_and_close_snapshot(void *p)
+{
+	struct snapshot_open *o = p;
+	sbx_workspace *ws = NULL;
+	int r = bt_open(o->dir, SNAPSHOT, &ws);
+
+	ck_assert_msg(r == 0, "snapshot open: %s", sbx_last_error());
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+}
+
+START_TEST(test_snapshot_open_never_blocks_on_a_fifo)
+{
+	const char *tmp = private_tmpdir();
+	char *dir = bt_mkdtemp();
+
+	for (int i = 0; i < SWAPPED; i++)
+		test_put_file(dir, bt_tmp("f%d", i), "data\n", 0644);
+	/* Another handle's command keeps swapping FIFOs in while the opens copy the folder. */
+	sbx_workspace *other = bt_open_ok(dir, NULL);
+	sbx_process *p = spawn_sh(other, swapper);
+	wait_for_line(p, "swapping");
+	struct snapshot_open o = { .dir = dir };
+	for (int i = 0; i < 30; i++)
+		within(bt_tmp("snapshot open %d while FIFOs are swapped in", i), BOUND_MS,
+		       open_and_close_snapshot, &o);
+	sbx_process_free(p);
+	ck_assert_int_eq(sbx_workspace_close(other), 0);
+	ck_assert_int_eq(count_copies(tmp, NULL, 0), 0);
+}
+END_TEST
+
+/* A child that opens a snapshot workspace, says so, and waits to be killed. */
+static pid_t open_snapshot_in_child(const char *dir)
+{
+	int p[2];
+	char c;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		sbx_workspace *ws = NULL;
+
+		close(p[0]);
+		if (bt_open(dir, SNAPSHOT, &ws) < 0)
+			_exit(1);
+		(void)!write(p[1], "o", 1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	ck_assert_msg(read(p[0], &c, 1) == 1, "the child could not open its workspace");
+	close(p[0]);
+	return pid;
+}
+
+START_TEST(test_killed_opens_copy_is_swept)
+{
+	const char *tmp = private_tmpdir();
+	char *dir = bt_mkdtemp(), *dir2 = bt_mkdtemp(), *dir3 = bt_mkdtemp();
+	int status;
+
+	test_put_file(dir, "data", "some data\n", 0644);
+	pid_t child = open_snapshot_in_child(dir);
+	ck_assert_int_eq(count_copies(tmp, NULL, 0), 1);
+	ck_assert_int_eq(kill(child, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_int_eq(count_copies(tmp, NULL, 0), 1);   /* what the killed open left */
+	/* The next snapshot open sweeps it; a live one's copy it leaves alone. */
+	sbx_workspace *a = bt_open_ok(dir2, SNAPSHOT);
+	ck_assert_int_eq(count_copies(tmp, NULL, 0), 1);
+	sbx_workspace *b = bt_open_ok(dir3, SNAPSHOT);
+	ck_assert_int_eq(count_copies(tmp, NULL, 0), 2);
+	ck_assert_int_eq(sbx_workspace_close(a), 0);
+	ck_assert_int_eq(sbx_workspace_close(b), 0);
+	ck_assert_int_eq(count_copies(tmp, NULL, 0), 0);
+}
+END_TEST
+
+/* ===========================================================================================
  * Item 10: a symlinked state folder
  * ========================================================================================= */
 
@@ -437,6 +624,12 @@ static Suite *make_suite(void)
 	tcase_set_timeout(locks, 300);
 	tcase_add_test(locks, test_locks_taken_inside_block_no_host_call);
 	suite_add_tcase(s, locks);
+	TCase *snapshot = tcase_create("snapshot");
+	tcase_set_timeout(snapshot, 600);
+	tcase_add_test(snapshot, test_snapshot_restores_and_keeps_holes);
+	tcase_add_test(snapshot, test_snapshot_open_never_blocks_on_a_fifo);
+	tcase_add_test(snapshot, test_killed_opens_copy_is_swept);
+	suite_add_tcase(s, snapshot);
 	TCase *links = tcase_create("links");
 	tcase_set_timeout(links, 300);
 	tcase_add_test(links, test_linked_state_folder_is_refused);
