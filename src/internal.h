@@ -41,6 +41,11 @@ struct sbx_workspace {
 	char network_mode[16];    /* the mode the backend enforces ("none", "allowlist", "host") */
 };
 
+/* Refuses a workdir that is / or in a system tree, after resolving links, unless the config
+ * opts in (workdir_policy.c); -SBX_ECONFIG naming the key. exists: path is there already
+ * (else the longest existing part of it is resolved). */
+int sbx_workdir_check(const sbx_config *cfg, const char *path, bool exists);
+
 /* The snapshot baseline (workspace_snapshot.c). take: sweeps the copies of dead processes,
  * then copies the workdir (its state folder left out) into a private folder locked for the
  * copy's life; restore copies it into root; release removes it. sweep alone: the copies

@@ -71,11 +71,14 @@ static int prepare_workdir(sbx_workspace *ws)
 	int r;
 
 	if (ws->cfg->workdir) {
-		if ((r = make_host_dir(ws->cfg->workdir)) < 0)
+		if ((r = sbx_workdir_check(ws->cfg, ws->cfg->workdir, false)) < 0 ||
+		    (r = make_host_dir(ws->cfg->workdir)) < 0)
 			return r;
 		if (!realpath(ws->cfg->workdir, resolved))
 			return sbx_fail(sbx_errno_code(errno), "config: key 'workdir': %s: %s",
 			                ws->cfg->workdir, strerror(errno));
+		if ((r = sbx_workdir_check(ws->cfg, resolved, true)) < 0)
+			return r;
 		if (!(ws->workdir = strdup(resolved)))
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
 	} else {

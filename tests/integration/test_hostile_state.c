@@ -692,6 +692,67 @@ START_TEST(test_state_folder_swapped_for_a_link_while_open)
 END_TEST
 
 /* ===========================================================================================
+ * Item 11: "workdir": "/" and system trees
+ * ========================================================================================= */
+
+#define OPT_IN "\"unsafe_allow_system_workdir\":true"
+
+static void assert_workdir_refused(const char *workdir, const char *tree)
+{
+	sbx_workspace *ws = NULL;
+	int r = bt_open(workdir, NULL, &ws);
+
+	ck_assert_msg(r == -SBX_ECONFIG, "workdir %s: %d %s", workdir, r, sbx_last_error());
+	ck_assert_msg(strstr(sbx_last_error(), "key 'workdir'") &&
+	              strstr(sbx_last_error(), "unsafe_allow_system_workdir") &&
+	              strstr(sbx_last_error(), bt_tmp("(%s)", tree)), "%s", sbx_last_error());
+}
+
+START_TEST(test_system_workdirs_are_refused)
+{
+	static const char *const cases[][2] = {
+		{ "/", "/" }, { "/etc", "/etc" }, { "/usr", "/usr" }, { "/var", "/var" },
+		{ "/run", "/run" }, { "/proc/self", "/proc" }, { "/usr/lib", "/usr" },
+		{ "/etc/agentsbx-never-made", "/etc" },
+	};
+	char *dir = bt_mkdtemp();
+	char *link = bt_fmt("%s/to-etc", dir);
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		assert_workdir_refused(cases[i][0], cases[i][1]);
+	/* Nothing was made there. */
+	ck_assert(!test_exists("/.agentsbx") && !test_exists("/etc/.agentsbx"));
+	ck_assert(!test_exists("/etc/agentsbx-never-made"));
+	/* Through a link, to a workdir that does not exist yet: refused before it is made. */
+	ck_assert_int_eq(symlink("/etc", link), 0);
+	assert_workdir_refused(link, "/etc");
+	assert_workdir_refused(bt_tmp("%s/agentsbx-never-made/ws", link), "/etc");
+	ck_assert(!test_exists("/etc/agentsbx-never-made"));
+	free(link);
+}
+END_TEST
+
+START_TEST(test_system_workdir_needs_the_opt_in)
+{
+	char tmpl[] = "/dev/shm/agentsbx-test-XXXXXX";
+	sbx_workspace *ws = NULL;
+
+	ck_assert_msg(mkdtemp(tmpl), "mkdtemp %s: %s", tmpl, strerror(errno));
+	assert_workdir_refused(tmpl, "/dev");
+	ck_assert_msg(bt_open(tmpl, OPT_IN, &ws) == 0, "%s", sbx_last_error());
+	char *out = bt_shell_out(ws, "echo opted-in");
+	ck_assert_str_eq(out, "opted-in\n");
+	free(out);
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	test_rm_rf(tmpl);
+	/* The key takes a boolean. */
+	ck_assert_int_eq(bt_open(NULL, "\"unsafe_allow_system_workdir\":1", &ws), -SBX_ECONFIG);
+	ck_assert_msg(strstr(sbx_last_error(), "unsafe_allow_system_workdir"), "%s",
+	              sbx_last_error());
+}
+END_TEST
+
+/* ===========================================================================================
  * The suite
  * ========================================================================================= */
 
@@ -713,6 +774,11 @@ static Suite *make_suite(void)
 	tcase_set_timeout(skills, 300);
 	tcase_add_test(skills, test_skills_written_by_a_command_stay_out_of_the_prompt);
 	suite_add_tcase(s, skills);
+	TCase *workdir = tcase_create("workdir");
+	tcase_set_timeout(workdir, 300);
+	tcase_add_test(workdir, test_system_workdirs_are_refused);
+	tcase_add_test(workdir, test_system_workdir_needs_the_opt_in);
+	suite_add_tcase(s, workdir);
 	TCase *links = tcase_create("links");
 	tcase_set_timeout(links, 300);
 	tcase_add_test(links, test_linked_state_folder_is_refused);
