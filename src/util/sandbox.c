@@ -19,6 +19,7 @@
 #include "proxy_proto.h"
 #include "internal.h"
 #include "mcp/mcp.h"
+#include "util/fdlimit.h"
 #include "util/fdpass.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -133,8 +134,18 @@ static int parse_binds(const char *backend, const sbx_json *v, struct sbx_sandbo
 
 static int parse_protected(const char *backend, const sbx_json *v, struct sbx_sandbox_options *o)
 {
+	char why[128];
+
 	if (v->type != SBX_JSON_ARRAY)
 		return option_error(backend, "protected_paths", "expected an array");
+	/* Each entry is a mount (and, under bubblewrap, a walk of the mount table): 20,000 took
+	 * 36 s and then failed as a start timeout. Within the cap a sandbox starts in a fraction
+	 * of a second. */
+	if (v->n > SBX_PROTECTED_PATHS_MAX) {
+		snprintf(why, sizeof why, "at most %d entries (this has %zu): each is a mount in the "
+		         "sandbox", SBX_PROTECTED_PATHS_MAX, v->n);
+		return option_error(backend, "protected_paths", why);
+	}
 	if (!(o->protected_paths = calloc(v->n + 1, sizeof *o->protected_paths)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	for (size_t i = 0; i < v->n; i++) {
@@ -143,6 +154,9 @@ static int parse_protected(const char *backend, const sbx_json *v, struct sbx_sa
 
 		if (r < 0)
 			return r;
+		if (strlen(*p) >= PATH_MAX)
+			return option_error(backend, "protected_paths", "an entry is longer than 4095 "
+			                    "bytes");
 		if ((*p)[0] == '/' || !strcmp(*p, "..") || !strncmp(*p, "../", 3) || strstr(*p, "/../"))
 			return option_error(backend, "protected_paths",
 			                    "entries are relative to /workspace, without '..'");
@@ -1165,6 +1179,21 @@ static int start_proxy(struct sbx_sandbox *sb, const sbx_backend_config *cfg)
 	return sbx_netproxy_start(sb->who, &s, &sb->proxy);
 }
 
+/* Enough file descriptors to start a sandbox? Short of them, every step failed in its own
+ * way, and the probes that followed took that for a host without namespaces. Needed here:
+ * the init's channels, the spec and bubblewrap's bind fds; in the init (the limit is
+ * inherited): its own, every /etc entry it pins and each protected path's pins. */
+static int check_fds(const char *who, const struct sbx_sandbox_options *o)
+{
+	int protected = 0;
+
+	for (const char *const *p = o->protected_paths ? (const char *const *)o->protected_paths
+	                                               : sbx_default_protected_paths; *p; p++)
+		protected++;
+	return sbx_fd_headroom(who, "start the sandbox", 12 + protected,
+	                       48 + 2 * protected + (int)o->n_binds);
+}
+
 int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
                       const struct sbx_sandbox_options *o, enum sbx_sandbox_mode mode,
                       struct sbx_sandbox **out)
@@ -1512,6 +1541,10 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox keeps "
 		                "its socket in the workdir's state folder, which this workdir cannot "
 		                "hold (the library may not write it)", name);
+	}
+	if ((r = check_fds(name, &w->opts)) < 0) {
+		free_ws(w);
+		return r;
 	}
 	if (start_as_probe(name, cfg, &w->opts, &w->sb)) {
 		*state = w;

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -753,6 +755,156 @@ START_TEST(test_system_workdir_needs_the_opt_in)
 END_TEST
 
 /* ===========================================================================================
+ * Item 13: unclear or wrong errors
+ * ========================================================================================= */
+
+START_TEST(test_fd_exhaustion_is_named)
+{
+	struct rlimit rl;
+	sbx_workspace *ws = NULL;
+
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rlim_t normal = rl.rlim_cur;
+	test_limit_fds(40);
+	int r = bt_open(NULL, NULL, &ws);
+	if (sandboxed()) {
+		ck_assert_msg(r == -SBX_EIO, "open under ulimit -n 40: %d %s", r, sbx_last_error());
+		ck_assert_msg(strstr(sbx_last_error(), "too many open files to start the sandbox") &&
+		              strstr(sbx_last_error(), "RLIMIT_NOFILE") &&
+		              !strstr(sbx_last_error(), "no way to build"), "%s", sbx_last_error());
+	} else if (r == 0) {
+		char *out = bt_shell_out(ws, "echo fine");
+		ck_assert_str_eq(out, "fine\n");
+		free(out);
+		ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	} else {
+		ck_assert_msg(strstr(sbx_last_error(), "Too many open files") ||
+		              strstr(sbx_last_error(), "too many open files"), "%s", sbx_last_error());
+	}
+	/* Nothing was concluded about the host: with the limit back, it opens. */
+	test_limit_fds(normal);
+	ws = bt_open_ok(NULL, NULL);
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+}
+END_TEST
+
+/* {"<backend>": {"protected_paths": ["p0/", ..., "p<n-1>/"]}} */
+static char *protected_config(int n)
+{
+	size_t cap = (size_t)n * 12 + 64, len = 0;
+	char *b = malloc(cap);
+
+	ck_assert_ptr_nonnull(b);
+	len += (size_t)snprintf(b, cap, "\"%s\":{\"protected_paths\":[", bt_backend());
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(b + len, cap - len, "%s\"p%d/\"", i ? "," : "", i);
+	snprintf(b + len, cap - len, "]}");
+	return b;
+}
+
+struct protected_open {
+	const char *extra;
+	int r;
+	sbx_workspace *ws;
+	char err[1024];
+};
+
+static void open_protected(void *p)
+{
+	struct protected_open *o = p;
+
+	o->r = bt_open(NULL, o->extra, &o->ws);
+	snprintf(o->err, sizeof o->err, "%s", sbx_last_error());
+}
+
+START_TEST(test_many_protected_paths_are_refused_fast_and_the_cap_opens)
+{
+	char *many = protected_config(20000), *cap = protected_config(256);
+	struct protected_open o = { .extra = many };
+
+	int64_t ms = within("an open with 20,000 protected paths", BOUND_MS, open_protected, &o);
+	ck_assert_msg(o.r == -SBX_ECONFIG && strstr(o.err, bt_tmp("key '%s.protected_paths'",
+	              bt_backend())) && strstr(o.err, "at most 256"), "%d %s", o.r, o.err);
+	fprintf(stderr, "%s: 20000 protected paths refused in %lld ms\n", bt_backend(),
+	        (long long)ms);
+	o = (struct protected_open){ .extra = cap };
+	ms = within("an open with 256 protected paths", BOUND_MS, open_protected, &o);
+	ck_assert_msg(o.r == 0, "%s", o.err);
+	fprintf(stderr, "%s: 256 protected paths opened in %lld ms\n", bt_backend(),
+	        (long long)ms);
+	/* And they hold: the last one cannot be written. */
+	sbx_result *res = bt_shell(o.ws, "echo x > p255/x", NULL);
+	ck_assert_int_ne(sbx_result_exit_code(res), 0);
+	sbx_result_free(res);
+	ck_assert_int_eq(sbx_workspace_close(o.ws), 0);
+	free(many);
+	free(cap);
+}
+END_TEST
+
+/* Makes dir one the library cannot write: for root (whom no mode stops) a read-only bind
+ * mount in a mount namespace of this test process's own, else mode 0555. */
+static void make_unwritable(const char *dir)
+{
+	if (geteuid() != 0) {
+		ck_assert_int_eq(chmod(dir, 0555), 0);
+		return;
+	}
+	ck_assert_msg(unshare(CLONE_NEWNS) == 0, "unshare: %s", strerror(errno));
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	ck_assert_int_eq(mount(dir, dir, NULL, MS_BIND, NULL), 0);
+	ck_assert_int_eq(mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL), 0);
+}
+
+static int entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+START_TEST(test_read_only_workdir_opens_read_only)
+{
+	char *dir = bt_mkdtemp(), audit[4096], *out;
+	sbx_workspace *ws = NULL;
+
+	test_put_file(dir, "f.txt", "read me\n", 0644);
+	make_unwritable(dir);
+	int r = bt_open(dir, NULL, &ws);
+	ck_assert_msg(r < 0 && strstr(sbx_last_error(), "key 'workdir'") &&
+	              strstr(sbx_last_error(), "\"mode\": \"read-only\""), "%d %s", r,
+	              sbx_last_error());
+	r = bt_open(dir, "\"mode\":\"read-only\"", &ws);
+	if (is_backend("local")) {
+		/* local cannot keep commands from writing: it refuses read-only at all. */
+		ck_assert_msg(r == -SBX_ECONFIG && strstr(sbx_last_error(), "key 'mode'"), "%s",
+		              sbx_last_error());
+		return;
+	}
+	ck_assert_msg(r == 0, "read-only open of an unwritable workdir: %s", sbx_last_error());
+	out = bt_shell_out(ws, "cat f.txt");
+	ck_assert_str_eq(out, "read me\n");
+	free(out);
+	out = tool(ws, "s1", "Read", "{\"file_path\":\"f.txt\"}");
+	ck_assert_msg(strstr(out, "\"ok\":true") && strstr(out, "read me"), "%s", out);
+	sbx_free(out);
+	/* The state folder is a temporary one: the log is there, not in the workdir. */
+	snprintf(audit, sizeof audit, "%s", sbx_audit_path(ws));
+	ck_assert_msg(strncmp(audit, dir, strlen(dir)) != 0, "%s", audit);
+	ck_assert_int_ge(count_lines(audit), 2);
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	ck_assert_msg(!test_exists(audit), "%s stayed after close", audit);
+	ck_assert_int_eq(entries(dir), 1);
+}
+END_TEST
+
+/* ===========================================================================================
  * The suite
  * ========================================================================================= */
 
@@ -779,6 +931,13 @@ static Suite *make_suite(void)
 	tcase_add_test(workdir, test_system_workdirs_are_refused);
 	tcase_add_test(workdir, test_system_workdir_needs_the_opt_in);
 	suite_add_tcase(s, workdir);
+	TCase *errors = tcase_create("errors");
+	tcase_set_timeout(errors, 300);
+	tcase_add_test(errors, test_fd_exhaustion_is_named);
+	if (sandboxed())
+		tcase_add_test(errors, test_many_protected_paths_are_refused_fast_and_the_cap_opens);
+	tcase_add_test(errors, test_read_only_workdir_opens_read_only);
+	suite_add_tcase(s, errors);
 	TCase *links = tcase_create("links");
 	tcase_set_timeout(links, 300);
 	tcase_add_test(links, test_linked_state_folder_is_refused);
