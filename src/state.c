@@ -89,8 +89,7 @@ static int make_temporary(sbx_workspace *ws)
 	return 0;
 }
 
-/* An existing state folder the caller may not write serves a read-only workspace no better
- * than none. */
+/* An existing state folder the caller may not write is no better than none. */
 static bool writable(int fd)
 {
 	return faccessat(fd, ".", W_OK, AT_EACCESS) == 0;
@@ -100,7 +99,11 @@ int sbx_state_setup(sbx_workspace *ws)
 {
 	int fd = -1, r = workdir_state(ws, &fd);
 
-	if (r == 0 && (writable(fd) || !ws->cfg->read_only)) {
+	if (r == 0 && !writable(fd)) {
+		r = sbx_fail(-SBX_EACCES, "%s/%s is not writable", ws->workdir, SBX_STATE_DIR_NAME);
+		close(SBX_TAKE_FD(fd));
+	}
+	if (r == 0) {
 		ws->state_fd = fd;
 		if ((ws->state_root_fd = fcntl(ws->root_fd, F_DUPFD_CLOEXEC, 3)) < 0)
 			return sbx_fail(sbx_errno_code(errno), "dup: %s", strerror(errno));
@@ -108,9 +111,7 @@ int sbx_state_setup(sbx_workspace *ws)
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
 		return 0;
 	}
-	if (fd >= 0)
-		close(fd);
-	if (r < 0 && !not_writable(r))
+	if (!not_writable(r))
 		return r;
 	if (!ws->cfg->read_only) {
 		char why[256];

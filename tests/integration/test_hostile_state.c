@@ -842,12 +842,21 @@ START_TEST(test_many_protected_paths_are_refused_fast_and_the_cap_opens)
 }
 END_TEST
 
+static void chmod_tree(const char *dir, const char *how)
+{
+	char *cmd = bt_fmt("chmod -R %s '%s'", how, dir);
+
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+}
+
 /* Makes dir one the library cannot write: for root (whom no mode stops) a read-only bind
- * mount in a mount namespace of this test process's own, else mode 0555. */
+ * mount in a mount namespace of this test process's own, else no write bit anywhere in it
+ * (restore_writable gives them back, for the run's cleanup). */
 static void make_unwritable(const char *dir)
 {
 	if (geteuid() != 0) {
-		ck_assert_int_eq(chmod(dir, 0555), 0);
+		chmod_tree(dir, "a-w");
 		return;
 	}
 	ck_assert_msg(unshare(CLONE_NEWNS) == 0, "unshare: %s", strerror(errno));
@@ -875,6 +884,19 @@ START_TEST(test_read_only_workdir_opens_read_only)
 	sbx_workspace *ws = NULL;
 
 	test_put_file(dir, "f.txt", "read me\n", 0644);
+	bool skill = !is_backend("local");
+	if (skill) {
+		/* A skill added while it was writable stays trusted. */
+		char *src = bt_mkdtemp(), *name = NULL;
+		test_put_file(src, "SKILL.md", "---\nname: kept\ndescription: Still here.\n---\n",
+		              0644);
+		ws = bt_open_ok(dir, NULL);
+		ck_assert_msg(sbx_skill_add(ws, src, &name) == 0, "%s", sbx_last_error());
+		sbx_free(name);
+		ck_assert_int_eq(sbx_workspace_close(ws), 0);
+		ws = NULL;
+	}
+	int before = entries(dir);
 	make_unwritable(dir);
 	int r = bt_open(dir, NULL, &ws);
 	ck_assert_msg(r < 0 && strstr(sbx_last_error(), "key 'workdir'") &&
@@ -885,6 +907,8 @@ START_TEST(test_read_only_workdir_opens_read_only)
 		/* local cannot keep commands from writing: it refuses read-only at all. */
 		ck_assert_msg(r == -SBX_ECONFIG && strstr(sbx_last_error(), "key 'mode'"), "%s",
 		              sbx_last_error());
+		if (geteuid() != 0)
+			chmod_tree(dir, "u+w");
 		return;
 	}
 	ck_assert_msg(r == 0, "read-only open of an unwritable workdir: %s", sbx_last_error());
@@ -898,9 +922,14 @@ START_TEST(test_read_only_workdir_opens_read_only)
 	snprintf(audit, sizeof audit, "%s", sbx_audit_path(ws));
 	ck_assert_msg(strncmp(audit, dir, strlen(dir)) != 0, "%s", audit);
 	ck_assert_int_ge(count_lines(audit), 2);
+	char *text = instructions(ws);
+	ck_assert_msg(strstr(text, "<name>kept</name>"), "%s", text);
+	sbx_free(text);
 	ck_assert_int_eq(sbx_workspace_close(ws), 0);
 	ck_assert_msg(!test_exists(audit), "%s stayed after close", audit);
-	ck_assert_int_eq(entries(dir), 1);
+	ck_assert_int_eq(entries(dir), before);
+	if (geteuid() != 0)
+		chmod_tree(dir, "u+w");
 }
 END_TEST
 
