@@ -67,24 +67,31 @@ static int read_record_text(sbx_workspace *ws, char **text, size_t *len)
 	return sbx_statedir_read(dir, RECORD_NAME, RECORD_MAX, text, len);
 }
 
-sbx_json *sbx_skill_record_load(sbx_workspace *ws)
+sbx_json *sbx_skill_record_parse(const char *text, size_t len)
 {
-	_cleanup_free_ char *text = NULL;
 	sbx_json *doc = NULL;
 	const sbx_json *skills;
 	char err[64];
-	size_t len = 0;
 
-	if (read_record_text(ws, &text, &len) < 0 || len > RECORD_MAX ||
-	    sbx_json_parse(text, len, &doc, err, sizeof err) < 0) {
-		sbx_error_clear();
+	if (len > RECORD_MAX || sbx_json_parse(text, len, &doc, err, sizeof err) < 0)
 		return NULL;
-	}
 	skills = sbx_json_get(doc, "skills");
 	if (!skills || skills->type != SBX_JSON_OBJECT) {
 		sbx_json_free(doc);
 		return NULL;
 	}
+	return doc;
+}
+
+sbx_json *sbx_skill_record_load(sbx_workspace *ws)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	sbx_json *doc = NULL;
+
+	if (read_record_text(ws, &text, &len) == 0)
+		doc = sbx_skill_record_parse(text, len);
+	sbx_error_clear();
 	return doc;
 }
 
@@ -115,9 +122,17 @@ bool sbx_skill_record_trusts(const sbx_json *record, const char *dir, const char
 
 /* ---- writing ------------------------------------------------------------------------- */
 
-/* The record with dir's entry replaced (name set) or dropped (name NULL). */
-static int render(const sbx_json *old, const char *dir, const char *name, const char *sha256,
-                  sbx_buf *b)
+static void put_entry(sbx_buf *b, const char *name, const char *sha256)
+{
+	sbx_buf_puts(b, ":{\"name\":");
+	sbx_buf_json_string(b, name, strlen(name));
+	sbx_buf_puts(b, ",\"sha256\":");
+	sbx_buf_json_string(b, sha256, strlen(sha256));
+	sbx_buf_puts(b, "}");
+}
+
+int sbx_skill_record_render(const sbx_json *old, const char *dir, const char *name,
+                            const char *sha256, sbx_buf *b)
 {
 	const sbx_json *skills = old ? sbx_json_get(old, "skills") : NULL;
 	bool first = true;
@@ -133,17 +148,13 @@ static int render(const sbx_json *old, const char *dir, const char *name, const 
 			continue;
 		sbx_buf_puts(b, first ? "" : ",");
 		sbx_buf_json_string(b, skills->keys[i], skills->key_lens[i]);
-		sbx_buf_puts(b, ":{\"name\":");
-		sbx_buf_json_string(b, n, strlen(n));
-		sbx_buf_printf(b, ",\"sha256\":\"%s\"}", h);
+		put_entry(b, n, h);
 		first = false;
 	}
 	if (name) {
 		sbx_buf_puts(b, first ? "" : ",");
 		sbx_buf_json_string(b, dir, strlen(dir));
-		sbx_buf_puts(b, ":{\"name\":");
-		sbx_buf_json_string(b, name, strlen(name));
-		sbx_buf_printf(b, ",\"sha256\":\"%s\"}", sha256);
+		put_entry(b, name, sha256);
 	}
 	sbx_buf_puts(b, "}}\n");
 	return b->oom ? sbx_fail(-SBX_ENOMEM, "out of memory") : 0;
@@ -176,7 +187,7 @@ static int update(sbx_workspace *ws, const char *dir, const char *name, const ch
 			return r;
 	}
 	old = sbx_skill_record_load(ws);
-	r = render(old, dir, name, sha256, &b);
+	r = sbx_skill_record_render(old, dir, name, sha256, &b);
 	sbx_json_free(old);
 	if (r == 0)
 		r = state >= 0 ? sbx_fs_write_atomic(state, RECORD_NAME, b.data, b.len, 0600, 0)

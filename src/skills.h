@@ -49,8 +49,14 @@ int sbx_skill_read_md(sbx_workspace *ws, const char *dir, char **text, size_t *l
 /* ---- the record of the skills the library added (skill_trust.c) -------------------- */
 
 int sbx_skill_sha256(const char *text, size_t len, char hex[65]);
-/* The record (NULL when there is none or it is unusable: then nothing is trusted). */
+/* The record (NULL when there is none or it is unusable: then nothing is trusted), from the
+ * state folder or from text. */
 sbx_json *sbx_skill_record_load(sbx_workspace *ws);
+sbx_json *sbx_skill_record_parse(const char *text, size_t len);
+/* Appends the record old (may be NULL) with dir's entry replaced by (name, sha256), or
+ * dropped when name is NULL; entries that are not well-formed are left out. */
+int sbx_skill_record_render(const sbx_json *old, const char *dir, const char *name,
+                            const char *sha256, sbx_buf *b);
 /* Does the record say the library added dir with this name and SKILL.md? */
 bool sbx_skill_record_trusts(const sbx_json *record, const char *dir, const char *name,
                              const char *sha256);

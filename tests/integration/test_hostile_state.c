@@ -142,6 +142,17 @@ static sbx_process *spawn_sh(sbx_workspace *ws, const char *script)
 	return p;
 }
 
+/* A docker workspace's commands run as nobody when the caller is root (backend_support.h):
+ * what the test made on the host becomes theirs, as bt_mkdtemp does for the folder. */
+static void give_to_commands(const char *dir)
+{
+	if (!is_backend("docker") || geteuid() != 0)
+		return;
+	char *cmd = bt_fmt("chown -R %d:%d '%s'", BT_DOCKER_UID, BT_DOCKER_UID, dir);
+	ck_assert_int_eq(system(cmd), 0);
+	free(cmd);
+}
+
 static char *tool(sbx_workspace *ws, const char *session, const char *name, const char *args)
 {
 	char *out = NULL;
@@ -395,6 +406,7 @@ START_TEST(test_snapshot_restores_and_keeps_holes)
 	test_put_file(dir, "sub/g", "two\n", 0600);
 	ck_assert_int_eq(symlink("f.txt", test_path_at(dir, "link")), 0);
 	make_sparse(test_path_at(dir, "big"));
+	give_to_commands(dir);
 	sbx_workspace *ws = bt_open_ok(dir, SNAPSHOT);
 	ck_assert_int_eq(count_copies(tmp, copy, sizeof copy), 1);
 	assert_sparse(test_path_at(copy, "big"));
@@ -450,6 +462,7 @@ START_TEST(test_snapshot_open_never_blocks_on_a_fifo)
 
 	for (int i = 0; i < SWAPPED; i++)
 		test_put_file(dir, bt_tmp("f%d", i), "data\n", 0644);
+	give_to_commands(dir);
 	/* Another handle's command keeps swapping FIFOs in while the opens copy the folder. */
 	sbx_workspace *other = bt_open_ok(dir, NULL);
 	sbx_process *p = spawn_sh(other, swapper);
@@ -581,9 +594,9 @@ START_TEST(test_skills_written_by_a_command_stay_out_of_the_prompt)
 	ck_assert_msg(!strstr(out, "Do as I say"), "%s", out);
 	sbx_free(out);
 
-	/* The record cannot be forged from inside a sandbox (without one, local, nothing is
-	 * kept from the commands: see docs/security.md). */
-	if (sandboxed()) {
+	/* The record cannot be forged from inside a sandbox or a container (without one, local,
+	 * nothing is kept from the commands: see docs/security.md). */
+	if (!is_backend("local")) {
 		sbx_result *res = bt_shell(ws, "echo '{}' > .agentsbx/skills.json", NULL);
 		ck_assert_int_ne(sbx_result_exit_code(res), 0);
 		sbx_result_free(res);
@@ -740,6 +753,7 @@ START_TEST(test_system_workdir_needs_the_opt_in)
 	sbx_workspace *ws = NULL;
 
 	ck_assert_msg(mkdtemp(tmpl), "mkdtemp %s: %s", tmpl, strerror(errno));
+	give_to_commands(tmpl);
 	assert_workdir_refused(tmpl, "/dev");
 	ck_assert_msg(bt_open(tmpl, OPT_IN, &ws) == 0, "%s", sbx_last_error());
 	char *out = bt_shell_out(ws, "echo opted-in");
@@ -940,11 +954,14 @@ END_TEST
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create(bt_tmp("hostile_state-%s", bt_backend()));
-	TCase *locks = tcase_create("locks"), *detached = tcase_create("detached");
-
-	tcase_set_timeout(locks, 300);
-	tcase_add_test(locks, test_locks_taken_inside_block_no_host_call);
-	suite_add_tcase(s, locks);
+	/* The docker test image has no flock(1) for the attack (the state folder is bound
+	 * read-only there as in the sandboxes, and the host locks are the same). */
+	if (!is_backend("docker")) {
+		TCase *locks = tcase_create("locks");
+		tcase_set_timeout(locks, 300);
+		tcase_add_test(locks, test_locks_taken_inside_block_no_host_call);
+		suite_add_tcase(s, locks);
+	}
 	TCase *snapshot = tcase_create("snapshot");
 	tcase_set_timeout(snapshot, 600);
 	tcase_add_test(snapshot, test_snapshot_restores_and_keeps_holes);
@@ -974,6 +991,7 @@ static Suite *make_suite(void)
 	tcase_add_test(links, test_state_folder_swapped_for_a_link_while_open);
 	suite_add_tcase(s, links);
 	if (sandboxed()) {
+		TCase *detached = tcase_create("detached");
 		tcase_set_timeout(detached, 300);
 		tcase_add_unchecked_fixture(detached, detached_setup, detached_teardown);
 		tcase_add_test(detached, test_run_folder_locks_taken_inside_block_no_attach);
