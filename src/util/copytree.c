@@ -213,7 +213,10 @@ static int copy_subdir(int src, int dst, const char *name, dev_t dev, int depth)
  * followed); other kinds and other mounts are left out. */
 static int copy_dir_entries(int src, int dst, dev_t dev, int depth, const char *except)
 {
-	int fd = depth > COPY_MAX_DEPTH ? -1 : fcntl(src, F_DUPFD_CLOEXEC, 3);
+	/* A listing of its own: a dup of src would share its offset, and a second copy from the
+	 * same fd (a second reset) would find the folder empty. */
+	int fd = depth > COPY_MAX_DEPTH ? -1 : openat(src, ".", O_RDONLY | O_DIRECTORY |
+	                                              O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
 	int r = 0;

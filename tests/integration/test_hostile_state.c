@@ -426,6 +426,11 @@ START_TEST(test_snapshot_restores_and_keeps_holes)
 	ck_assert_int_eq(readlink(test_path_at(dir, "link"), target, sizeof target - 1), 5);
 	ck_assert_str_eq(target, "f.txt");
 	assert_sparse(test_path_at(dir, "big"));
+	/* And again: every reset restores the same files. */
+	out = bt_shell_out(ws, "rm f.txt && echo changed-again");
+	free(out);
+	ck_assert_msg(sbx_workspace_reset(ws) == 0, "reset: %s", sbx_last_error());
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "f.txt")), "one\n");
 	/* The state folder outlives a reset: the log still has the command. */
 	ck_assert_ptr_nonnull(strstr(test_slurp(sbx_audit_path(ws)), "changed"));
 	ck_assert_int_eq(sbx_workspace_close(ws), 0);
