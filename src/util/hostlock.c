@@ -1,4 +1,5 @@
 /* Host-only locks (hostlock.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,6 +22,7 @@
 #define LOCKS_NAME "locks"
 #define POLL_FIRST_MS 1
 #define POLL_MAX_MS 32
+#define TAKE_ATTEMPTS 16
 
 static pthread_mutex_t folder_lock = PTHREAD_MUTEX_INITIALIZER;
 static int folder_fd = -1;        /* the lock folder, made for folder_uid */
@@ -46,6 +48,45 @@ static int private_dir(int parent, const char *name, const char *path, int *out)
 	}
 	*out = fd;
 	return 0;
+}
+
+/* Removes the lock files nobody holds, each under its own lock (a taker that opened it
+ * meanwhile finds it unlinked once it has the lock, and takes a fresh one: see take_lock).
+ * Once per process: the folder would otherwise keep a file for every object ever locked. */
+static void sweep(int dir_fd)
+{
+	/* A listing of its own: a dup would share (and leave at the end) the kept fd's offset. */
+	int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		int lfd;
+
+		if (n < 5 || strcmp(e->d_name + n - 5, ".lock"))
+			continue;
+		lfd = openat(dir_fd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (lfd < 0)
+			continue;
+		if (flock(lfd, LOCK_EX | LOCK_NB) == 0)
+			unlinkat(dir_fd, e->d_name, 0);
+		close(lfd);
+	}
+	closedir(d);
+}
+
+void sbx_hostlock_sweep(void)
+{
+	pthread_mutex_lock(&folder_lock);
+	if (folder_fd >= 0)
+		sweep(folder_fd);
+	pthread_mutex_unlock(&folder_lock);
 }
 
 /* $XDG_RUNTIME_DIR when it is this user's, else /tmp: the parent of agentsbx[-<uid>]. */
@@ -84,6 +125,7 @@ static int make_folder(void)
 	folder_fd = locks;
 	folder_uid = geteuid();
 	snprintf(folder_path, sizeof folder_path, "%s", path);
+	sweep(locks);
 	return 0;
 }
 
@@ -148,6 +190,14 @@ static int lock_until(int fd, int timeout_ms)
 	}
 }
 
+static bool still_linked(int dir, const char *name, int fd)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && fstatat(dir, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int sbx_hostlock_take(int object_fd, const char *tag, int timeout_ms, int *lock_fd)
 {
 	_cleanup_close_ int dir = -1, fd = -1;
@@ -162,12 +212,27 @@ int sbx_hostlock_take(int object_fd, const char *tag, int timeout_ms, int *lock_
 		return r;
 	snprintf(name, sizeof name, "%x-%x-%llx.%s.lock", major(st.st_dev), minor(st.st_dev),
 	         (unsigned long long)st.st_ino, tag);
-	fd = openat(dir, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return sbx_fail(sbx_errno_code(errno), "open the lock %s/%s: %s", folder_path, name,
-		                strerror(errno));
-	if ((r = lock_until(fd, timeout_ms)) < 0)
-		return r;
-	*lock_fd = SBX_TAKE_FD(fd);
-	return 0;
+	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	for (int attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
+		fd = openat(dir, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		            0600);
+		if (fd < 0)
+			return sbx_fail(sbx_errno_code(errno), "open the lock %s/%s: %s", folder_path,
+			                name, strerror(errno));
+		int left = (int)(deadline - now_ms());
+		if ((r = lock_until(fd, left > 0 ? left : 0)) < 0) {
+			if (r == -SBX_ETIMEDOUT)
+				sbx_fail(r, "another process of this host held the lock for more than %d "
+				         "ms", timeout_ms);
+			return r;
+		}
+		/* A sweeper unlinked it before we had it: that lock locks nothing any more. */
+		if (still_linked(dir, name, fd)) {
+			*lock_fd = SBX_TAKE_FD(fd);
+			return 0;
+		}
+		close(SBX_TAKE_FD(fd));
+	}
+	return sbx_fail(-SBX_EBUSY, "the lock %s/%s was removed %d times while it was taken",
+	                folder_path, name, TAKE_ATTEMPTS);
 }

@@ -9,8 +9,9 @@
  * where that is the user's, else /tmp/agentsbx-<uid>/locks (a sandbox has a /tmp of its
  * own, and sees neither). Nothing waits for them without a deadline.
  *
- * The lock files stay (an empty file per object, in a tmpfs where the runtime folder is
- * one): removing a lock file another process may be about to lock would break the lock. */
+ * A lock file nobody holds is removed by the first take of each process (sbx_hostlock_sweep),
+ * under its own lock; a taker that opened it meanwhile finds it unlinked once it has it, and
+ * takes a fresh one - so the folder does not keep a file for every object ever locked. */
 #ifndef SBX_UTIL_HOSTLOCK_H
 #define SBX_UTIL_HOSTLOCK_H
 
@@ -24,5 +25,8 @@ int sbx_hostlock_take(int object_fd, const char *tag, int timeout_ms, int *lock_
 /* The folder the lock files are in (for messages and tests), or NULL when it cannot be made;
  * valid until the next call. */
 const char *sbx_hostlock_dir(void);
+
+/* Removes the lock files nobody holds now (done once per process by itself; for tests). */
+void sbx_hostlock_sweep(void);
 
 #endif

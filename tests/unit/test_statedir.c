@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -175,6 +176,40 @@ START_TEST(test_a_host_lock_excludes_and_gives_up_at_its_deadline)
 }
 END_TEST
 
+/* The lock file of fd's object for tag (as hostlock.c names it). */
+static const char *lock_file(int fd, const char *tag)
+{
+	static char path[2][PATH_MAX];
+	static int k;
+	struct stat st;
+	char *p = path[k++ % 2];
+
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	snprintf(p, PATH_MAX, "%s/%x-%x-%llx.%s.lock", sbx_hostlock_dir(), major(st.st_dev),
+	         minor(st.st_dev), (unsigned long long)st.st_ino, tag);
+	return p;
+}
+
+/* Lock files nobody holds are swept; a held one stays, and still excludes. */
+START_TEST(test_unheld_lock_files_are_swept)
+{
+	_cleanup_close_ int obj = open(ws, O_PATH | O_CLOEXEC), other = open(tmp, O_PATH | O_CLOEXEC);
+	int held = -1, b = -1;
+
+	ck_assert_int_eq(sbx_hostlock_take(obj, "held", 0, &held), 0);
+	ck_assert_int_eq(sbx_hostlock_take(other, "free", 0, &b), 0);
+	close(b);
+	ck_assert(test_exists(lock_file(obj, "held")) && test_exists(lock_file(other, "free")));
+	sbx_hostlock_sweep();
+	ck_assert(test_exists(lock_file(obj, "held")));
+	ck_assert(!test_exists(lock_file(other, "free")));
+	ck_assert_int_eq(sbx_hostlock_take(obj, "held", 0, &b), -SBX_ETIMEDOUT);
+	close(held);
+	ck_assert_int_eq(sbx_hostlock_take(obj, "held", 0, &b), 0);
+	close(b);
+}
+END_TEST
+
 START_TEST(test_host_locks_live_outside_the_workspace)
 {
 	const char *dir = sbx_hostlock_dir();
@@ -200,6 +235,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, test_a_link_below_is_refused_and_nothing_made_outside);
 	tcase_add_test(tc, test_files_are_regular_and_never_block);
 	tcase_add_test(tc, test_a_host_lock_excludes_and_gives_up_at_its_deadline);
+	tcase_add_test(tc, test_unheld_lock_files_are_swept);
 	tcase_add_test(tc, test_host_locks_live_outside_the_workspace);
 	suite_add_tcase(s, tc);
 	return s;
