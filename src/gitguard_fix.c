@@ -88,20 +88,15 @@ static int subdir(int dirfd, const char *name, int *out)
 /* This check's batch folder: quarantine/<UTC time>-<pid>-<n> in the state folder. */
 static int open_batch(struct sbx_gitguard *g)
 {
-	_cleanup_close_ int host = -1, state = -1, q = -1;
+	_cleanup_close_ int q = -1;
 	struct tm tm;
 	time_t now = time(NULL);
 	int r;
 
 	if (g->quarantine_fd >= 0)
 		return 0;
-	host = open(g->ws->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (host < 0)
-		return -errno;
-	state = openat(host, STATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (state < 0)
-		return -errno;
-	if ((r = subdir(state, QUARANTINE, &q)) < 0)
+	/* Through the state folder's one way in (state.c): never through a link. */
+	if ((r = sbx_state_dir(g->ws, QUARANTINE, 0700, &q)) < 0)
 		return r;
 	gmtime_r(&now, &tm);
 	snprintf(g->batch, sizeof g->batch, "%04d%02d%02dT%02d%02d%02dZ-%d-%u",
@@ -159,7 +154,7 @@ static int move_by_copy(int dirfd, const char *name, int to_dir, const char *to_
 		_cleanup_close_ int to = -1;
 		if (from < 0)
 			return -errno;
-		if ((r = subdir(to_dir, to_name, &to)) < 0 || (r = sbx_fs_copy_tree(from, to)) < 0)
+		if ((r = subdir(to_dir, to_name, &to)) < 0 || (r = sbx_fs_copy_tree(from, to, NULL)) < 0)
 			return r;
 	} else if (S_ISREG(st.st_mode)) {
 		_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |

@@ -184,6 +184,9 @@ export interface Skill {
   description: string;
   /** "skills/<dir>" */
   dir: string;
+  /** Added by addSkill/addSkillArchive and unchanged since; an untrusted skill (one a command
+   * wrote) reaches neither instructions() nor the Skill tool. */
+  trusted: boolean;
 }
 
 /** What the approval handler is asked (sbx_approval_fn's request). */

@@ -111,7 +111,16 @@ typedef struct sbx_workspace sbx_workspace;
 /* Opens a workspace described by a JSON object (NULL or "" means "{}"):
  *   backend     string  backend name (default "ns", the namespace sandbox)
  *   workdir     string  host directory holding the files; created if missing. Absent: a
- *                       private temporary directory that is removed at close.
+ *                       private temporary directory that is removed at close. Since 1.6
+ *                       refused (-SBX_ECONFIG) when it is / or, after resolving links, one
+ *                       of /usr, /etc, /bin, /sbin, /lib*, /boot, /dev, /proc, /sys, /run,
+ *                       /var or anything below /proc, /sys, /dev, /etc, /usr, /boot, /bin,
+ *                       /sbin, /lib*: checked before anything is created. Its .agentsbx
+ *                       (the state folder) must be a real folder: a link or a file there
+ *                       fails the open (-SBX_ELOOP, -SBX_ENOTDIR) naming it
+ *   unsafe_allow_system_workdir  boolean  since 1.6: true lets the workdir be / or a
+ *                       system tree - its commands then write the host's system files and
+ *                       read its secrets (default false)
  *   id          string  [A-Za-z0-9_.-], 1..64 characters, not starting with '.' (default:
  *                       random)
  *   env         object  environment of every command: {"NAME": "value"}
@@ -152,11 +161,21 @@ typedef struct sbx_workspace sbx_workspace;
  *                        {"mode": "host"}  the host's own network, every address and port the
  *                           host reaches (recorded in the audit log at open)
  *   baseline    string  what sbx_workspace_reset restores: "empty", "keep" (the files stay),
- *                       or "snapshot" (the workdir as it was at open). Default: "empty" for a
- *                       temporary workdir, "keep" for a host workdir
+ *                       or "snapshot" (the workdir as it was at open: regular files with
+ *                       their holes, folders and links, copied into $TMPDIR at open; FIFOs,
+ *                       sockets and devices are left out, the state folder is kept as it
+ *                       is). A copy left by a killed process is removed by the next open
+ *                       with "snapshot". Default: "empty" for a temporary workdir, "keep"
+ *                       for a host workdir
  *   mode        string  "read-write" (default) or "read-only": every write through the library
  *                       fails (-SBX_EPERM), and the backend mounts the workspace read-only for
- *                       commands (a backend that cannot, such as "local", refuses to open)
+ *                       commands (a backend that cannot, such as "local", refuses to open).
+ *                       Since 1.6 a read-only workspace may have a workdir the library cannot
+ *                       write (a read-only mount, another user's folder): its state folder
+ *                       (audit log, tool sessions, MCP sockets) is then a private temporary
+ *                       folder, removed at close (sbx_audit_path() points into it), and it
+ *                       cannot be detached. A workdir that is not writable without
+ *                       "read-only" fails the open naming "mode"
  *   audit       object  the audit log in the workspace's state folder (.agentsbx/audit.jsonl):
  *                       "enabled" (default true), "max_bytes" before rotation (default 10 MiB),
  *                       "keep" rotated files (default 3), "redact": secrets never written

@@ -89,6 +89,15 @@ typedef struct sbx_backend_config {
 	                                 workdir refuses to open, naming the key */
 	uint64_t tmp_bytes;           /* limits.tmp_bytes: the size of the sandbox's own /tmp (and
 	                                 /dev/shm); 0 = the backend's default */
+	/* Since library 1.6 (read only when size covers it): where the library's state folder
+	 * is when it is not <workdir>/.agentsbx. A read-only workspace whose workdir the library
+	 * cannot write keeps it in a private temporary folder on the host, removed at close:
+	 * its absolute path and a directory fd of it (owned by the core: dup it to keep it).
+	 * NULL and -1 otherwise: the state folder is <workdir>/.agentsbx, which the core has
+	 * made and checked (a real directory, no link) before open() is called; reach it from
+	 * the workdir's fd without following links (src/util/statedir.h does). */
+	const char *state_dir;
+	int state_dir_fd;
 } sbx_backend_config;
 
 /* Whether the core's config struct has member: read a member added after 1.0 only when this

@@ -61,10 +61,13 @@ int sbx_fs_remove_tree(int dirfd, const char *name);
 /* Removes everything inside the directory dirfd, keeping the directory. */
 int sbx_fs_empty_dir(int dirfd);
 
-/* Copies the contents of directory src_dirfd into the (empty) directory dst_dirfd:
- * directories, regular files with their modes, and symlinks as symlinks (never followed).
- * Other file kinds and other mounts are left out. Both fds must be real directory fds. */
-int sbx_fs_copy_tree(int src_dirfd, int dst_dirfd);
+/* Copies the contents of directory src_dirfd, but for its entry named except (NULL: none),
+ * into the (empty) directory dst_dirfd:
+ * directories, regular files with their modes and their holes, and symlinks as symlinks
+ * (never followed). Other file kinds, other mounts and entries that vanish or change kind
+ * meanwhile are left out; only regular files are ever opened for reading, never blocking
+ * (copytree.c). Both fds must be real directory fds. */
+int sbx_fs_copy_tree(int src_dirfd, int dst_dirfd, const char *except);
 
 /* Creates a private (0700) temporary directory named prefix-XXXXXX under $TMPDIR or /tmp.
  * Caller frees *path. */

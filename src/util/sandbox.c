@@ -20,6 +20,7 @@
 #include "proxy_proto.h"
 #include "internal.h"
 #include "mcp/mcp.h"
+#include "util/fdlimit.h"
 #include "util/fdpass.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -140,8 +141,18 @@ static int parse_binds(const char *backend, const sbx_json *v, struct sbx_sandbo
 
 static int parse_protected(const char *backend, const sbx_json *v, struct sbx_sandbox_options *o)
 {
+	char why[128];
+
 	if (v->type != SBX_JSON_ARRAY)
 		return option_error(backend, "protected_paths", "expected an array");
+	/* Each entry is a mount (and, under bubblewrap, a walk of the mount table): 20,000 took
+	 * 36 s and then failed as a start timeout. Within the cap a sandbox starts in a fraction
+	 * of a second. */
+	if (v->n > SBX_PROTECTED_PATHS_MAX) {
+		snprintf(why, sizeof why, "at most %d entries (this has %zu): each is a mount in the "
+		         "sandbox", SBX_PROTECTED_PATHS_MAX, v->n);
+		return option_error(backend, "protected_paths", why);
+	}
 	if (!(o->protected_paths = calloc(v->n + 1, sizeof *o->protected_paths)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	for (size_t i = 0; i < v->n; i++) {
@@ -150,6 +161,9 @@ static int parse_protected(const char *backend, const sbx_json *v, struct sbx_sa
 
 		if (r < 0)
 			return r;
+		if (strlen(*p) >= PATH_MAX)
+			return option_error(backend, "protected_paths", "an entry is longer than 4095 "
+			                    "bytes");
 		if ((*p)[0] == '/' || !strcmp(*p, "..") || !strncmp(*p, "../", 3) || strstr(*p, "/../"))
 			return option_error(backend, "protected_paths",
 			                    "entries are relative to /workspace, without '..'");
@@ -667,11 +681,56 @@ static void bwrap_protected(struct argv_builder *a, struct string_pool *pool,
 		bwrap_protect_one(a, pool, fds, sb->root_fd, *p);
 }
 
-static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
-                               struct string_pool *pool, struct fd_list *fds)
+/* A bind source inside the workspace (the MCP run folder, a caller's bind below the workdir)
+ * goes to bubblewrap as an fd opened beneath the workspace, as the init opens it in direct
+ * mode: bubblewrap would follow a link in the path anywhere on the host. */
+static int bwrap_workspace_bind(struct argv_builder *a, struct string_pool *pool,
+                                struct fd_list *fds, const struct sbx_sandbox *sb,
+                                const struct sbx_bind *b, const char *rel)
+{
+	int fd = sbx_path_open(sb->root_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+	struct stat st;
+	char msg[512];
+
+	if (fd >= 0 && (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode) || S_ISCHR(st.st_mode) ||
+	                S_ISBLK(st.st_mode))) {
+		close(fd);
+		return sbx_fail(-SBX_EINVAL, "%s: bind source %s: a link or a device node is not "
+		                "allowed", sb->who, b->source);
+	}
+	if (fd < 0) {
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(fd, "%s: bind source %s: %s", sb->who, b->source, msg);
+	}
+	bind_fd(a, pool, fds, b->writable ? "--bind-fd" : "--ro-bind-fd", fd, b->dest);
+	return 0;
+}
+
+static int bwrap_binds(struct argv_builder *a, struct string_pool *pool, struct fd_list *fds,
+                       const struct sbx_sandbox *sb)
+{
+	const struct sbx_sandbox_options *o = sb->opts;
+	int r;
+
+	for (size_t i = 0; i < o->n_binds; i++) {
+		const char *in_ws = path_below(o->binds[i].source, sb->workdir);
+
+		if (in_ws && (r = bwrap_workspace_bind(a, pool, fds, sb, &o->binds[i], in_ws)) < 0)
+			return r;
+		if (!in_ws)
+			args3(a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
+			      o->binds[i].dest);
+	}
+	return 0;
+}
+
+/* bubblewrap's command line in *out (caller frees), or a negative code with the message. */
+static int bwrap_argv(const struct sbx_sandbox *sb, const char *init, struct string_pool *pool,
+                      struct fd_list *fds, const char ***out)
 {
 	struct argv_builder a = { 0 };
 	const struct sbx_sandbox_options *o = sb->opts;
+	int r;
 
 	/* --unshare-all only tries the user namespace; --disable-userns needs one for sure. */
 	/* The outer process that starts bwrap and watches the host (helpers/init/main.c). */
@@ -702,18 +761,20 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	/* A capped workspace hides this one; the init protects its paths on the tmpfs. */
 	if (!sbx_quota_disk_bytes(&sb->cfg))
 		bwrap_protected(&a, pool, fds, sb);
-	for (size_t i = 0; i < o->n_binds; i++)
-		args3(&a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
-		      o->binds[i].dest);
+	if ((r = bwrap_binds(&a, pool, fds, sb)) < 0) {
+		free(a.v);
+		return r;
+	}
 	args3(&a, "--ro-bind", init, BWRAP_INIT_PATH);
 	args3(&a, "--chdir", SBX_SANDBOX_ROOT, NULL);
 	args3(&a, "--", BWRAP_INIT_PATH, "--proto");
 	args3(&a, "1", "--mode", "inside");
 	if (a.oom) {
 		free(a.v);
-		return NULL;
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
-	return a.v;
+	*out = a.v;
+	return 0;
 }
 
 /* Reads what bubblewrap said on stderr, for the error message. */
@@ -881,12 +942,10 @@ static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 		err_read = p[0];
 		err_write = p[1];
 	}
-	if (sb->mode == SBX_SANDBOX_BWRAP) {
-		if (!(argv = bwrap_argv(sb, init, &pool, &binds))) {
-			pool_free(&pool);
-			fd_list_close(&binds);
-			return sbx_fail(-SBX_ENOMEM, "out of memory");
-		}
+	if (sb->mode == SBX_SANDBOX_BWRAP && (r = bwrap_argv(sb, init, &pool, &binds, &argv)) < 0) {
+		pool_free(&pool);
+		fd_list_close(&binds);
+		return r;
 	}
 	if (sb->proxy && (r = sbx_netproxy_bridge(sb->proxy, &bridge)) < 0) {
 		pool_free(&pool);
@@ -1175,6 +1234,21 @@ static void sweep_dead_cgroups(const sbx_backend_config *cfg)
 		pthread_once(&cgroup_sweep_once, sweep_cgroups_once);
 }
 
+/* Enough file descriptors to start a sandbox? Short of them, every step failed in its own
+ * way, and the probes that followed took that for a host without namespaces. Needed here:
+ * the init's channels, the spec and bubblewrap's bind fds; in the init (the limit is
+ * inherited): its own, every /etc entry it pins and each protected path's pins. */
+static int check_fds(const char *who, const struct sbx_sandbox_options *o)
+{
+	int protected = 0;
+
+	for (const char *const *p = o->protected_paths ? (const char *const *)o->protected_paths
+	                                               : sbx_default_protected_paths; *p; p++)
+		protected++;
+	return sbx_fd_headroom(who, "start the sandbox", 12 + protected,
+	                       48 + 2 * protected + (int)o->n_binds);
+}
+
 int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
                       const struct sbx_sandbox_options *o, enum sbx_sandbox_mode mode,
                       struct sbx_sandbox **out)
@@ -1405,7 +1479,8 @@ int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
 		return r;
 	}
 	sbx_backend_config cfg = { .size = sizeof cfg, .id = "probe", .workdir = dir,
-	                           .network_mode = "none" };
+	                           .network_mode = "none", .audit_dir_fd = -1,
+	                           .state_dir_fd = -1 };
 	r = sbx_sandbox_start("probe", &cfg, &o, mode, &sb);
 	if (r == 0) {
 		describe_mode(mode, sb, detail, len);
@@ -1508,7 +1583,7 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 	}
 	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0 ||
 	    (r = sbx_quota_check(name, cfg, w->opts.detached)) < 0 ||
-	    (r = sbx_mcp_sandbox_binds(w->workdir, !sbx_quota_disk_bytes(cfg), &w->opts.binds,
+	    (r = sbx_mcp_sandbox_binds(cfg, !sbx_quota_disk_bytes(cfg), &w->opts.binds,
 	                               &w->opts.n_binds)) < 0) {
 		free_ws(w);
 		return r;
@@ -1517,6 +1592,16 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 		free_ws(w);
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox needs "
 		                "a 'workdir' (a temporary one is removed at close)", name);
+	}
+	if (w->opts.detached && SBX_BACKEND_CONFIG_HAS(cfg, state_dir) && cfg->state_dir) {
+		free_ws(w);
+		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox keeps "
+		                "its socket in the workdir's state folder, which this workdir cannot "
+		                "hold (the library may not write it)", name);
+	}
+	if ((r = check_fds(name, &w->opts)) < 0) {
+		free_ws(w);
+		return r;
 	}
 	if (start_as_probe(name, cfg, &w->opts, &w->sb)) {
 		*state = w;

@@ -23,11 +23,16 @@ enum sbx_sandbox_mode {
 /* A detached sandbox's idle TTL unless its config says otherwise: the manager's default. */
 #define SBX_SANDBOX_IDLE_TTL_MS (3600 * 1000LL)
 
+/* Each protected path is a mount in the sandbox: more than this is refused, naming the key
+ * (256 start in about 0.1 s directly and 0.4 s through bubblewrap on a 2-vCPU VM). */
+#define SBX_PROTECTED_PATHS_MAX 256
+
 /* The backend's config object ("ns": {...} or "bwrap": {...}):
  *   mode             "auto" | "direct" | "bwrap"   (ns only)
  *   rootfs           string   directory used read-only as the root instead of the host's
  *   binds            array    [{"source": host path, "dest": path inside, "writable": false}]
- *   protected_paths  array    paths under /workspace kept read-only (replaces the defaults)
+ *   protected_paths  array    paths under /workspace kept read-only (replaces the defaults);
+ *                             at most SBX_PROTECTED_PATHS_MAX
  *   landlock         bool     default true
  *   hostname         string   default "agentsbx"
  *   detached         bool     default false: the sandbox outlives the process that opened it;

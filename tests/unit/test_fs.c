@@ -941,6 +941,8 @@ static const sbx_backend_ops remote_ops = {
 static sbx_workspace remote_ws = {
 	.ops = &remote_ops,
 	.root_fd = -1,
+	.state_fd = -1,
+	.state_root_fd = -1,
 };
 
 START_TEST(api_remote_backend_gets_normalised_paths)

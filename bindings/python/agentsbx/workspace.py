@@ -293,7 +293,9 @@ class Workspace(Closing):
         self._call("sbx_skill_remove", encode(name))
 
     def skills(self) -> list[dict[str, Any]]:
-        """[{"name", "description", "dir"}], by name."""
+        """[{"name", "description", "dir", "trusted"}], by name. Only trusted skills (added by
+        add_skill/add_skill_archive, unchanged since) reach instructions() and the Skill tool;
+        one a command wrote in skills/ is listed with "trusted": False."""
         out = out_pointer()
         self._call("sbx_skills_json", byref(out), owned=(out,))
         return take_json(out)  # type: ignore[no-any-return]
