@@ -1,0 +1,321 @@
+/* The OCI runtime a workspace's container runs on. "docker.runtime" names one the engine has
+ * registered (runc, runsc for gVisor's user-space kernel, kata-runtime, crun...); it becomes
+ * the container's HostConfig.Runtime. The engine's GET /info says which it has and which is
+ * its default: an open names an unknown runtime's alternatives instead of letting the create
+ * fail, and a container found again by its labels is used only when it runs on the runtime
+ * this open asks for (the configured one, else the engine's default): a container made by
+ * another hand, or before the default changed, is replaced and the audit log says what was
+ * found. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "docker.h"
+#include "util/cleanup.h"
+#include "util/auditlog.h"
+#include "util/error.h"
+
+#define RUNTIME_NAME_MAX 128
+
+/* Names as daemon.json's "runtimes" keys are written in practice (runc, io.containerd.runc.v2,
+ * kata-runtime): nothing that could mean something else in a JSON body or a message. */
+static bool runtime_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > RUNTIME_NAME_MAX || strlen(s) != len)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+
+		if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
+			return false;
+	}
+	return true;
+}
+
+int docker_take_runtime(const sbx_json *v, struct docker_options *o)
+{
+	if (v->type != SBX_JSON_STRING || !runtime_name_ok(v->str, v->len))
+		return sbx_fail(-SBX_ECONFIG, "config: key 'docker.runtime': expected the name of a "
+		                "runtime the engine has registered ([A-Za-z0-9][A-Za-z0-9_.-]*, at "
+		                "most %d characters), such as \"runc\" or \"runsc\"", RUNTIME_NAME_MAX);
+	free(o->runtime);
+	if (!(o->runtime = strdup(v->str)))
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	return 0;
+}
+
+void docker_runtimes_free(struct docker_runtimes *rt)
+{
+	for (size_t i = 0; i < rt->n; i++)
+		free(rt->names[i]);
+	free(rt->names);
+	free(rt->sockets_closed);
+	free(rt->default_name);
+	*rt = (struct docker_runtimes){ 0 };
+}
+
+/* The value of gVisor's --host-uds in a runtime's arguments ("-host-uds=open", "--host-uds
+ * open"; the deprecated --fsgofer-host-uds means "all"), or "none", its default. */
+static const char *host_uds_setting(const sbx_json *args)
+{
+	const char *value = "none";
+
+	for (size_t i = 0; args && args->type == SBX_JSON_ARRAY && i < args->n; i++) {
+		const sbx_json *a = args->items[i], *next = i + 1 < args->n ? args->items[i + 1] : NULL;
+		const char *flag;
+
+		if (a->type != SBX_JSON_STRING)
+			continue;
+		flag = a->str + strspn(a->str, "-");
+		if (!strncmp(flag, "host-uds=", 9))
+			value = flag + 9;
+		else if (!strcmp(flag, "host-uds") && next && next->type == SBX_JSON_STRING)
+			value = next->str;
+		else if (!strcmp(flag, "fsgofer-host-uds") || !strcmp(flag, "fsgofer-host-uds=true"))
+			value = "all";
+	}
+	return value;
+}
+
+/* Whether a runtime is gVisor (its program is runsc) with host Unix sockets closed to what
+ * runs inside: every command's runner, and the exec server, connect to a socket the host
+ * listens on in a bound folder (control.c), which gVisor allows with --host-uds=open or
+ * =all only. */
+static bool gvisor_sockets_closed(const sbx_json *runtime)
+{
+	const sbx_json *path = sbx_json_get(runtime, "path");
+	const char *base, *uds;
+
+	if (!path || path->type != SBX_JSON_STRING)
+		return false;
+	base = strrchr(path->str, '/') ? strrchr(path->str, '/') + 1 : path->str;
+	if (strncmp(base, "runsc", 5) != 0)
+		return false;
+	uds = host_uds_setting(sbx_json_get(runtime, "runtimeArgs"));
+	return strcmp(uds, "open") != 0 && strcmp(uds, "all") != 0;
+}
+
+/* The keys of /info's "Runtimes" object and its "DefaultRuntime". */
+static int read_runtimes(const sbx_json *info, struct docker_runtimes *rt)
+{
+	const sbx_json *list = sbx_json_get(info, "Runtimes");
+	const sbx_json *def = sbx_json_get(info, "DefaultRuntime");
+
+	if (!list || list->type != SBX_JSON_OBJECT)
+		return sbx_fail(-SBX_EPROTO, "docker: the engine's /info lists no Runtimes");
+	if (list->n && (!(rt->names = calloc(list->n, sizeof *rt->names)) ||
+	                !(rt->sockets_closed = calloc(list->n, sizeof *rt->sockets_closed))))
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	for (size_t i = 0; i < list->n; i++) {
+		if (!runtime_name_ok(list->keys[i], list->key_lens[i]))
+			continue;     /* nothing a config could name */
+		rt->sockets_closed[rt->n] = gvisor_sockets_closed(list->items[i]);
+		if (!(rt->names[rt->n++] = strdup(list->keys[i])))
+			return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	}
+	if (def && def->type == SBX_JSON_STRING && runtime_name_ok(def->str, def->len) &&
+	    !(rt->default_name = strdup(def->str)))
+		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	return 0;
+}
+
+int docker_runtimes_get(const struct docker_engine *e, struct docker_runtimes *rt)
+{
+	sbx_json *info = NULL;
+	long status;
+	int r;
+
+	*rt = (struct docker_runtimes){ 0 };
+	if ((r = docker_call(e, "GET", "/info", NULL, "ask the engine its runtimes", &status,
+	                     &info)) < 0)
+		return r;
+	r = read_runtimes(info, rt);
+	sbx_json_free(info);
+	if (r < 0)
+		docker_runtimes_free(rt);
+	return r;
+}
+
+/* The index of a runtime, or -1. */
+static ssize_t runtime_index(const struct docker_runtimes *rt, const char *name)
+{
+	for (size_t i = 0; i < rt->n; i++)
+		if (!strcmp(rt->names[i], name))
+			return (ssize_t)i;
+	return -1;
+}
+
+bool docker_runtimes_has(const struct docker_runtimes *rt, const char *name)
+{
+	return runtime_index(rt, name) >= 0;
+}
+
+void docker_runtimes_describe(const struct docker_runtimes *rt, sbx_buf *out)
+{
+	for (size_t i = 0; i < rt->n; i++)
+		sbx_buf_printf(out, "%s%s%s%s", i ? ", " : "", rt->names[i],
+		               rt->default_name && !strcmp(rt->names[i], rt->default_name)
+		                       ? " (default)" : "",
+		               rt->sockets_closed[i] ? " (gVisor without --host-uds=open: unusable "
+		                                       "here)" : "");
+	if (!rt->n)
+		sbx_buf_puts(out, "none");
+}
+
+#define HOST_UDS_ADVICE "gVisor lets what runs inside connect to the host's Unix sockets only " \
+	"with --host-uds=open (or =all) among the runtime's runtimeArgs in dockerd's daemon.json, " \
+	"and every command reaches this host process through one"
+
+/* What the runtime cannot do for us, said before a container is made and the exec server
+ * waits in vain for a minute. */
+static int usable_runtime(const char *name, const struct docker_runtimes *rt)
+{
+	ssize_t i = runtime_index(rt, name);
+
+	if (i >= 0 && rt->sockets_closed[i])
+		return sbx_fail(-SBX_EBACKEND, "config: key 'docker.runtime': runtime '%s' is "
+		                "gVisor registered without --host-uds=open: %s", name, HOST_UDS_ADVICE);
+	return 0;
+}
+
+/* An unknown runtime is what this engine lacks, as a missing engine is: -SBX_EBACKEND, with
+ * the key and what the engine has instead. */
+static int unknown_runtime(const char *name, const struct docker_runtimes *rt)
+{
+	sbx_buf list = { 0 };
+	int r;
+
+	docker_runtimes_describe(rt, &list);
+	r = list.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
+	             : sbx_fail(-SBX_EBACKEND, "config: key 'docker.runtime': the engine has no "
+	                        "runtime '%s' (registered: %s; a runtime is registered in dockerd's "
+	                        "daemon.json \"runtimes\")", name, list.data);
+	sbx_buf_free(&list);
+	return r;
+}
+
+int docker_runtime_check(struct docker_ws *ws)
+{
+	struct docker_runtimes rt;
+	int r;
+
+	if (!ws->opts.runtime)
+		return 0;
+	if ((r = docker_runtimes_get(&ws->engine, &rt)) < 0)
+		return r;
+	r = !docker_runtimes_has(&rt, ws->opts.runtime) ? unknown_runtime(ws->opts.runtime, &rt)
+	                                                : usable_runtime(ws->opts.runtime, &rt);
+	docker_runtimes_free(&rt);
+	if (r == 0 && !(ws->runtime = strdup(ws->opts.runtime)))
+		r = sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	return r;
+}
+
+/* The runtime this open asks for: the configured one, else the engine's default (asked for
+ * only when a container is found: an open that creates one needs none). */
+static int wanted_runtime(struct docker_ws *ws)
+{
+	struct docker_runtimes rt;
+	int r;
+
+	if (ws->runtime)
+		return 0;
+	if ((r = docker_runtimes_get(&ws->engine, &rt)) < 0)
+		return r;
+	if (!rt.default_name)
+		r = sbx_fail(-SBX_EPROTO, "docker: the engine's /info names no DefaultRuntime");
+	else
+		ws->runtime = SBX_TAKE_PTR(rt.default_name);
+	docker_runtimes_free(&rt);
+	return r;
+}
+
+/* The HostConfig.Runtime of container id (the engine fills in its default at create). */
+static int container_runtime(struct docker_ws *ws, const char *id, char **runtime)
+{
+	sbx_buf path = { 0 };
+	sbx_json *info = NULL;
+	const sbx_json *hc, *rt;
+	long status;
+	int r;
+
+	*runtime = NULL;
+	sbx_buf_puts(&path, "/containers/");
+	docker_url_escape(&path, id);
+	sbx_buf_puts(&path, "/json");
+	r = path.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
+	             : docker_call(&ws->engine, "GET", path.data, NULL, "inspect the container",
+	                           &status, &info);
+	sbx_buf_free(&path);
+	if (r < 0)
+		return r;
+	hc = sbx_json_get(info, "HostConfig");
+	rt = hc ? sbx_json_get(hc, "Runtime") : NULL;
+	if (rt && rt->type == SBX_JSON_STRING && strlen(rt->str) == rt->len)
+		*runtime = strdup(rt->str);
+	else
+		*runtime = strdup("");   /* none named: not the one we want, whatever that is */
+	sbx_json_free(info);
+	return *runtime ? 0 : sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+}
+
+int docker_runtime_matches(struct docker_ws *ws, const char *id, bool *matches)
+{
+	_cleanup_free_ char *found = NULL;
+	int r;
+
+	*matches = false;
+	if ((r = wanted_runtime(ws)) < 0 || (r = container_runtime(ws, id, &found)) < 0)
+		return r;
+	*matches = !strcmp(found, ws->runtime);
+	if (!*matches) {
+		free(ws->replaced_why);
+		if (asprintf(&ws->replaced_why, "container %.12s runs on runtime '%.*s', not on '%s' "
+		             "as this workspace asks (%s)", id, RUNTIME_NAME_MAX, *found ? found : "?",
+		             ws->runtime, ws->opts.runtime ? "docker.runtime" : "the engine's "
+		             "default") < 0)
+			ws->replaced_why = NULL;
+	}
+	return 0;
+}
+
+void docker_audit_replaced(struct docker_ws *ws, const sbx_backend_config *cfg)
+{
+	char now[64];
+	sbx_buf b = { 0 };
+
+	if (!ws->replaced_why)
+		return;
+	if (!SBX_BACKEND_CONFIG_HAS(cfg, audit_keep) || cfg->audit_dir_fd < 0)
+		goto done;
+	sbx_auditlog_time(now, sizeof now);
+	sbx_buf_printf(&b, "{\"time\":\"%s\",\"workspace\":", now);
+	sbx_buf_json_string(&b, ws->id, strlen(ws->id));
+	sbx_buf_puts(&b, ",\"kind\":\"docker\",\"event\":\"container-replaced\",\"reason\":");
+	sbx_buf_json_string(&b, ws->replaced_why, strlen(ws->replaced_why));
+	sbx_buf_puts(&b, "}\n");
+	if (!b.oom)
+		sbx_auditlog_append(cfg->audit_dir_fd, b.data, b.len, cfg->audit_max_bytes,
+		                    cfg->audit_keep);
+	sbx_buf_free(&b);
+done:
+	free(ws->replaced_why);
+	ws->replaced_why = NULL;
+}
+
+void docker_runtime_hint(struct docker_ws *ws, char *out, size_t len)
+{
+	struct docker_runtimes rt;
+	const char *name;
+	ssize_t i;
+
+	out[0] = '\0';
+	if (docker_runtimes_get(&ws->engine, &rt) < 0)
+		return;
+	name = ws->opts.runtime ? ws->opts.runtime : rt.default_name;
+	i = name ? runtime_index(&rt, name) : -1;
+	if (i >= 0 && rt.sockets_closed[i])
+		snprintf(out, len, "; the container runs on runtime '%s': %s", name, HOST_UDS_ADVICE);
+	docker_runtimes_free(&rt);
+}
