@@ -520,6 +520,31 @@ START_TEST(test_background_children_die_with_command)
 }
 END_TEST
 
+/* A process in a process group of its own (a job-control shell's background job) but still
+ * in the command's session: found and killed when the command ends, also where it is
+ * orphaned to a PID 1 that is not the runner's (gVisor before release-20230717, where
+ * helpers/runner.c finds it by its session). The command waits until the job has left its
+ * group, so that the group kill cannot be what ends it. */
+START_TEST(test_job_in_own_group_dies_with_command)
+{
+	const char *job = bt_marker();
+	sbx_exec_opts o = { .size = sizeof o, .env = bt_marker_env(job, NULL, NULL, NULL),
+	                    .timeout_ms = SAFETY_TIMEOUT_MS };
+	sbx_result *res;
+
+	bt_install_program(ws, "SBX_TEST_PROBE", "sbx-probe");
+	res = bt_shell(ws, "./sbx-probe pgroup-exec sleep $M1 & "
+	                   "group() { cut -d' ' -f5 /proc/$1/stat; }; "
+	                   "while [ \"$(group $!)\" = \"$(group $$)\" ]; do sleep 0.01; done; "
+	                   "echo started", &o);
+	ck_assert_int_eq(sbx_result_timed_out(res), 0);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), "started\n");
+	ck_assert_msg(!test_process_exists(job), "a job in a group of its own outlived its "
+	              "command");
+	sbx_result_free(res);
+}
+END_TEST
+
 #define THREADS 8
 #define RUNS_PER_THREAD 20
 
@@ -1039,6 +1064,7 @@ static Suite *conformance_suite(void)
 	tcase_add_test(tree, test_timeout_kills_double_forked_daemon);
 	tcase_add_test(tree, test_workspace_default_timeout);
 	tcase_add_test(tree, test_background_children_die_with_command);
+	tcase_add_test(tree, test_job_in_own_group_dies_with_command);
 	tcase_add_test(tree, test_concurrent_exec_from_threads);
 	tcase_add_test(tree, test_workspace_outlives_the_thread_that_opened_it);
 	suite_add_tcase(s, tree);

@@ -1,11 +1,20 @@
 /* sbx-probe: run by the tests inside a sandbox, it tries what the sandbox should refuse and
  * prints what happened, one line per probe:
  *
- *   sbx-probe [caps] [nnp] [securebits] [landlock-OP PATH...] [syscall NAME...]
+ *   sbx-probe [caps] [nnp] [securebits] [subreaper] [connect PATH] [landlock-OP PATH...]
+ *             [syscall NAME...]
  *
  *   caps                 "CapInh <hex>", "CapPrm ...", "CapEff", "CapBnd", "CapAmb"
  *   nnp                  "nnp <PR_GET_NO_NEW_PRIVS>"
  *   securebits           "securebits 0x<PR_GET_SECUREBITS>"
+ *   subreaper            "subreaper <OK|errno name>": PR_SET_CHILD_SUBREAPER for this process
+ *                        (gVisor before release-20230717 grants it to PID 1 only)
+ *   connect PATH         "connect PATH <OK|errno name>": connect(2) to the Unix socket PATH
+ *                        (SOCK_SEQPACKET, or SOCK_STREAM where the socket is of that type)
+ *
+ *   sbx-probe pgroup-exec PROG [ARG...]
+ *                        not a probe: execs PROG in a process group of its own, as a
+ *                        job-control shell starts a background job (exit 127 if it cannot)
  *   landlock-OP PATH     "landlock-OP PATH <OK|errno name>", OP one of write (create a new
  *                        file), append, truncate, read, mkdir, mkfifo, symlink, unlink;
  *                        landlock-rename FROM TO
@@ -36,6 +45,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -505,6 +515,37 @@ static void probe_securebits(void)
 	printf("securebits 0x%x\n", (unsigned)prctl(PR_GET_SECUREBITS, 0L, 0L, 0L, 0L));
 }
 
+static void probe_subreaper(void)
+{
+	print_outcome("subreaper", result_of(prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L)));
+}
+
+static int connect_unix(const char *path, int type)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, r;
+
+	if (strlen(path) >= sizeof sa.sun_path)
+		return ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0)) < 0)
+		return errno;
+	r = result_of(connect(fd, (struct sockaddr *)&sa, sizeof sa));
+	close(fd);
+	return r;
+}
+
+static void probe_connect(const char *path)
+{
+	char name[4200];
+	int r = connect_unix(path, SOCK_SEQPACKET);
+
+	if (r == EPROTOTYPE)
+		r = connect_unix(path, SOCK_STREAM);
+	snprintf(name, sizeof name, "connect %s", path);
+	print_outcome(name, r);
+}
+
 /* ---- Landlock: file system writes ------------------------------------------------------- */
 
 static int fs_write_new(const char *path)
@@ -602,9 +643,15 @@ int main(int argc, char **argv)
 	int i = 1;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 2 && strcmp(argv[1], "pgroup-exec") == 0) {
+		if (setpgid(0, 0) == 0)
+			execvp(argv[2], argv + 2);
+		perror("sbx-probe: pgroup-exec");
+		return 127;
+	}
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s [caps] [nnp] [securebits] [landlock-OP PATH...] "
-		        "[syscall NAME...]\n", argv[0]);
+		fprintf(stderr, "usage: %s [caps] [nnp] [securebits] [subreaper] [connect PATH] "
+		        "[landlock-OP PATH...] [syscall NAME...]\n", argv[0]);
 		return 2;
 	}
 	while (i < argc) {
@@ -621,6 +668,10 @@ int main(int argc, char **argv)
 			probe_nnp();
 		} else if (strcmp(argv[i], "securebits") == 0) {
 			probe_securebits();
+		} else if (strcmp(argv[i], "subreaper") == 0) {
+			probe_subreaper();
+		} else if (strcmp(argv[i], "connect") == 0 && i + 1 < argc) {
+			probe_connect(argv[++i]);
 		} else if ((used = probe_fs(argv + i, argc - i)) != 0) {
 			if (used < 0) {
 				fprintf(stderr, "%s: %s needs its path(s)\n", argv[0], argv[i]);
