@@ -183,7 +183,7 @@ static int setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 		ws->progress_userdata = cfg->progress_userdata;
 	}
 	if ((r = docker_engine_connect(&ws->engine, ws->opts.host, 0)) < 0 ||
-	    (r = docker_runtime_check(ws)) < 0 || (r = find_helpers(ws)) < 0 ||
+	    (r = find_helpers(ws)) < 0 || (r = docker_runtime_check(ws)) < 0 ||
 	    (r = pick_user(ws, cfg)) < 0 || (volume && (r = docker_volume_setup(ws, cfg)) < 0) ||
 	    (r = make_control_dir(ws)) < 0 || (r = docker_network_start(ws, cfg)) < 0 ||
 	    (r = docker_container_up(ws)) < 0)

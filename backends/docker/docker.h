@@ -134,16 +134,21 @@ int docker_workspace_caps(const char *options_json, uint32_t *caps);
 /* The "runtime" key: a runtime's name (checked against the engine at open). */
 int docker_take_runtime(const sbx_json *v, struct docker_options *o);
 /* What GET /info says: the registered runtimes' names and the default (NULL if unnamed). */
+struct docker_runtime {
+	char *name;
+	bool gvisor;                  /* its program is runsc */
+	bool sockets_closed;          /* gVisor without --host-uds=open: nothing of ours runs */
+};
 struct docker_runtimes {
-	char **names;
-	bool *sockets_closed;         /* per name: gVisor without --host-uds=open, which nothing
-	                                 of ours can run under */
+	struct docker_runtime *list;
 	size_t n;
 	char *default_name;
 };
 int docker_runtimes_get(const struct docker_engine *e, struct docker_runtimes *rt);
 void docker_runtimes_free(struct docker_runtimes *rt);
-bool docker_runtimes_has(const struct docker_runtimes *rt, const char *name);
+/* The entry of name (NULL: none, or name NULL). */
+const struct docker_runtime *docker_runtimes_find(const struct docker_runtimes *rt,
+                                                  const char *name);
 /* "runc (default), runsc": for messages and doctor. */
 void docker_runtimes_describe(const struct docker_runtimes *rt, sbx_buf *out);
 
@@ -190,15 +195,16 @@ struct docker_ws {
 	char *state_dir;              /* library-private host folder (sockets, the attach dir) */
 	unsigned file_uid, file_gid;  /* the owner of what the file ops write */
 	/* runtime.c: the runtime the container must run on (docker.runtime, else the engine's
-	 * default once a found container needed it; NULL until then), and why a container found
+	 * default, once asked: NULL until then), and why a container found
 	 * by its labels was replaced instead of used (for the audit log; NULL: none was). */
 	char *runtime;
 	char *replaced_why;
 };
 
 /* runtime.c */
-/* At open: a configured runtime must be one the engine has (-SBX_EBACKEND naming the key and
- * the registered ones otherwise). */
+/* At open, after the helpers are found: a configured runtime must be one the engine has
+ * (-SBX_EBACKEND naming the key and the registered ones otherwise), and what gVisor cannot
+ * keep is refused naming its key (limits.pids, detached with the exec server). */
 int docker_runtime_check(struct docker_ws *ws);
 /* Whether container id runs on the runtime this workspace asks for; when not, sets
  * ws->replaced_why to what was found. */

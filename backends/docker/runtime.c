@@ -48,9 +48,8 @@ int docker_take_runtime(const sbx_json *v, struct docker_options *o)
 void docker_runtimes_free(struct docker_runtimes *rt)
 {
 	for (size_t i = 0; i < rt->n; i++)
-		free(rt->names[i]);
-	free(rt->names);
-	free(rt->sockets_closed);
+		free(rt->list[i].name);
+	free(rt->list);
 	free(rt->default_name);
 	*rt = (struct docker_runtimes){ 0 };
 }
@@ -78,22 +77,21 @@ static const char *host_uds_setting(const sbx_json *args)
 	return value;
 }
 
-/* Whether a runtime is gVisor (its program is runsc) with host Unix sockets closed to what
- * runs inside: every command's runner, and the exec server, connect to a socket the host
- * listens on in a bound folder (control.c), which gVisor allows with --host-uds=open or
- * =all only. */
-static bool gvisor_sockets_closed(const sbx_json *runtime)
+/* What an entry of /info's "Runtimes" says: gVisor is a runtime whose program is runsc; its
+ * host Unix sockets are closed to what runs inside unless --host-uds is open or all, and
+ * every command's runner, and the exec server, connect to a socket the host listens on in a
+ * bound folder (control.c). */
+static void read_runtime(const sbx_json *entry, struct docker_runtime *rt)
 {
-	const sbx_json *path = sbx_json_get(runtime, "path");
+	const sbx_json *path = sbx_json_get(entry, "path");
 	const char *base, *uds;
 
 	if (!path || path->type != SBX_JSON_STRING)
-		return false;
+		return;
 	base = strrchr(path->str, '/') ? strrchr(path->str, '/') + 1 : path->str;
-	if (strncmp(base, "runsc", 5) != 0)
-		return false;
-	uds = host_uds_setting(sbx_json_get(runtime, "runtimeArgs"));
-	return strcmp(uds, "open") != 0 && strcmp(uds, "all") != 0;
+	rt->gvisor = strncmp(base, "runsc", 5) == 0;
+	uds = host_uds_setting(sbx_json_get(entry, "runtimeArgs"));
+	rt->sockets_closed = rt->gvisor && strcmp(uds, "open") != 0 && strcmp(uds, "all") != 0;
 }
 
 /* The keys of /info's "Runtimes" object and its "DefaultRuntime". */
@@ -104,14 +102,13 @@ static int read_runtimes(const sbx_json *info, struct docker_runtimes *rt)
 
 	if (!list || list->type != SBX_JSON_OBJECT)
 		return sbx_fail(-SBX_EPROTO, "docker: the engine's /info lists no Runtimes");
-	if (list->n && (!(rt->names = calloc(list->n, sizeof *rt->names)) ||
-	                !(rt->sockets_closed = calloc(list->n, sizeof *rt->sockets_closed))))
+	if (list->n && !(rt->list = calloc(list->n, sizeof *rt->list)))
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	for (size_t i = 0; i < list->n; i++) {
 		if (!runtime_name_ok(list->keys[i], list->key_lens[i]))
 			continue;     /* nothing a config could name */
-		rt->sockets_closed[rt->n] = gvisor_sockets_closed(list->items[i]);
-		if (!(rt->names[rt->n++] = strdup(list->keys[i])))
+		read_runtime(list->items[i], &rt->list[rt->n]);
+		if (!(rt->list[rt->n++].name = strdup(list->keys[i])))
 			return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	}
 	if (def && def->type == SBX_JSON_STRING && runtime_name_ok(def->str, def->len) &&
@@ -137,28 +134,28 @@ int docker_runtimes_get(const struct docker_engine *e, struct docker_runtimes *r
 	return r;
 }
 
-/* The index of a runtime, or -1. */
-static ssize_t runtime_index(const struct docker_runtimes *rt, const char *name)
+const struct docker_runtime *docker_runtimes_find(const struct docker_runtimes *rt,
+                                                  const char *name)
 {
-	for (size_t i = 0; i < rt->n; i++)
-		if (!strcmp(rt->names[i], name))
-			return (ssize_t)i;
-	return -1;
-}
-
-bool docker_runtimes_has(const struct docker_runtimes *rt, const char *name)
-{
-	return runtime_index(rt, name) >= 0;
+	for (size_t i = 0; name && i < rt->n; i++)
+		if (!strcmp(rt->list[i].name, name))
+			return &rt->list[i];
+	return NULL;
 }
 
 void docker_runtimes_describe(const struct docker_runtimes *rt, sbx_buf *out)
 {
-	for (size_t i = 0; i < rt->n; i++)
-		sbx_buf_printf(out, "%s%s%s%s", i ? ", " : "", rt->names[i],
-		               rt->default_name && !strcmp(rt->names[i], rt->default_name)
-		                       ? " (default)" : "",
-		               rt->sockets_closed[i] ? " (gVisor without --host-uds=open: unusable "
-		                                       "here)" : "");
+	for (size_t i = 0; i < rt->n; i++) {
+		const struct docker_runtime *r = &rt->list[i];
+
+		sbx_buf_printf(out, "%s%s", i ? ", " : "", r->name);
+		if (rt->default_name && !strcmp(r->name, rt->default_name))
+			sbx_buf_puts(out, " (default)");
+		if (r->sockets_closed)
+			sbx_buf_puts(out, " (gVisor without --host-uds=open: unusable here)");
+		else if (r->gvisor)
+			sbx_buf_puts(out, " (gVisor)");
+	}
 	if (!rt->n)
 		sbx_buf_puts(out, "none");
 }
@@ -167,15 +164,30 @@ void docker_runtimes_describe(const struct docker_runtimes *rt, sbx_buf *out)
 	"with --host-uds=open (or =all) among the runtime's runtimeArgs in dockerd's daemon.json, " \
 	"and every command reaches this host process through one"
 
-/* What the runtime cannot do for us, said before a container is made and the exec server
- * waits in vain for a minute. */
-static int usable_runtime(const char *name, const struct docker_runtimes *rt)
+/* What gVisor cannot do for us, said before a container is made (and, for the sockets,
+ * before the exec server waits in vain for a minute). */
+static int usable_runtime(const struct docker_ws *ws, const struct docker_runtime *rt)
 {
-	ssize_t i = runtime_index(rt, name);
-
-	if (i >= 0 && rt->sockets_closed[i])
+	if (!rt->gvisor)
+		return 0;
+	if (rt->sockets_closed)
 		return sbx_fail(-SBX_EBACKEND, "config: key 'docker.runtime': runtime '%s' is "
-		                "gVisor registered without --host-uds=open: %s", name, HOST_UDS_ADVICE);
+		                "gVisor registered without --host-uds=open: %s", rt->name,
+		                HOST_UDS_ADVICE);
+	/* The Sentry runs every process inside on host threads of its own (with the ptrace
+	 * platform several per process), all in the container's cgroup. */
+	if (ws->limits.pids)
+		return sbx_fail(-SBX_ECONFIG, "config: key 'limits.pids': not with gVisor (docker "
+		                "runtime '%s'): the engine's pids limit would count gVisor's own host "
+		                "threads, several per process inside, and stop the whole sandbox when "
+		                "reached instead of failing a fork; limits.processes (RLIMIT_NPROC, "
+		                "which gVisor enforces) bounds the processes of each command", rt->name);
+	/* gVisor imports a host socket only once it is connected. */
+	if (ws->opts.detached && ws->server)
+		return sbx_fail(-SBX_ECONFIG, "config: key 'docker.detached': not with exec "
+		                "\"server\" on gVisor (docker runtime '%s'): gVisor cannot listen on "
+		                "the socket a detached exec server is handed by the host; set "
+		                "docker.exec to \"api\" for a detached gVisor workspace", rt->name);
 	return 0;
 }
 
@@ -195,40 +207,42 @@ static int unknown_runtime(const char *name, const struct docker_runtimes *rt)
 	return r;
 }
 
-int docker_runtime_check(struct docker_ws *ws)
+/* The runtime the container runs on, from /info: the configured one, else the engine's
+ * default. Refused when unknown or not usable with this configuration. */
+static int resolve_runtime(struct docker_ws *ws)
 {
 	struct docker_runtimes rt;
+	const struct docker_runtime *found;
+	const char *name;
 	int r;
 
-	if (!ws->opts.runtime)
-		return 0;
 	if ((r = docker_runtimes_get(&ws->engine, &rt)) < 0)
 		return r;
-	r = !docker_runtimes_has(&rt, ws->opts.runtime) ? unknown_runtime(ws->opts.runtime, &rt)
-	                                                : usable_runtime(ws->opts.runtime, &rt);
-	docker_runtimes_free(&rt);
-	if (r == 0 && !(ws->runtime = strdup(ws->opts.runtime)))
+	name = ws->opts.runtime ? ws->opts.runtime : rt.default_name;
+	found = docker_runtimes_find(&rt, name);
+	if (!name)
+		r = sbx_fail(-SBX_EPROTO, "docker: the engine's /info names no DefaultRuntime");
+	else if (!found)
+		r = unknown_runtime(name, &rt);
+	else if ((r = usable_runtime(ws, found)) == 0 && !(ws->runtime = strdup(name)))
 		r = sbx_fail(-SBX_ENOMEM, "docker: out of memory");
+	docker_runtimes_free(&rt);
 	return r;
 }
 
-/* The runtime this open asks for: the configured one, else the engine's default (asked for
- * only when a container is found: an open that creates one needs none). */
+/* Asked only where the answer matters: a named runtime, the settings gVisor refuses, and a
+ * detached container that will be found again. An ephemeral open on the default runtime
+ * keeps its one fewer round trip (a container it finds after all is checked then). */
+int docker_runtime_check(struct docker_ws *ws)
+{
+	if (!ws->opts.runtime && !ws->limits.pids && !ws->opts.detached)
+		return 0;
+	return resolve_runtime(ws);
+}
+
 static int wanted_runtime(struct docker_ws *ws)
 {
-	struct docker_runtimes rt;
-	int r;
-
-	if (ws->runtime)
-		return 0;
-	if ((r = docker_runtimes_get(&ws->engine, &rt)) < 0)
-		return r;
-	if (!rt.default_name)
-		r = sbx_fail(-SBX_EPROTO, "docker: the engine's /info names no DefaultRuntime");
-	else
-		ws->runtime = SBX_TAKE_PTR(rt.default_name);
-	docker_runtimes_free(&rt);
-	return r;
+	return ws->runtime ? 0 : resolve_runtime(ws);
 }
 
 /* The HostConfig.Runtime of container id (the engine fills in its default at create). */
@@ -307,15 +321,14 @@ done:
 void docker_runtime_hint(struct docker_ws *ws, char *out, size_t len)
 {
 	struct docker_runtimes rt;
-	const char *name;
-	ssize_t i;
+	const struct docker_runtime *found;
 
 	out[0] = '\0';
 	if (docker_runtimes_get(&ws->engine, &rt) < 0)
 		return;
-	name = ws->opts.runtime ? ws->opts.runtime : rt.default_name;
-	i = name ? runtime_index(&rt, name) : -1;
-	if (i >= 0 && rt.sockets_closed[i])
-		snprintf(out, len, "; the container runs on runtime '%s': %s", name, HOST_UDS_ADVICE);
+	found = docker_runtimes_find(&rt, ws->opts.runtime ? ws->opts.runtime : rt.default_name);
+	if (found && found->sockets_closed)
+		snprintf(out, len, "; the container runs on runtime '%s': %s", found->name,
+		         HOST_UDS_ADVICE);
 	docker_runtimes_free(&rt);
 }
