@@ -43,6 +43,11 @@ check "flags override the config file" "hi $work/ws" "$out"
 grep -Eq '^local +available' "$work/doctor"; check "doctor lists local" 0 $?
 grep -Eq '^ns +' "$work/doctor"; check "doctor lists ns" 0 $?
 grep -Eq '^  local +host$' "$work/doctor"; check "doctor: local only shares the host's network" 0 $?
+# With an engine it can reach, doctor names the engine's runtimes and its default.
+if grep -Eq '^docker +available' "$work/doctor"; then
+  grep -Eq '^docker +available .*; runtimes: .*\(default\)' "$work/doctor"
+  check "doctor lists the engine's runtimes" 0 $?
+fi
 "$cli" doctor --config '{"network":{"mode":"host"}}' >"$work/doctor-host"
 check "doctor --config runs" 0 $?
 grep -q 'network mode "host" — EXPOSED' "$work/doctor-host"; check "doctor reports host exposure" 0 $?

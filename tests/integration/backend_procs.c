@@ -203,38 +203,48 @@ static void note_cgroup(const char *pid, void *arg)
 	scan->cgroups[scan->n_cgroups++] = cg;
 }
 
-struct pidfd_list {
-	int *fds;
+struct pid_list {
+	int *pids;
 	int n, max;
 };
 
-static void take_pidfd(const char *pid, void *arg)
+static void take_pid(const char *pid, void *arg)
 {
-	struct pidfd_list *l = arg;
-	int fd;
+	struct pid_list *l = arg;
 
-	if (l->n < l->max && (fd = (int)syscall(SYS_pidfd_open, atoi(pid), 0)) >= 0)
-		l->fds[l->n++] = fd;
+	if (l->n < l->max)
+		l->pids[l->n++] = atoi(pid);
 }
 
-int bt_sandbox_pidfds(const char *host_dir, int *fds, int max)
+int bt_sandbox_pids(const char *host_dir, int *pids, int max)
 {
 	const char *slash = strrchr(host_dir, '/');
 	struct sandbox_scan scan = { .name = slash ? slash + 1 : host_dir };
-	struct pidfd_list list = { .fds = fds, .max = max };
+	struct pid_list list = { .pids = pids, .max = max };
 	bool hidden = bt_processes_hidden();
 
 	/* gVisor's gofer mounts the workdir; the Sentry, which runs every task, does not, but
 	 * shares the container's cgroup with it. */
 	if (hidden)
 		for_each_sandbox_pid(&scan, false, note_cgroup, &scan);
-	for_each_sandbox_pid(&scan, hidden, take_pidfd, &list);
+	for_each_sandbox_pid(&scan, hidden, take_pid, &list);
 	for (size_t i = 0; i < scan.n_cgroups; i++)
 		free(scan.cgroups[i]);
 	/* The gofer and the Sentry at least: fewer means the search is blind here (not root?). */
 	ck_assert_msg(!hidden || list.n >= 2, "found %d host process(es) of the gVisor sandbox of "
 	              "%s; expected its runsc-gofer and runsc-sandbox", list.n, host_dir);
 	return list.n;
+}
+
+int bt_sandbox_pidfds(const char *host_dir, int *fds, int max)
+{
+	int pids[64], n = bt_sandbox_pids(host_dir, pids, max < 64 ? max : 64), got = 0;
+
+	/* One that ended between the two looks is simply not waited for. */
+	for (int i = 0; i < n; i++)
+		if ((fds[got] = (int)syscall(SYS_pidfd_open, pids[i], 0)) >= 0)
+			got++;
+	return got;
 }
 
 int bt_wait_pidfds_ended(int *fds, int n)

@@ -138,6 +138,10 @@ bool bt_ws_wait_for_process(sbx_workspace *ws, const char *mark, bool present);
  * release-20230717): then an orphan that left its command's session with setsid() ends with
  * the workspace rather than with the command (helpers/runner.c). Asked with sbx-probe. */
 bool bt_ws_orphans_escape(sbx_workspace *ws);
+/* The host pids of the processes that make up the sandbox of host_dir (at most max): those
+ * whose mounts mention it, or, where processes are hidden, those in the cgroup of one of
+ * them (gVisor's runsc-sandbox with its gofer; at least those two, or the test fails). */
+int bt_sandbox_pids(const char *host_dir, int *pids, int max);
 /* pidfds of the host processes that make up the sandbox of host_dir (at most max): those
  * whose mounts mention it, or, where processes are hidden, those in the cgroup of one of
  * them (gVisor's runsc-sandbox with its gofer; at least those two, or the test fails). */
