@@ -138,6 +138,8 @@ struct docker_runtime {
 	char *name;
 	bool gvisor;                  /* its program is runsc */
 	bool sockets_closed;          /* gVisor without --host-uds=open: nothing of ours runs */
+	bool no_network;              /* gVisor with --network=none: loopback only, whatever
+	                                 the container's NetworkMode */
 };
 struct docker_runtimes {
 	struct docker_runtime *list;
@@ -204,7 +206,8 @@ struct docker_ws {
 /* runtime.c */
 /* At open, after the helpers are found: a configured runtime must be one the engine has
  * (-SBX_EBACKEND naming the key and the registered ones otherwise), and what gVisor cannot
- * keep is refused naming its key (limits.pids, detached with the exec server). */
+ * keep is refused naming its key (limits.pids, network modes allowlist and, registered with
+ * --network=none, host; detached with the exec server). */
 int docker_runtime_check(struct docker_ws *ws);
 /* Whether container id runs on the runtime this workspace asks for; when not, sets
  * ws->replaced_why to what was found. */

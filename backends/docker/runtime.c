@@ -54,11 +54,12 @@ void docker_runtimes_free(struct docker_runtimes *rt)
 	*rt = (struct docker_runtimes){ 0 };
 }
 
-/* The value of gVisor's --host-uds in a runtime's arguments ("-host-uds=open", "--host-uds
- * open"; the deprecated --fsgofer-host-uds means "all"), or "none", its default. */
-static const char *host_uds_setting(const sbx_json *args)
+/* The value of one of gVisor's flags in a runtime's arguments ("-name=value", "--name
+ * value"; the last one counts), or fallback. */
+static const char *flag_value(const sbx_json *args, const char *name, const char *fallback)
 {
-	const char *value = "none";
+	const char *value = fallback;
+	size_t n = strlen(name);
 
 	for (size_t i = 0; args && args->type == SBX_JSON_ARRAY && i < args->n; i++) {
 		const sbx_json *a = args->items[i], *next = i + 1 < args->n ? args->items[i + 1] : NULL;
@@ -67,11 +68,13 @@ static const char *host_uds_setting(const sbx_json *args)
 		if (a->type != SBX_JSON_STRING)
 			continue;
 		flag = a->str + strspn(a->str, "-");
-		if (!strncmp(flag, "host-uds=", 9))
-			value = flag + 9;
-		else if (!strcmp(flag, "host-uds") && next && next->type == SBX_JSON_STRING)
+		if (!strncmp(flag, name, n) && flag[n] == '=')
+			value = flag + n + 1;
+		else if (!strcmp(flag, name) && next && next->type == SBX_JSON_STRING)
 			value = next->str;
-		else if (!strcmp(flag, "fsgofer-host-uds") || !strcmp(flag, "fsgofer-host-uds=true"))
+		/* The deprecated spelling of --host-uds=all. */
+		else if (!strcmp(name, "host-uds") && (!strcmp(flag, "fsgofer-host-uds") ||
+		                                        !strcmp(flag, "fsgofer-host-uds=true")))
 			value = "all";
 	}
 	return value;
@@ -90,8 +93,11 @@ static void read_runtime(const sbx_json *entry, struct docker_runtime *rt)
 		return;
 	base = strrchr(path->str, '/') ? strrchr(path->str, '/') + 1 : path->str;
 	rt->gvisor = strncmp(base, "runsc", 5) == 0;
-	uds = host_uds_setting(sbx_json_get(entry, "runtimeArgs"));
+	uds = flag_value(sbx_json_get(entry, "runtimeArgs"), "host-uds", "none");
 	rt->sockets_closed = rt->gvisor && strcmp(uds, "open") != 0 && strcmp(uds, "all") != 0;
+	rt->no_network = rt->gvisor &&
+	                 !strcmp(flag_value(sbx_json_get(entry, "runtimeArgs"), "network", "sandbox"),
+	                         "none");
 }
 
 /* The keys of /info's "Runtimes" object and its "DefaultRuntime". */
@@ -182,6 +188,17 @@ static int usable_runtime(const struct docker_ws *ws, const struct docker_runtim
 		                "threads, several per process inside, and stop the whole sandbox when "
 		                "reached instead of failing a fork; limits.processes (RLIMIT_NPROC, "
 		                "which gVisor enforces) bounds the processes of each command", rt->name);
+	/* The bridge hands every accepted connection to the host's proxy as an fd; on gVisor
+	 * those are sockets of its own network stack, which no host process can hold. */
+	if (ws->allowlist)
+		return sbx_fail(-SBX_ECONFIG, "config: key 'network.mode': \"allowlist\" is not "
+		                "available with gVisor (docker runtime '%s'): the connections inside are "
+		                "sockets of gVisor's own network stack, which cannot be handed to the "
+		                "host's proxy; use mode \"none\", or runc", rt->name);
+	if (rt->no_network && strcmp(ws->network, "none") != 0)
+		return sbx_fail(-SBX_ECONFIG, "config: key 'network.mode': \"host\" cannot work on "
+		                "gVisor registered with --network=none (docker runtime '%s'): its "
+		                "commands would have no network at all", rt->name);
 	/* gVisor imports a host socket only once it is connected. */
 	if (ws->opts.detached && ws->server)
 		return sbx_fail(-SBX_ECONFIG, "config: key 'docker.detached': not with exec "
@@ -230,12 +247,13 @@ static int resolve_runtime(struct docker_ws *ws)
 	return r;
 }
 
-/* Asked only where the answer matters: a named runtime, the settings gVisor refuses, and a
- * detached container that will be found again. An ephemeral open on the default runtime
+/* Asked only where the answer matters: a named runtime, the settings gVisor refuses (a
+ * network, pids, a detached server), and a detached container that will be found again. An ephemeral open on the default runtime
  * keeps its one fewer round trip (a container it finds after all is checked then). */
 int docker_runtime_check(struct docker_ws *ws)
 {
-	if (!ws->opts.runtime && !ws->limits.pids && !ws->opts.detached)
+	if (!ws->opts.runtime && !ws->limits.pids && !ws->opts.detached && !ws->allowlist &&
+	    !strcmp(ws->network, "none"))
 		return 0;
 	return resolve_runtime(ws);
 }
