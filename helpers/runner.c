@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -174,7 +175,9 @@ static void close_fds_from(unsigned first)
 {
 	struct rlimit lim;
 
-	if (close_range(first, ~0U, 0) == 0)
+	/* INT_MAX, not ~0U: fds are ints, and gVisor refuses a last fd beyond INT_MAX (EINVAL),
+	 * which sent every command through the loop below, 20,000 closes at ~400 ms. */
+	if (close_range(first, INT_MAX, 0) == 0)
 		return;
 	/* Kernels before 5.9: close what the fd limit allows. */
 	if (getrlimit(RLIMIT_NOFILE, &lim) < 0 || lim.rlim_cur == RLIM_INFINITY ||
