@@ -160,7 +160,14 @@ typedef struct sbx_workspace sbx_workspace;
  *   audit       object  the audit log in the workspace's state folder (.agentsbx/audit.jsonl):
  *                       "enabled" (default true), "max_bytes" before rotation (default 10 MiB),
  *                       "keep" rotated files (default 3), "redact": secrets never written
- *   <backend>   object  options of that backend, under its own name ("docker": {...})
+ *   <backend>   object  options of that backend, under its own name ("docker": {...});
+ *                       since 1.6 "docker": {"runtime": "runsc"} runs the container on that
+ *                       OCI runtime of the engine's (runsc: gVisor's user-space kernel). A
+ *                       runtime the engine has not registered fails with -SBX_EBACKEND naming
+ *                       docker.runtime and the registered ones; what gVisor cannot keep
+ *                       (limits.pids, network modes "allowlist" and "host", detached with the
+ *                       exec server) with -SBX_ECONFIG naming the key
+ *                       (backends/docker/README.md)
  * Unknown keys, wrong types and out-of-range values fail with -SBX_ECONFIG and a message that
  * names the key. On success *out is a new handle, released with sbx_workspace_close(). */
 SBX_API int sbx_workspace_open(const char *config_json, sbx_workspace **out);
