@@ -147,6 +147,9 @@ struct docker_runtimes {
 	char *default_name;
 };
 int docker_runtimes_get(const struct docker_engine *e, struct docker_runtimes *rt);
+/* The same from /info's text (fuzzed: tests/fuzz/fuzz_docker_runtimes.c); -SBX_EPROTO for
+ * what is not an object with a "Runtimes" object, rt then empty. */
+int docker_runtimes_parse(const char *json, size_t len, struct docker_runtimes *rt);
 void docker_runtimes_free(struct docker_runtimes *rt);
 /* The entry of name (NULL: none, or name NULL). */
 const struct docker_runtime *docker_runtimes_find(const struct docker_runtimes *rt,

@@ -14,6 +14,7 @@
 #include "util/cleanup.h"
 #include "util/auditlog.h"
 #include "util/error.h"
+#include "util/http.h"
 
 #define RUNTIME_NAME_MAX 128
 
@@ -123,20 +124,35 @@ static int read_runtimes(const sbx_json *info, struct docker_runtimes *rt)
 	return 0;
 }
 
-int docker_runtimes_get(const struct docker_engine *e, struct docker_runtimes *rt)
+int docker_runtimes_parse(const char *json, size_t len, struct docker_runtimes *rt)
 {
 	sbx_json *info = NULL;
-	long status;
+	char err[160];
 	int r;
 
 	*rt = (struct docker_runtimes){ 0 };
-	if ((r = docker_call(e, "GET", "/info", NULL, "ask the engine its runtimes", &status,
-	                     &info)) < 0)
-		return r;
-	r = read_runtimes(info, rt);
+	if (sbx_json_parse(json, len, &info, err, sizeof err) < 0)
+		return sbx_fail(-SBX_EPROTO, "docker: the engine's /info is not JSON: %s", err);
+	r = info->type == SBX_JSON_OBJECT ? read_runtimes(info, rt)
+	                                  : sbx_fail(-SBX_EPROTO, "docker: the engine's /info is "
+	                                             "not an object");
 	sbx_json_free(info);
 	if (r < 0)
 		docker_runtimes_free(rt);
+	return r;
+}
+
+int docker_runtimes_get(const struct docker_engine *e, struct docker_runtimes *rt)
+{
+	struct docker_raw_call call = { .method = "GET", .path = "/info",
+	                                .what = "ask the engine its runtimes" };
+	struct sbx_http_response resp;
+	int r;
+
+	*rt = (struct docker_runtimes){ 0 };
+	if ((r = docker_call_raw(e, &call, &resp)) == 0)
+		r = docker_runtimes_parse(resp.body.data ? resp.body.data : "", resp.body.len, rt);
+	sbx_http_response_free(&resp);
 	return r;
 }
 
