@@ -5,10 +5,17 @@
  *
  * The runner is single-threaded and owns the command's whole process tree: it is a child
  * subreaper, so every process the command orphans (a double-forked `setsid` daemon included)
- * is reparented to it and can be found and killed. */
+ * is reparented to it and can be found and killed.
+ *
+ * Where the kernel refuses that to anyone but PID 1 (gVisor before release-20230717, the
+ * runsc of Debian 12, answers EINVAL), orphans go to the sandbox's PID 1 instead. The runner
+ * then also kills every process of the command's session wherever it was reparented: what
+ * it cannot find is an orphan that left the session with setsid(), which ends with the
+ * sandbox (close, reset) rather than with the command (docs/security.md). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -62,6 +69,7 @@ struct runner {
 	pid_t cmd;                    /* the main process: also its session and process group id */
 	bool cmd_ended;               /* its status is in report (it may still be a zombie) */
 	bool cmd_reaped;              /* its pid, and so its process group id, may be reused */
+	bool subreaper;               /* orphans come back to us (else: see the top) */
 	struct sbx_run_report report;
 };
 
@@ -167,7 +175,9 @@ static void close_fds_from(unsigned first)
 {
 	struct rlimit lim;
 
-	if (close_range(first, ~0U, 0) == 0)
+	/* INT_MAX, not ~0U: fds are ints, and gVisor refuses a last fd beyond INT_MAX (EINVAL),
+	 * which sent every command through the loop below, 20,000 closes at ~400 ms. */
+	if (close_range(first, INT_MAX, 0) == 0)
 		return;
 	/* Kernels before 5.9: close what the fd limit allows. */
 	if (getrlimit(RLIMIT_NOFILE, &lim) < 0 || lim.rlim_cur == RLIM_INFINITY ||
@@ -404,32 +414,36 @@ static enum ending serve(struct runner *r)
 /* ---- killing the tree ------------------------------------------------------------------ */
 
 struct proc_entry {
-	pid_t pid, ppid;
+	pid_t pid, ppid, sid;
+	bool zombie;
 	ssize_t parent;               /* index of the parent in the table, or -1 */
 	bool ours;
 };
 
-static pid_t read_ppid(int procfd, const char *pid)
+/* The parent, session and state of a process from /proc/<pid>/stat; false when it is gone. */
+static bool read_stat(int procfd, const char *pid, struct proc_entry *e)
 {
 	char path[64], buf[512], *p;
-	int fd, ppid;
+	int fd, ppid, pgrp, sid;
 	ssize_t n;
 	char state;
 
 	snprintf(path, sizeof path, "%s/stat", pid);
 	fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return false;
 	n = read(fd, buf, sizeof buf - 1);
 	close(fd);
 	if (n <= 0)
-		return -1;
+		return false;
 	buf[n] = '\0';
-	/* "pid (comm) state ppid ...": comm may hold spaces and ')', so its end is the last ')' */
+	/* "pid (comm) state ppid pgrp session ...": comm may hold spaces and ')', so its end is
+	 * the last ')' */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2)
-		return -1;
-	return ppid;
+	if (!p || sscanf(p + 1, " %c %d %d %d", &state, &ppid, &pgrp, &sid) != 4)
+		return false;
+	*e = (struct proc_entry){ atoi(pid), ppid, sid, state == 'Z', -1, false };
+	return true;
 }
 
 /* Every process's pid and parent, from /proc. */
@@ -441,12 +455,9 @@ static size_t read_process_table(struct proc_entry **out)
 	struct dirent *e;
 
 	while (dir && (e = readdir(dir))) {
-		pid_t ppid;
+		struct proc_entry entry;
 
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		ppid = read_ppid(dirfd(dir), e->d_name);
-		if (ppid < 0)
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' || !read_stat(dirfd(dir), e->d_name, &entry))
 			continue;
 		if (n == cap) {
 			size_t bigger_cap = cap ? 2 * cap : 256;
@@ -457,7 +468,7 @@ static size_t read_process_table(struct proc_entry **out)
 			table = bigger;
 			cap = bigger_cap;
 		}
-		table[n++] = (struct proc_entry){ atoi(e->d_name), ppid, -1, false };
+		table[n++] = entry;
 	}
 	if (dir)
 		closedir(dir);
@@ -499,18 +510,27 @@ static void mark_descendants(struct proc_entry *table, size_t n, pid_t root)
 	}
 }
 
-static void kill_descendants(pid_t self)
+/* Kills the runner's descendants and, without a subreaper, the live members of the
+ * command's session that were reparented away. Returns how many of those it found: they are
+ * nobody's children here, so only another look tells when they are gone. */
+static size_t kill_descendants(const struct runner *r)
 {
 	struct proc_entry *table;
-	size_t n = read_process_table(&table);
+	size_t n = read_process_table(&table), strays = 0;
 
 	if (!table)
-		return;
-	mark_descendants(table, n, self);
-	for (size_t i = 0; i < n; i++)
-		if (table[i].ours)
+		return 0;
+	mark_descendants(table, n, r->self);
+	for (size_t i = 0; i < n; i++) {
+		bool stray = !r->subreaper && !table[i].ours && !table[i].zombie &&
+		             table[i].sid == r->cmd && table[i].pid != r->self;
+
+		if (table[i].ours || stray)
 			kill(table[i].pid, SIGKILL);
+		strays += stray;
+	}
 	free(table);
+	return strays;
 }
 
 /* Reaps every child that has ended; true once the runner has no child left at all, which
@@ -556,8 +576,12 @@ static void kill_tree(struct runner *r)
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	/* Processes may fork while being found; each round kills all it sees, and a killed
 	 * process forks no more, so the rounds converge. */
-	while (!reap_all(r) && elapsed_ms(&start) < KILL_DEADLINE_MS) {
-		kill_descendants(r->self);
+	for (;;) {
+		bool children_gone = reap_all(r);
+		size_t strays = children_gone && r->subreaper ? 0 : kill_descendants(r);
+
+		if ((children_gone && strays == 0) || elapsed_ms(&start) >= KILL_DEADLINE_MS)
+			break;
 		nanosleep(&pause, NULL);
 	}
 }
@@ -572,7 +596,10 @@ int sbx_runner_run(char **argv)
 		return -1;
 	/* A host may leak fds without close-on-exec; holding them would keep its pipes open. */
 	close_fds_from(SBX_RUN_CONTROL_FD + 1);
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+	r.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+	/* EINVAL: a kernel that keeps the role for PID 1 (see the top); anything else is not
+	 * a kernel we know how to run under. */
+	if (!r.subreaper && errno != EINVAL)
 		refuse_to_start(&r, "prctl(PR_SET_CHILD_SUBREAPER)", errno, 126);
 	/* No setsid here: whoever starts the runner puts it out of the host's session (the local
 	 * backend with posix_spawn's SETSID, the sandbox init by having none), and a new session

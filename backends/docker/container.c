@@ -111,6 +111,12 @@ static void add_host_config(const struct docker_ws *ws, sbx_buf *b)
 		sbx_buf_printf(b, ",\"PidsLimit\":%llu", (unsigned long long)ws->limits.pids);
 	if (ws->opts.nano_cpus)
 		sbx_buf_printf(b, ",\"NanoCpus\":%llu", (unsigned long long)ws->opts.nano_cpus);
+	/* Only when configured: the engine fills in its default, and a body without the key
+	 * keeps the spec label of containers made before the key existed. */
+	if (ws->opts.runtime) {
+		sbx_buf_puts(b, ",\"Runtime\":");
+		json_str(b, ws->opts.runtime);
+	}
 	sbx_buf_puts(b, ",");
 	add_mounts(ws, b);
 	sbx_buf_puts(b, "}");
@@ -284,6 +290,17 @@ static int remove_by_id(struct docker_ws *ws, const char *id)
 	return r;
 }
 
+/* Removes a container that failed to come up, keeping the failure's message: the removal's
+ * own (often "No such container": AutoRemove was quicker) would hide why. */
+static int remove_failed(struct docker_ws *ws, int r)
+{
+	char why[1024];
+
+	snprintf(why, sizeof why, "%s", sbx_last_error());
+	remove_by_id(ws, ws->container);
+	return sbx_fail(r, "%s", why);
+}
+
 static int create_container(struct docker_ws *ws, const char *keepalive, const char *spec)
 {
 	sbx_buf body = { 0 };
@@ -437,19 +454,23 @@ static int create_and_start(struct docker_ws *ws, const char *spec)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	r = create_container(ws, name ? name : "", spec);
 	if (r == 0 && (r = start_container(ws)) < 0)
-		remove_by_id(ws, ws->container);
+		r = remove_failed(ws, r);
 	if (r == 0 && lfd >= 0) {
 		r = docker_control_accept(lfd, -1, START_TIMEOUT_MS, &ws->keepalive);
-		if (r < 0)
+		if (r < 0) {
+			char hint[600];
+
+			docker_runtime_hint(ws, hint, sizeof hint);
 			r = sbx_fail(-SBX_EBACKEND, "docker: the container's main process did not "
-			             "connect to %s (can the container's user run %s?)", sock,
-			             ws->server ? ws->init : ws->runner);
+			             "connect to %s (can the container's user run %s?)%s", sock,
+			             ws->server ? ws->init : ws->runner, hint);
+		}
 		else if (ws->server)
 			r = start_exec_server(ws);
 		if (r < 0) {
 			close(ws->keepalive);
 			ws->keepalive = -1;
-			remove_by_id(ws, ws->container);
+			r = remove_failed(ws, r);
 		}
 	}
 	if (sock)
@@ -466,6 +487,10 @@ int docker_container_up(struct docker_ws *ws)
 
 	if ((r = spec_digest(ws, spec)) < 0 ||
 	    (r = find_container(ws, spec, &found, &running, &matches)) < 0)
+		return r;
+	/* The labels say what we made, not what runs: a container on another runtime (made
+	 * by another hand, or before the engine's default changed) is not ours to use. */
+	if (found && matches && (r = docker_runtime_matches(ws, found, &matches)) < 0)
 		return r;
 	/* A server container can only be reattached while its server runs: a stopped one would
 	 * start its server against a channel that is long gone. */

@@ -23,18 +23,31 @@
 
 extern const char *const sbx_default_protected_paths[];
 
+/* The engine, and the OCI runtimes it offers ("docker.runtime" takes one of them). */
 static int docker_probe(char *detail, size_t len)
 {
 	struct docker_engine e;
+	struct docker_runtimes rt = { 0 };
+	sbx_buf runtimes = { 0 };
 	int r = docker_engine_connect(&e, NULL, PROBE_TIMEOUT_MS);
 
-	if (r < 0)
+	if (r < 0) {
 		snprintf(detail, len, "%s", sbx_last_error());
+		docker_engine_free(&e);
+		return -SBX_EBACKEND;
+	}
+	e.timeout_ms = PROBE_TIMEOUT_MS;
+	if (docker_runtimes_get(&e, &rt) == 0)
+		docker_runtimes_describe(&rt, &runtimes);
 	else
-		snprintf(detail, len, "Docker Engine API %s at %s", e.api + 1,
-		         e.unix_socket ? e.unix_socket : e.base_url);
+		sbx_buf_printf(&runtimes, "unknown (%s)", sbx_last_error());
+	snprintf(detail, len, "Docker Engine API %s at %s; runtimes: %s", e.api + 1,
+	         e.unix_socket ? e.unix_socket : e.base_url,
+	         runtimes.data && !runtimes.oom ? runtimes.data : "?");
+	sbx_buf_free(&runtimes);
+	docker_runtimes_free(&rt);
 	docker_engine_free(&e);
-	return r < 0 ? -SBX_EBACKEND : 0;
+	return 0;
 }
 
 static void ws_free(struct docker_ws *ws)
@@ -56,6 +69,8 @@ static void ws_free(struct docker_ws *ws)
 	free(ws->network);
 	free(ws->volume);
 	free(ws->state_dir);
+	free(ws->runtime);
+	free(ws->replaced_why);
 	pthread_mutex_destroy(&ws->lock);
 	free(ws);
 }
@@ -187,11 +202,13 @@ static int setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 		ws->progress_userdata = cfg->progress_userdata;
 	}
 	if ((r = docker_engine_connect(&ws->engine, ws->opts.host, 0)) < 0 ||
-	    (r = find_helpers(ws)) < 0 || (r = pick_user(ws, cfg)) < 0 ||
-	    (volume && (r = docker_volume_setup(ws, cfg)) < 0) || (r = make_control_dir(ws, cfg)) < 0 ||
-	    (r = docker_network_start(ws, cfg)) < 0)
+	    (r = find_helpers(ws)) < 0 || (r = docker_runtime_check(ws)) < 0 ||
+	    (r = pick_user(ws, cfg)) < 0 || (volume && (r = docker_volume_setup(ws, cfg)) < 0) ||
+	    (r = make_control_dir(ws, cfg)) < 0 || (r = docker_network_start(ws, cfg)) < 0 ||
+	    (r = docker_container_up(ws)) < 0)
 		return r;
-	return docker_container_up(ws);
+	docker_audit_replaced(ws, cfg);
+	return 0;
 }
 
 static int docker_open(const sbx_backend_config *cfg, void **state)

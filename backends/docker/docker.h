@@ -111,6 +111,8 @@ struct docker_options {
 	int exec;                     /* DOCKER_EXEC_*: how commands start */
 	char *volume;                 /* "volume": the named volume at /workspace (volume.c) */
 	bool volume_own;              /* "volume": true: a volume of the workspace's own */
+	char *runtime;                /* "runtime": the OCI runtime (runtime.c); NULL = the
+	                                 engine's default */
 };
 
 /* "exec": "server" runs the ns backend's resident exec server (agentsbx-init) as the
@@ -129,6 +131,34 @@ int docker_take_volume(const sbx_json *v, struct docker_options *o);
 int docker_check_volume_options(const struct docker_options *o);
 /* The ops table's workspace_caps: a volume workspace has no host files. */
 int docker_workspace_caps(const char *options_json, uint32_t *caps);
+
+/* ---- runtime.c: the OCI runtime the container runs on -------------------------------------- */
+
+/* The "runtime" key: a runtime's name (checked against the engine at open). */
+int docker_take_runtime(const sbx_json *v, struct docker_options *o);
+/* What GET /info says: the registered runtimes' names and the default (NULL if unnamed). */
+struct docker_runtime {
+	char *name;
+	bool gvisor;                  /* its program is runsc */
+	bool sockets_closed;          /* gVisor without --host-uds=open: nothing of ours runs */
+	bool no_network;              /* gVisor with --network=none: loopback only, whatever
+	                                 the container's NetworkMode */
+};
+struct docker_runtimes {
+	struct docker_runtime *list;
+	size_t n;
+	char *default_name;
+};
+int docker_runtimes_get(const struct docker_engine *e, struct docker_runtimes *rt);
+/* The same from /info's text (fuzzed: tests/fuzz/fuzz_docker_runtimes.c); -SBX_EPROTO for
+ * what is not an object with a "Runtimes" object, rt then empty. */
+int docker_runtimes_parse(const char *json, size_t len, struct docker_runtimes *rt);
+void docker_runtimes_free(struct docker_runtimes *rt);
+/* The entry of name (NULL: none, or name NULL). */
+const struct docker_runtime *docker_runtimes_find(const struct docker_runtimes *rt,
+                                                  const char *name);
+/* "runc (default), runsc": for messages and doctor. */
+void docker_runtimes_describe(const struct docker_runtimes *rt, sbx_buf *out);
 
 /* ---- control.c: the runner's control sockets ------------------------------------------- */
 
@@ -172,7 +202,28 @@ struct docker_ws {
 	bool reset_empties;           /* reset makes the workspace's own volume anew */
 	char *state_dir;              /* library-private host folder (sockets, the attach dir) */
 	unsigned file_uid, file_gid;  /* the owner of what the file ops write */
+	/* runtime.c: the runtime the container must run on (docker.runtime, else the engine's
+	 * default, once asked: NULL until then), and why a container found
+	 * by its labels was replaced instead of used (for the audit log; NULL: none was). */
+	char *runtime;
+	char *replaced_why;
 };
+
+/* runtime.c */
+/* At open, after the helpers are found: a configured runtime must be one the engine has
+ * (-SBX_EBACKEND naming the key and the registered ones otherwise), and what gVisor cannot
+ * keep is refused naming its key (limits.pids, network modes allowlist and, registered with
+ * --network=none, host; detached with the exec server). */
+int docker_runtime_check(struct docker_ws *ws);
+/* Whether container id runs on the runtime this workspace asks for; when not, sets
+ * ws->replaced_why to what was found. */
+int docker_runtime_matches(struct docker_ws *ws, const char *id, bool *matches);
+/* After the main process did not connect: "; the container runs on ..." when its runtime
+ * is gVisor without --host-uds=open, else "". */
+void docker_runtime_hint(struct docker_ws *ws, char *out, size_t len);
+/* After the container is up: an audit record (kind "docker", event "container-replaced")
+ * when a found container was replaced for ws->replaced_why. */
+void docker_audit_replaced(struct docker_ws *ws, const sbx_backend_config *cfg);
 
 /* pull.c: one line of a pull's answer, read (pointers into the line; "" for what it lacks,
  * error NULL unless it reports the failure; byte counts 0 when unknown or not counts). */

@@ -173,8 +173,10 @@ static int take_option(const char *key, const sbx_json *v, struct docker_options
 		return docker_take_volume(v, o);
 	if (!strcmp(key, "idle_ttl_s"))
 		return take_idle_ttl(v, o);
+	if (!strcmp(key, "runtime"))
+		return docker_take_runtime(v, o);
 	return option_error(key, "unknown key (known: image, host, user, detached, idle_ttl_s, "
-	                    "pull, network, exec, stdio, cpus, tmp_size, volume)");
+	                    "pull, network, exec, stdio, cpus, tmp_size, volume, runtime)");
 }
 
 int docker_options_parse(const char *options_json, struct docker_options *o)
@@ -218,5 +220,6 @@ void docker_options_free(struct docker_options *o)
 	free(o->host);
 	free(o->user);
 	free(o->volume);
+	free(o->runtime);
 	*o = (struct docker_options){ 0 };
 }

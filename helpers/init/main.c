@@ -407,7 +407,8 @@ static void close_from(unsigned first, unsigned last)
 {
 	struct rlimit lim;
 
-	if (first > last || close_range(first, last, 0) == 0)
+	/* fds are ints; gVisor refuses a last fd beyond INT_MAX (EINVAL). */
+	if (first > last || close_range(first, last > INT_MAX ? INT_MAX : last, 0) == 0)
 		return;
 	/* Kernels before 5.9: close what the fd limit allows. */
 	if (getrlimit(RLIMIT_NOFILE, &lim) < 0 || lim.rlim_cur == RLIM_INFINITY ||

@@ -186,7 +186,15 @@ typedef struct sbx_workspace sbx_workspace;
  *                       has held it (had it open) for that long, whoever forgets to sweep; a
  *                       command still running does not keep it (docs/security.md,
  *                       "Lifetimes"). Refused for a sandbox that is not detached, and non-zero
- *                       for a docker container with "exec": "api" (nothing inside could tell)
+ *                       for a docker container with "exec": "api" (nothing inside could tell).
+ *                       Since 1.6 "docker": {"runtime": "runsc"} runs the container on that
+ *                       OCI runtime of the engine's (runsc: gVisor's user-space kernel). A
+ *                       runtime the engine has not registered fails with -SBX_EBACKEND naming
+ *                       docker.runtime and the registered ones; what gVisor cannot keep
+ *                       (limits.pids, network modes "allowlist" and "host", detached with the
+ *                       exec server) with -SBX_ECONFIG naming the key
+ *                       (backends/docker/README.md)
+
  * Unknown keys, wrong types and out-of-range values fail with -SBX_ECONFIG and a message that
  * names the key. On success *out is a new handle, released with sbx_workspace_close(). */
 SBX_API int sbx_workspace_open(const char *config_json, sbx_workspace **out);

@@ -2,9 +2,14 @@
  * into the workspace's own container; our exec through the Engine's exec API, with stdio
  * "direct" (detached exec, the host's pipes handed to the runner) and "stream" (the hijacked
  * exec stream); our exec through the resident exec server in the container (the default);
- * and the ns backend's warm exec. Medians and ratios; not pass/fail.
+ * and the ns backend's warm exec. Medians and ratios; not pass/fail. The docker rows run once
+ * per OCI runtime named (docker.runtime: runc, runsc for gVisor...), the first the baseline
+ * of the others' ratios, and the last line sums it up for scripts:
+ *   RESULT ns_warm_ms=... <runtime>_cli_ms=... <runtime>_api_direct_ms=...
+ *          <runtime>_api_stream_ms=... <runtime>_server_ms=... ("na": could not run)
  *
- *   bench-docker [RUNS [IMAGE]]     (defaults: 30, agentsbx-test:busybox)
+ *   bench-docker [RUNS [IMAGE [RUNTIME...]]]
+ *       (defaults: 30, agentsbx-test:busybox, the engine's default runtime, named "default")
  *
  * Needs a running engine and the image (tests/docker/build-image.sh); the CLI row needs the
  * docker CLI on PATH. */
@@ -21,6 +26,7 @@
 extern char **environ;
 
 #define MAX_RUNS 1000
+#define MAX_RUNTIMES 8
 
 typedef int (*bench_fn)(void *ctx);
 
@@ -121,7 +127,7 @@ static void line(const char *what, double ms, double base, const char *base_name
 
 static sbx_workspace *open_docker(const char *id, const char *image, const char *options)
 {
-	char config[512];
+	char config[768];
 	sbx_workspace *ws = NULL;
 
 	snprintf(config, sizeof config, "{\"backend\":\"docker\",\"id\":\"%s\","
@@ -152,32 +158,93 @@ static double docker_row(const char *image, const char *options, int runs, doubl
 	return ms;
 }
 
+/* The medians of one runtime's rows. */
+struct runtime_rows {
+	const char *name;             /* as given, or "default" */
+	double cli, direct, stream, server;
+};
+
+static void measure_runtime(const char *image, const char *runtime, int runs,
+                            struct runtime_rows *m)
+{
+	char opts[3][160], rt[96] = "";
+	const char *modes[3] = { "\"exec\":\"api\",\"stdio\":\"direct\"",
+	                         "\"exec\":\"api\",\"stdio\":\"stream\"", "\"exec\":\"server\"" };
+
+	if (runtime)
+		snprintf(rt, sizeof rt, ",\"runtime\":\"%s\"", runtime);
+	for (int i = 0; i < 3; i++)
+		snprintf(opts[i], sizeof opts[i], "%s%s", modes[i], rt);
+	*m = (struct runtime_rows){ .name = runtime ? runtime : "default", .cli = -1 };
+	m->direct = docker_row(image, opts[0], runs, &m->cli);
+	m->stream = docker_row(image, opts[1], runs, NULL);
+	m->server = docker_row(image, opts[2], runs * 10, NULL);
+}
+
+static void print_runtime(const struct runtime_rows *m, const struct runtime_rows *base)
+{
+	char what[96];
+
+	printf("\nruntime %s%s\n", m->name, base ? "" : " (the baseline of the ratios below it)");
+	line("docker exec CONTAINER true (CLI)", m->cli, 0, "");
+	line("sbx_exec(true), docker, Engine API, direct", m->direct, m->cli, "CLI");
+	line("sbx_exec(true), docker, Engine API, stream", m->stream, m->cli, "CLI");
+	line("sbx_exec(true), docker, exec server (default)", m->server, m->cli, "CLI");
+	if (!base)
+		return;
+	snprintf(what, sizeof what, "  exec server vs %s", base->name);
+	line(what, m->server, base->server, base->name);
+	snprintf(what, sizeof what, "  Engine API (direct) vs %s", base->name);
+	line(what, m->direct, base->direct, base->name);
+}
+
+static void result_value(const char *key, const char *prefix, double ms)
+{
+	if (ms < 0)
+		printf(" %s%s_ms=na", prefix, key);
+	else
+		printf(" %s%s_ms=%.3f", prefix, key, ms);
+}
+
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 30;
 	const char *image = argc > 2 ? argv[2] : "agentsbx-test:busybox";
-	double cli = -1, direct, stream, server, ns = -1;
+	struct runtime_rows rows[MAX_RUNTIMES];
+	int n_runtimes = argc > 3 ? argc - 3 : 1;
+	double ns = -1;
 	sbx_workspace *nsws = NULL;
 
-	if (runs < 1 || runs > MAX_RUNS)
+	if (runs < 1 || runs > MAX_RUNS || n_runtimes > MAX_RUNTIMES)
 		return 2;
-	printf("libagentsbx %s docker exec benchmark: %d runs each (servers: %d), medians\n\n",
+	printf("libagentsbx %s docker exec benchmark: %d runs each (servers: %d), medians\n",
 	       sbx_version(), runs, runs * 10);
-	direct = docker_row(image, "\"exec\":\"api\",\"stdio\":\"direct\"", runs, &cli);
-	stream = docker_row(image, "\"exec\":\"api\",\"stdio\":\"stream\"", runs, NULL);
-	server = docker_row(image, "\"exec\":\"server\"", runs * 10, NULL);
+	for (int i = 0; i < n_runtimes; i++)
+		measure_runtime(image, argc > 3 ? argv[3 + i] : NULL, runs, &rows[i]);
 	if (sbx_workspace_open("{\"backend\":\"ns\"}", &nsws) == 0) {
 		ns = median_ms(exec_true, nsws, runs * 10);
 		sbx_workspace_close(nsws);
 	}
-	line("docker exec CONTAINER true (CLI)", cli, 0, "");
-	line("sbx_exec(true), docker, Engine API, direct", direct, cli, "CLI");
-	line("sbx_exec(true), docker, Engine API, stream", stream, cli, "CLI");
-	line("sbx_exec(true), docker, exec server (default)", server, cli, "CLI");
+	for (int i = 0; i < n_runtimes; i++)
+		print_runtime(&rows[i], i ? &rows[0] : NULL);
+	printf("\n");
 	line("sbx_exec(true) warm, ns", ns, 0, "");
-	if (ns > 0 && server > 0)
-		printf("\ndocker exec server / ns warm exec: %.2fx\n", server / ns);
+	if (ns > 0 && rows[0].server > 0)
+		printf("\ndocker exec server (%s) / ns warm exec: %.2fx\n", rows[0].name,
+		       rows[0].server / ns);
 	printf("\ntargets: the API path <= 0.8x the CLI; the exec server <= 2x ns warm exec and "
 	       "(being the default) <= 0.5x the CLI\n");
+	printf("RESULT");
+	result_value("ns_warm", "", ns);
+	for (int i = 0; i < n_runtimes; i++) {
+		char prefix[128];
+
+		snprintf(prefix, sizeof prefix, "%s_", rows[i].name);
+		result_value("cli", prefix, rows[i].cli);
+		result_value("api_direct", prefix, rows[i].direct);
+		result_value("api_stream", prefix, rows[i].stream);
+		result_value("server", prefix, rows[i].server);
+	}
+	printf("\n");
 	return 0;
 }

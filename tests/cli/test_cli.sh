@@ -50,6 +50,11 @@ grep -Eq "^  Docker's default profile refuses ([0-9]+) of the [0-9]+ system call
   "$work/doctor"; check "doctor: all of Docker's refusals held" 0 $?
 grep -q "^  Docker's argument rules: all [0-9]* held here$" "$work/doctor"
 check "doctor: Docker's argument rules held" 0 $?
+# With an engine it can reach, doctor names the engine's runtimes and its default.
+if grep -Eq '^docker +available' "$work/doctor"; then
+  grep -Eq '^docker +available .*; runtimes: .*\(default\)' "$work/doctor"
+  check "doctor lists the engine's runtimes" 0 $?
+fi
 "$cli" doctor --config '{"network":{"mode":"host"}}' >"$work/doctor-host"
 check "doctor --config runs" 0 $?
 grep -q 'network mode "host" — EXPOSED' "$work/doctor-host"; check "doctor reports host exposure" 0 $?

@@ -8,6 +8,10 @@ create. On exec start it plays the runner (connects to the exec's control socket
 upgraded response with one stdout frame, and then closes the connection while the command
 "runs": what a client sees when the engine stops or crashes mid-exec.
 
+GET /info lists two runtimes: runc, the default, and "runsc-closed", gVisor registered
+without --host-uds=open; a create on runsc-closed is an error (the backend must refuse it
+first).
+
 Images named "fakepull/..." are missing until pulled: create answers 404 "No such image", and
 POST /images/create answers with a pull stream in the Engine's format (recorded from a real
 pull) cut into odd chunks, with garbage between the lines: text that is not JSON, JSON that
@@ -98,6 +102,10 @@ class Engine(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/version":
             return self.reply(200, {"ApiVersion": "1.41", "Version": "fake"})
+        if self.path == "/v1.41/info":
+            return self.reply(200, {"DefaultRuntime": "runc", "Runtimes": {
+                "runc": {"path": "runc"},
+                "runsc-closed": {"path": "/usr/bin/runsc", "runtimeArgs": ["--platform=ptrace"]}}})
         if "/containers/json" in self.path:
             return self.reply(200, [])
         if "/exec/" in self.path:
@@ -125,6 +133,8 @@ class Engine(BaseHTTPRequestHandler):
             return
         if self.path.endswith("/containers/create"):
             image = body["Image"]
+            if body["HostConfig"].get("Runtime") == "runsc-closed":
+                return self.reply(500, {"message": "fake engine: created on runsc-closed"})
             if image.startswith("fakepull/") and image.split(":")[0] not in state["pulled"]:
                 return self.reply(404, {"message": "No such image: " + image})
             for m in body["HostConfig"]["Mounts"]:

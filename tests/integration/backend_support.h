@@ -121,6 +121,35 @@ void bt_put(sbx_workspace *ws, const char *rel, const char *text, unsigned mode)
  * nothing else of the host. Fails the test when the variable is unset. */
 void bt_install_program(sbx_workspace *ws, const char *env_name, const char *rel);
 
+/* ---- backend_procs.c: a workspace's processes, wherever they run ---------------------- */
+
+/* The docker runtime of this run ("runtime" in SBX_TEST_DOCKER_OPTIONS), or NULL for the
+ * engine's default. Static storage. */
+const char *bt_docker_runtime(void);
+/* Whether the host's /proc cannot show the workspace's processes: gVisor (runtime "runsc")
+ * runs them as tasks of its own kernel. */
+bool bt_processes_hidden(void);
+/* test_process_exists for the processes of ws: the host's /proc, and where they are hidden
+ * the workspace's own /proc, through a command. */
+bool bt_ws_process_exists(sbx_workspace *ws, const char *mark);
+/* Polls that until present, for at most 5 s; returns whether it was reached. */
+bool bt_ws_wait_for_process(sbx_workspace *ws, const char *mark, bool present);
+/* Whether the kernel under ws grants PR_SET_CHILD_SUBREAPER to PID 1 only (gVisor before
+ * release-20230717): then an orphan that left its command's session with setsid() ends with
+ * the workspace rather than with the command (helpers/runner.c). Asked with sbx-probe. */
+bool bt_ws_orphans_escape(sbx_workspace *ws);
+/* The host pids of the processes that make up the sandbox of host_dir (at most max): those
+ * whose mounts mention it, or, where processes are hidden, those in the cgroup of one of
+ * them (gVisor's runsc-sandbox with its gofer; at least those two, or the test fails). */
+int bt_sandbox_pids(const char *host_dir, int *pids, int max);
+/* pidfds of the host processes that make up the sandbox of host_dir (at most max): those
+ * whose mounts mention it, or, where processes are hidden, those in the cgroup of one of
+ * them (gVisor's runsc-sandbox with its gofer; at least those two, or the test fails). */
+int bt_sandbox_pidfds(const char *host_dir, int *fds, int max);
+/* Waits until every one has ended (60 s at most), closes them, and returns how many had not
+ * ended. */
+int bt_wait_pidfds_ended(int *fds, int n);
+
 /* Peak resident memory of this process since the last reset (VmHWM), or VmRSS where peaks
  * cannot be reset, in KiB. */
 long bt_memory_kb(bool reset_peak);

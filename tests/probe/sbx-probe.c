@@ -1,11 +1,24 @@
 /* sbx-probe: run by the tests inside a sandbox, it tries what the sandbox should refuse and
  * prints what happened, one line per probe:
  *
- *   sbx-probe [caps] [nnp] [securebits] [landlock-OP PATH...] [baseline] [syscall NAME...]
+ *   sbx-probe [caps] [nnp] [securebits] [ids] [subreaper] [connect PATH]
+ *             [landlock-OP PATH...] [setuid-status PATH] [baseline]
+ *             [syscall NAME...]
  *
  *   caps                 "CapInh <hex>", "CapPrm ...", "CapEff", "CapBnd", "CapAmb"
  *   nnp                  "nnp <PR_GET_NO_NEW_PRIVS>"
  *   securebits           "securebits 0x<PR_GET_SECUREBITS>"
+ *   ids                  "ids <real uid> <effective uid>" (a setuid copy shows what it got)
+ *   subreaper            "subreaper <OK|errno name>": PR_SET_CHILD_SUBREAPER for this process
+ *                        (gVisor before release-20230717 grants it to PID 1 only)
+ *   connect PATH         "connect PATH <errno name|OK closed|OK answered|OK silent>":
+ *                        connect(2) to the Unix socket PATH (SOCK_SEQPACKET, or SOCK_STREAM
+ *                        where the socket is of that type), then what the listener does
+ *                        within 3 s: closes the connection, sends something, or nothing
+ *
+ *   sbx-probe pgroup-exec PROG [ARG...]
+ *                        not a probe: execs PROG in a process group of its own, as a
+ *                        job-control shell starts a background job (exit 127 if it cannot)
  *   landlock-OP PATH     "landlock-OP PATH <OK|errno name>", OP one of write (create a new
  *                        file), append, truncate, read, mkdir, mkfifo, symlink, unlink;
  *                        landlock-rename FROM TO
@@ -29,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -42,6 +56,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -595,6 +610,54 @@ static void probe_securebits(void)
 	printf("securebits 0x%x\n", (unsigned)prctl(PR_GET_SECUREBITS, 0L, 0L, 0L, 0L));
 }
 
+static void probe_ids(void)
+{
+	printf("ids %u %u\n", (unsigned)getuid(), (unsigned)geteuid());
+}
+
+static void probe_subreaper(void)
+{
+	probe_print("subreaper", result_of(prctl(PR_SET_CHILD_SUBREAPER, 1L, 0L, 0L, 0L)));
+}
+
+/* 0 and the connected socket in *fd, or an errno value. */
+static int connect_unix(const char *path, int type, int *fd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	if (strlen(path) >= sizeof sa.sun_path)
+		return ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if ((*fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0)) < 0)
+		return errno;
+	if (connect(*fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+		return 0;
+	close(*fd);
+	return errno;
+}
+
+#define LISTENER_WAIT_MS 3000
+
+static void probe_connect(const char *path)
+{
+	struct pollfd p = { .events = POLLIN };
+	char name[4200], buf[512];
+	int r = connect_unix(path, SOCK_SEQPACKET, &p.fd);
+
+	if (r == EPROTOTYPE)
+		r = connect_unix(path, SOCK_STREAM, &p.fd);
+	snprintf(name, sizeof name, "connect %s", path);
+	if (r) {
+		probe_print(name, r);
+		return;
+	}
+	if (poll(&p, 1, LISTENER_WAIT_MS) <= 0)
+		printf("%s OK silent\n", name);
+	else
+		printf("%s OK %s\n", name, recv(p.fd, buf, sizeof buf, 0) > 0 ? "answered" : "closed");
+	close(p.fd);
+}
+
 /* ---- Landlock: file system writes ------------------------------------------------------- */
 
 static int fs_write_new(const char *path)
@@ -692,9 +755,16 @@ int main(int argc, char **argv)
 	int i = 1;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 2 && strcmp(argv[1], "pgroup-exec") == 0) {
+		if (setpgid(0, 0) == 0)
+			execvp(argv[2], argv + 2);
+		perror("sbx-probe: pgroup-exec");
+		return 127;
+	}
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s [caps] [nnp] [securebits] [landlock-OP PATH...] "
-		        "[setuid-status PATH] [baseline] [syscall NAME...]\n", argv[0]);
+		fprintf(stderr, "usage: %s [caps] [nnp] [securebits] [ids] [subreaper] [connect PATH] "
+		        "[landlock-OP PATH...] [setuid-status PATH] [baseline] [syscall NAME...]\n",
+		        argv[0]);
 		return 2;
 	}
 	while (i < argc) {
@@ -715,6 +785,12 @@ int main(int argc, char **argv)
 			probe_baseline();
 		} else if (strcmp(argv[i], "setuid-status") == 0 && i + 1 < argc) {
 			probe_setuid_status(argv[++i]);
+		} else if (strcmp(argv[i], "ids") == 0) {
+			probe_ids();
+		} else if (strcmp(argv[i], "subreaper") == 0) {
+			probe_subreaper();
+		} else if (strcmp(argv[i], "connect") == 0 && i + 1 < argc) {
+			probe_connect(argv[++i]);
 		} else if ((used = probe_fs(argv + i, argc - i)) != 0) {
 			if (used < 0) {
 				fprintf(stderr, "%s: %s needs its path(s)\n", argv[0], argv[i]);
