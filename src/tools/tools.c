@@ -18,6 +18,7 @@
 #include "skills.h"
 #include "tools/session.h"
 #include "tools/snapshot.h"
+#include "tools/text.h"
 #include "tools/tool.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -111,7 +112,7 @@ static bool string_ok(const sbx_json *v, char *err, const char *name)
 
 static bool enum_ok(const sbx_json *v, const sbx_json *allowed, char *err, const char *name)
 {
-	size_t used;
+	size_t used, listed = 0;
 
 	if (!allowed || allowed->type != SBX_JSON_ARRAY)
 		return true;
@@ -119,9 +120,11 @@ static bool enum_ok(const sbx_json *v, const sbx_json *allowed, char *err, const
 		if (allowed->items[i]->type == SBX_JSON_STRING && strcmp(allowed->items[i]->str, v->str) == 0)
 			return true;
 	used = (size_t)snprintf(err, SCHEMA_ERR_MAX, "\"%s\" must be one of:", name);
+	/* An MCP server's schema may list anything there: only its strings are choices. */
 	for (size_t i = 0; i < allowed->n && used < SCHEMA_ERR_MAX; i++)
-		used += (size_t)snprintf(err + used, SCHEMA_ERR_MAX - used, "%s \"%s\"", i ? "," : "",
-		                         allowed->items[i]->str);
+		if (allowed->items[i]->type == SBX_JSON_STRING)
+			used += (size_t)snprintf(err + used, SCHEMA_ERR_MAX - used, "%s \"%.64s\"",
+			                         listed++ ? "," : "", allowed->items[i]->str);
 	return false;
 }
 
@@ -169,33 +172,62 @@ static bool value_ok(const sbx_json *v, const sbx_json *schema, char *err, const
 static void list_properties(const sbx_json *props, char *err, size_t used)
 {
 	for (size_t i = 0; props && i < props->n && used < SCHEMA_ERR_MAX; i++)
-		used += (size_t)snprintf(err + used, SCHEMA_ERR_MAX - used, "%s%s", i ? ", " : "",
+		used += (size_t)snprintf(err + used, SCHEMA_ERR_MAX - used, "%s%.64s", i ? ", " : "",
 		                         props->keys[i]);
+}
+
+/* A member of the schema when it has the JSON type wanted, else NULL: the built-in schemas
+ * are ours, but an MCP server's comes from inside the sandbox and may be anything. */
+static const sbx_json *schema_member(const sbx_json *schema, const char *key, sbx_json_type t)
+{
+	const sbx_json *v = sbx_json_get(schema, key);
+
+	return v && v->type == t ? v : NULL;
+}
+
+/* Every required member is there and not null. A model that sends null for a required
+ * string has not given it: passing the null on would leave the tool without its input. */
+static bool required_ok(const sbx_json *args, const sbx_json *required, char *err)
+{
+	for (size_t i = 0; required && i < required->n; i++) {
+		const sbx_json *name = required->items[i], *v;
+
+		if (name->type != SBX_JSON_STRING || strlen(name->str) != name->len)
+			continue;
+		if (!(v = sbx_json_get(args, name->str))) {
+			snprintf(err, SCHEMA_ERR_MAX, "\"%.64s\" is required", name->str);
+			return false;
+		}
+		if (v->type == SBX_JSON_NULL) {
+			snprintf(err, SCHEMA_ERR_MAX, "\"%.64s\" is required and must not be null",
+			         name->str);
+			return false;
+		}
+	}
+	return true;
 }
 
 /* Returns true when args satisfy schema; otherwise err says why, naming the field. */
 static bool args_ok(const sbx_json *args, const sbx_json *schema, char *err)
 {
-	const sbx_json *props = sbx_json_get(schema, "properties");
-	const sbx_json *required = sbx_json_get(schema, "required");
+	const sbx_json *props = schema_member(schema, "properties", SBX_JSON_OBJECT);
+	const sbx_json *required = schema_member(schema, "required", SBX_JSON_ARRAY);
 
 	if (args->type != SBX_JSON_OBJECT) {
 		snprintf(err, SCHEMA_ERR_MAX, "the arguments must be a JSON object (got %s)",
 		         sbx_json_type_name(args->type));
 		return false;
 	}
-	for (size_t i = 0; required && i < required->n; i++)
-		if (!sbx_json_get(args, required->items[i]->str)) {
-			snprintf(err, SCHEMA_ERR_MAX, "\"%s\" is required", required->items[i]->str);
-			return false;
-		}
+	if (!required_ok(args, required, err))
+		return false;
 	for (size_t i = 0; i < args->n; i++) {
 		const sbx_json *prop = strlen(args->keys[i]) == args->key_lens[i]
 		                       ? sbx_json_get(props, args->keys[i]) : NULL;
 
 		if (!prop) {
+			_cleanup_free_ char *key = sbx_tool_escape_name(args->keys[i], args->key_lens[i]);
 			int used = snprintf(err, SCHEMA_ERR_MAX, "unknown parameter \"%.64s\"; the "
-			                    "parameters are: ", args->keys[i]);
+			                    "parameters are: ", key ? key : "?");
 			list_properties(props, err, (size_t)used);
 			return false;
 		}
