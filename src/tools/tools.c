@@ -322,6 +322,25 @@ static bool approved(struct call *c)
 	return allowed;
 }
 
+/* The tool did its work, but its session could not be stored (a full disk, say). That is no
+ * reason to lose the work or report a library failure: the result stands and says what the
+ * lost state means for the next calls. Only running out of memory fails the call. */
+static int session_not_saved(struct call *c, int r)
+{
+	char why[512];
+
+	snprintf(why, sizeof why, "%s", sbx_tool_last_error());
+	if (r == -SBX_ENOMEM)
+		return sbx_fail(r, "tool %s: saving session '%s': %s", c->name, c->session_id, why);
+	sbx_buf_printf(&c->out.text, "\n\n<system-reminder>This call's session state could not be "
+	               "saved (%s): files it read or changed must be read again before Write or "
+	               "Edit change them, and Bash keeps its previous working directory."
+	               "</system-reminder>", why);
+	sbx_tool_meta_bool(&c->out, "session_saved", false);
+	sbx_tool_meta_str(&c->out, "session_error", why, strlen(why));
+	return 0;
+}
+
 static int run_tool(struct call *c)
 {
 	struct sbx_tool_session *session = NULL;
@@ -347,12 +366,8 @@ static int run_tool(struct call *c)
 	r = c->tool->run(&ctx, c->args, &c->out);
 	if (snapshot)
 		sbx_tool_snapshot_free(ctx.root_fd, snapshot);
-	if (r == 0 && (r = sbx_tool_session_save(c->ws, session)) < 0) {
-		char why[512];
-
-		snprintf(why, sizeof why, "%s", sbx_last_error());
-		r = sbx_fail(r, "tool %s: saving session '%s': %s", c->name, c->session_id, why);
-	}
+	if (r == 0 && (r = sbx_tool_session_save(c->ws, session)) < 0)
+		r = session_not_saved(c, r);
 	sbx_tool_session_free(session);
 	return r;
 }
