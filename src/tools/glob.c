@@ -129,8 +129,8 @@ static void print_gaps(const sbx_walk *w, sbx_tool_out *out)
 		sbx_buf_printf(&out->text, "\n\n(%zu directory(ies) could not be read; files in them "
 		               "are missing.)", w->dirs_unreadable);
 	if (w->dirs_too_deep)
-		sbx_buf_printf(&out->text, "\n\n(%zu directory(ies) nested deeper than %d levels "
-		               "were not searched.)", w->dirs_too_deep, SBX_WALK_MAX_DEPTH);
+		sbx_buf_printf(&out->text, "\n\n(%zu directory(ies) nested deeper than %d levels, or "
+		               "with paths over 4095 bytes, were not searched.)", w->dirs_too_deep, SBX_WALK_MAX_DEPTH);
 }
 
 static int print_results(sbx_tool_ctx *ctx, glob_run *g, const char *pattern,

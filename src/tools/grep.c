@@ -735,8 +735,8 @@ static void print_gaps(grep_run *g, sbx_tool_out *out)
 		               "read; results from them are missing.)", st->unreadable,
 		               st->dirs_unreadable);
 	if (st->dirs_too_deep)
-		sbx_buf_printf(&out->text, "\n\n(%zu directory(ies) nested deeper than %d levels "
-		               "were not searched.)", st->dirs_too_deep, SBX_WALK_MAX_DEPTH);
+		sbx_buf_printf(&out->text, "\n\n(%zu directory(ies) nested deeper than %d levels, or "
+		               "with paths over 4095 bytes, were not searched.)", st->dirs_too_deep, SBX_WALK_MAX_DEPTH);
 }
 
 static void meta_cuts(grep_run *g, sbx_tool_out *out)

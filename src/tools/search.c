@@ -280,8 +280,10 @@ static int visit(walk_state *s, int dirfd, size_t len, const char *name, unsigne
 
 	if (sbx_walk_skipped_name(name) || (len == 0 && strcmp(name, STATE_DIR) == 0))
 		return 0;
-	if (len + sep + nlen >= sizeof s->path)
+	if (len + sep + nlen >= sizeof s->path) {
+		s->w->dirs_too_deep++;   /* not reachable by name: counted as too deep */
 		return 0;
+	}
 	type = type_of(dirfd, name, d_type);
 	if (type != DT_DIR && type != DT_REG)
 		return 0;   /* symlinks, special files and entries gone since the listing */

@@ -48,7 +48,8 @@ typedef struct sbx_walk {
 	/* Filled by the walk. */
 	bool timed_out;
 	size_t dirs_unreadable;   /* directories that could not be opened or listed */
-	size_t dirs_too_deep;     /* directories below SBX_WALK_MAX_DEPTH, not entered */
+	size_t dirs_too_deep;     /* directories below SBX_WALK_MAX_DEPTH, not entered, and
+	                             entries whose path passes PATH_MAX, left out */
 	int fd_exhausted;         /* EMFILE or ENFILE that a retry did not cure: the walk
 	                             stopped there (0 = it did not) */
 } sbx_walk;
