@@ -26,11 +26,14 @@
 #define JIT_STACK_MAX (4u << 20)
 /* Starting positions one engine call may try: it starts small (one position may cost up to
  * PCRE2's match limit, tens of milliseconds), halves down to one when a call takes longer
- * than SLICE_SLOW_NS and doubles up to SLICE_MAX when one is under a tenth of that, which a
- * quick pattern reaches in a few calls. */
+ * than SLICE_SLOW_NS, and grows eightfold up to SLICE_MAX when one took under a tenth of
+ * that, so a quick pattern reaches whole-file slices in a few calls. */
 #define SLICE_START ((size_t)16)
 #define SLICE_MAX ((size_t)1 << 20)
 #define SLICE_SLOW_NS 5000000
+/* The CPU clock is a system call: it is first read once a file has spent this long in the
+ * engine (most files never do), and the budget counts from there. */
+#define CPU_WATCH_AFTER_NS 20000000
 
 struct sbx_grep_regex {
 	pcre2_code *code;
@@ -179,8 +182,13 @@ static bool out_of_time(scan *s, int64_t now_ns)
 	}
 	if (!lim->cpu_budget_ms || s->engine_ns < s->cpu_check_ns)
 		return false;
-	int64_t used = clock_ns(CLOCK_THREAD_CPUTIME_ID) - s->cpu_start_ns;
 	int64_t budget = lim->cpu_budget_ms * 1000000;
+	if (!s->cpu_start_ns) {
+		s->cpu_start_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		s->cpu_check_ns = s->engine_ns + budget;
+		return false;
+	}
+	int64_t used = clock_ns(CLOCK_THREAD_CPUTIME_ID) - s->cpu_start_ns;
 	if (used >= budget) {
 		s->res->cut = SBX_GREP_CUT_SLOW;
 		return true;
@@ -194,7 +202,7 @@ static void adapt_slice(scan *s, int64_t took_ns)
 	if (took_ns > SLICE_SLOW_NS)
 		s->slice = s->slice > 1 ? s->slice / 2 : 1;
 	else if (took_ns < SLICE_SLOW_NS / 10 && s->slice < SLICE_MAX)
-		s->slice *= 2;
+		s->slice *= 8;
 }
 
 /* The next position a match may start at after `limit`: not inside a UTF-8 character. */
@@ -456,10 +464,7 @@ int sbx_grep_buffer(sbx_grep_matcher *m, const char *data, size_t len, const cha
 	           .slice = SLICE_START };
 	int rc;
 
-	if (s.lim->cpu_budget_ms) {
-		s.cpu_start_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-		s.cpu_check_ns = s.lim->cpu_budget_ms * 1000000;
-	}
+	s.cpu_check_ns = CPU_WATCH_AFTER_NS;
 	rc = o->multiline ? scan_multiline(&s) : scan_lines(&s);
 	if (rc < 0 && res->cut == SBX_GREP_CUT_NONE)
 		res->cut = SBX_GREP_CUT_ENGINE;
