@@ -133,6 +133,26 @@ static int refuse_dir_reference(sbx_workspace *ws, const char *rel, const char *
  * Read
  * ------------------------------------------------------------------------------------- */
 
+static int file_type(mode_t mode)
+{
+	if (S_ISREG(mode))
+		return SBX_FILE_REGULAR;
+	if (S_ISDIR(mode))
+		return SBX_FILE_DIRECTORY;
+	if (S_ISLNK(mode))
+		return SBX_FILE_SYMLINK;
+	return SBX_FILE_OTHER;
+}
+
+static void stat_from_host(const struct stat *st, sbx_stat *out)
+{
+	out->type = file_type(st->st_mode);
+	out->mode = st->st_mode & 07777;
+	out->file_size = (uint64_t)st->st_size;
+	out->mtime_sec = st->st_mtim.tv_sec;
+	out->mtime_nsec = st->st_mtim.tv_nsec;
+}
+
 /* Opens the file the O_PATH fd refers to for reading. Through /proc the kernel reopens that
  * very inode, so a rename racing with us cannot swap the file; without /proc the path is
  * resolved again and must lead to the same file. */
@@ -177,6 +197,44 @@ static int open_regular(sbx_workspace *ws, const char *rel, const char *path)
 	return reopen_for_reading(ws, pfd, &st, rel, path);
 }
 
+/* The read itself, on a path relative to the root (normalised where the backend needs it).
+ * The cap is judged on the opened file and passed into the read, so a file swapped or grown
+ * after any earlier look costs at most max + 1 bytes. */
+static int read_rel(sbx_workspace *ws, const char *rel, const char *path, size_t max,
+                    char **data, size_t *len, sbx_stat *st)
+{
+	struct stat hst;
+	int r;
+
+	if (!host_files(ws)) {
+		if (!ws->ops->file_read)
+			return unsupported(ws, "reading files");
+		if (st && ws->ops->file_stat && (r = ws->ops->file_stat(ws->state, rel, st)) < 0)
+			return r;
+		if ((r = ws->ops->file_read(ws->state, rel, data, len)) < 0)
+			return r;
+		if (*len > max) {
+			free(SBX_TAKE_PTR(*data));
+			*len = 0;
+			return sbx_fail(-SBX_EFBIG, "read '%s': file too large (more than %zu bytes)",
+			                path, max);
+		}
+		return 0;
+	}
+	_cleanup_close_ int fd = open_regular(ws, rel, path);
+	if (fd < 0)
+		return fd;
+	if (st) {
+		if (fstat(fd, &hst) < 0)
+			return sbx_fail(sbx_errno_code(errno), "read '%s': %s", path, strerror(errno));
+		stat_from_host(&hst, st);
+	}
+	r = sbx_fs_read_fd(fd, max, data, len);
+	if (r < 0)
+		return fail_on(r, "read", path);
+	return 0;
+}
+
 int sbx_file_read(sbx_workspace *ws, const char *path, char **data, size_t *len)
 {
 	_cleanup_free_ char *rel = NULL;
@@ -193,26 +251,35 @@ int sbx_file_read(sbx_workspace *ws, const char *path, char **data, size_t *len)
 		return sbx_fail(-SBX_EINVAL, "sbx_file_read: data must not be NULL");
 	if (!len)
 		return sbx_fail(-SBX_EINVAL, "sbx_file_read: len must not be NULL");
-
-	if (!host_files(ws)) {
-		if (!ws->ops->file_read)
-			return unsupported(ws, "reading files");
-		r = backend_path(ws, path, &rel);
-		if (r < 0)
-			return r;
-		return ws->ops->file_read(ws->state, rel, data, len);
-	}
-
-	r = relative_path(ws, path, &rel);
+	r = host_files(ws) ? relative_path(ws, path, &rel) : backend_path(ws, path, &rel);
 	if (r < 0)
 		return r;
-	_cleanup_close_ int fd = open_regular(ws, rel, path);
-	if (fd < 0)
-		return fd;
-	r = sbx_fs_read_fd(fd, SBX_FILE_READ_MAX, data, len);
-	if (r < 0)
-		return fail_on(r, "read", path);
-	return 0;
+	return read_rel(ws, rel, path, SBX_FILE_READ_MAX, data, len, NULL);
+}
+
+/* rel as the backend takes it: normalised for one that moves files itself (the _rel
+ * functions' callers pass normalised paths, but a lexical step costs nothing). */
+static int rel_for_backend(const sbx_workspace *ws, const char *rel, char **norm)
+{
+	if (host_files(ws) && ws->root_fd < 0)
+		return sbx_fail(-SBX_ESTATE, "'%s': the workspace has no root directory open", rel);
+	if (host_files(ws))
+		return (*norm = strdup(rel)) ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory");
+	return sbx_path_normalize(rel, "path", norm);
+}
+
+int sbx_file_read_rel(sbx_workspace *ws, const char *rel, size_t max, char **data, size_t *len,
+                      sbx_stat *st)
+{
+	_cleanup_free_ char *norm = NULL;
+	int r;
+
+	*data = NULL;
+	*len = 0;
+	if ((r = rel_for_backend(ws, rel, &norm)) < 0)
+		return r;
+	return read_rel(ws, norm, rel, max < SBX_FILE_READ_MAX ? max : SBX_FILE_READ_MAX, data, len,
+	                st);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -284,26 +351,6 @@ int sbx_file_write(sbx_workspace *ws, const char *path, const void *data, size_t
  * Stat and list
  * ------------------------------------------------------------------------------------- */
 
-static int file_type(mode_t mode)
-{
-	if (S_ISREG(mode))
-		return SBX_FILE_REGULAR;
-	if (S_ISDIR(mode))
-		return SBX_FILE_DIRECTORY;
-	if (S_ISLNK(mode))
-		return SBX_FILE_SYMLINK;
-	return SBX_FILE_OTHER;
-}
-
-static void stat_from_host(const struct stat *st, sbx_stat *out)
-{
-	out->type = file_type(st->st_mode);
-	out->mode = st->st_mode & 07777;
-	out->file_size = (uint64_t)st->st_size;
-	out->mtime_sec = st->st_mtim.tv_sec;
-	out->mtime_nsec = st->st_mtim.tv_nsec;
-}
-
 #define STAT_COVERS(st, field) \
 	((st)->size >= offsetof(sbx_stat, field) + sizeof(((sbx_stat *)0)->field))
 
@@ -322,11 +369,29 @@ static void stat_copy_known(const sbx_stat *full, sbx_stat *out)
 		out->mtime_nsec = full->mtime_nsec;
 }
 
+/* The stat itself, on a path relative to the root (normalised where the backend needs it). */
+static int stat_rel(sbx_workspace *ws, const char *rel, const char *path, sbx_stat *full)
+{
+	struct stat hst;
+
+	if (!host_files(ws)) {
+		if (!ws->ops->file_stat)
+			return unsupported(ws, "stat");
+		return ws->ops->file_stat(ws->state, rel, full);
+	}
+	_cleanup_close_ int fd = sbx_path_open(ws->root_fd, rel, O_PATH | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &hst) < 0)
+		return sbx_fail(sbx_errno_code(errno), "stat '%s': %s", path, strerror(errno));
+	stat_from_host(&hst, full);
+	return 0;
+}
+
 int sbx_file_stat(sbx_workspace *ws, const char *path, sbx_stat *st)
 {
 	_cleanup_free_ char *rel = NULL;
 	sbx_stat full = { .size = sizeof full };
-	struct stat hst;
 	int r;
 
 	r = check_args("sbx_file_stat", ws, path);
@@ -337,31 +402,23 @@ int sbx_file_stat(sbx_workspace *ws, const char *path, sbx_stat *st)
 	if (!STAT_COVERS(st, type))
 		return sbx_fail(-SBX_EINVAL, "sbx_file_stat: st->size %zu is too small (set it to "
 		                "sizeof(sbx_stat))", st->size);
-
-	if (!host_files(ws)) {
-		if (!ws->ops->file_stat)
-			return unsupported(ws, "stat");
-		r = backend_path(ws, path, &rel);
-		if (r < 0)
-			return r;
-		r = ws->ops->file_stat(ws->state, rel, &full);
-		if (r < 0)
-			return r;
-		stat_copy_known(&full, st);
-		return 0;
-	}
-
-	r = relative_path(ws, path, &rel);
+	r = host_files(ws) ? relative_path(ws, path, &rel) : backend_path(ws, path, &rel);
+	if (r == 0)
+		r = stat_rel(ws, rel, path, &full);
 	if (r < 0)
 		return r;
-	_cleanup_close_ int fd = sbx_path_open(ws->root_fd, rel, O_PATH | O_NOFOLLOW, 0);
-	if (fd < 0)
-		return fd;
-	if (fstat(fd, &hst) < 0)
-		return sbx_fail(sbx_errno_code(errno), "stat '%s': %s", path, strerror(errno));
-	stat_from_host(&hst, &full);
 	stat_copy_known(&full, st);
 	return 0;
+}
+
+int sbx_file_stat_rel(sbx_workspace *ws, const char *rel, sbx_stat *st)
+{
+	_cleanup_free_ char *norm = NULL;
+	int r;
+
+	if ((r = rel_for_backend(ws, rel, &norm)) < 0)
+		return r;
+	return stat_rel(ws, norm, rel, st);
 }
 
 struct list_entry {

@@ -77,6 +77,16 @@ void sbx_state_teardown(sbx_workspace *ws);
 int sbx_state_dir(sbx_workspace *ws, const char *sub, mode_t mode, int *out);
 /* Its host path (for messages and sbx_audit_path), or NULL. */
 const char *sbx_state_path(const sbx_workspace *ws);
+/* The file API as the agent tools use it (files.c). rel is root-relative and normalised
+ * already (sbx_tool_resolve_path) and may hold any byte but NUL: a name the tools printed
+ * escaped need not be UTF-8, which the public functions require.
+ * sbx_file_read_rel reads at most max bytes (at most SBX_FILE_READ_MAX): a larger file fails
+ * with -SBX_EFBIG, judged on the file opened, and no more than max + 1 bytes are ever read
+ * whatever the file becomes meanwhile. st (may be NULL; a full sbx_stat) gets the opened
+ * file's own stat, taken before reading it. */
+int sbx_file_stat_rel(sbx_workspace *ws, const char *rel, sbx_stat *st);
+int sbx_file_read_rel(sbx_workspace *ws, const char *rel, size_t max, char **data, size_t *len,
+                      sbx_stat *st);
 
 /* Marks the workspace as used now: every exec, spawn and tool call does (manager.c reads it). */
 void sbx_workspace_touch(sbx_workspace *ws);

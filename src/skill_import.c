@@ -262,7 +262,8 @@ static int copy_file(struct writer *w, const char *target_rel, const char *path)
 		                      0644, SBX_WRITE_MKDIRS | SBX_WRITE_EXCL);
 	if (asprintf(&src, "%s/%s", w->dest, target_rel) < 0)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if ((r = sbx_file_read(w->ws, src, &data, &len)) < 0)
+	/* Capped in the read: a command may have swapped the file written a moment ago. */
+	if ((r = sbx_file_read_rel(w->ws, src, skill_limits.max_file, &data, &len, NULL)) < 0)
 		return r;
 	return sbx_file_write(w->ws, path, data, len, 0644, SBX_WRITE_MKDIRS | SBX_WRITE_EXCL);
 }

@@ -152,7 +152,8 @@ int sbx_skill_read_md(sbx_workspace *ws, const char *dir, char **text, size_t *l
 		return sbx_fail(-SBX_EINVAL, "%s: not a regular file", path);
 	if (st.file_size > SBX_FRONTMATTER_MAX)
 		return sbx_fail(-SBX_EFBIG, "%s: larger than %zu bytes", path, SBX_FRONTMATTER_MAX);
-	if ((r = sbx_file_read(ws, path, text, len)) < 0)
+	/* The cap again in the read itself: the stat above may be stale by now. */
+	if ((r = sbx_file_read_rel(ws, path, SBX_FRONTMATTER_MAX, text, len, NULL)) < 0)
 		return r;
 	if ((r = sbx_skill_md_parse(*text, *len, md)) < 0)
 		free(SBX_TAKE_PTR(*text));

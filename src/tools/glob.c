@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "tools/search.h"
@@ -121,10 +122,22 @@ static int relative_pattern(sbx_tool_ctx *ctx, const char *pattern, const char *
 	return *out ? 0 : -SBX_ENOMEM;
 }
 
+/* Directories the walk could not read or did not enter: the list may lack files there. */
+static void print_gaps(const sbx_walk *w, sbx_tool_out *out)
+{
+	if (w->dirs_unreadable)
+		sbx_buf_printf(&out->text, "\n\n(%zu directory(ies) could not be read; files in them "
+		               "are missing.)", w->dirs_unreadable);
+	if (w->dirs_too_deep)
+		sbx_buf_printf(&out->text, "\n\n(%zu directory(ies) nested deeper than %d levels, or "
+		               "with paths over 4095 bytes, were not searched.)", w->dirs_too_deep, SBX_WALK_MAX_DEPTH);
+}
+
 static int print_results(sbx_tool_ctx *ctx, glob_run *g, const char *pattern,
-                         bool timed_out, sbx_tool_out *out)
+                         const sbx_walk *w, sbx_tool_out *out)
 {
 	size_t shown = g->n < GLOB_MAX_RESULTS ? g->n : GLOB_MAX_RESULTS;
+	bool timed_out = w->timed_out;
 
 	if (!g->n && !timed_out) {
 		sbx_buf_printf(&out->text, "No files found matching pattern: %s", pattern);
@@ -145,10 +158,28 @@ static int print_results(sbx_tool_ctx *ctx, glob_run *g, const char *pattern,
 			               "incomplete. Use a more specific path or pattern.)",
 			               g->n ? "\n" : "", GLOB_TIMEOUT_MS / 1000);
 	}
+	print_gaps(w, out);
 	sbx_tool_meta_int(out, "count", (int64_t)shown);
 	sbx_tool_meta_int(out, "total", (int64_t)g->n);
 	sbx_tool_meta_bool(out, "truncated", g->n > GLOB_MAX_RESULTS || timed_out);
+	sbx_tool_meta_bool(out, "complete", !timed_out && !w->dirs_unreadable &&
+	                                    !w->dirs_too_deep);
+	sbx_tool_meta_int(out, "unreadable_dirs", (int64_t)w->dirs_unreadable);
+	sbx_tool_meta_int(out, "too_deep_dirs", (int64_t)w->dirs_too_deep);
 	return 0;
+}
+
+/* The walk ran out of file descriptors (Glob holds none of its own to give back): an error,
+ * not a list that looks whole. */
+static int fds_exhausted_error(const sbx_walk *w, size_t listed, sbx_tool_out *out)
+{
+	struct rlimit rl = { 0 };
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	return sbx_tool_error(out, "Error: Glob ran out of file descriptors (%s) after finding %zu "
+	                      "files, so it cannot list the rest. The host process may open %llu "
+	                      "files at once; close some or raise that limit, then try again.",
+	                      strerror(w->fd_exhausted), listed, (unsigned long long)rl.rlim_cur);
 }
 
 static int glob_run_tool(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
@@ -187,8 +218,10 @@ static int glob_run_tool(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *
 		/* nothing to add: the message is set */
 	} else if (r < 0) {
 		r = sbx_tool_error(out, "Directory not found: %s", path && *path ? path : ".");
+	} else if (w.fd_exhausted) {
+		r = fds_exhausted_error(&w, g.n, out);
 	} else {
-		r = print_results(ctx, &g, pattern, w.timed_out, out);
+		r = print_results(ctx, &g, pattern, &w, out);
 	}
 	glob_run_free(&g);
 	sbx_glob_free(compiled);

@@ -9,13 +9,23 @@
  *
  * Files with a NUL byte in their first 8 KiB are binary and skipped (rg's default), files over
  * 64 MiB are skipped and counted in the metadata. .gitignore files are applied whether or not
- * the workspace is a git repository (rg --no-require-git): workspaces often are not. */
+ * the workspace is a git repository (rg --no-require-git): workspaces often are not.
+ *
+ * The files are hostile (a command may have written them to be searched): each file's search
+ * is bounded (grep_match.h: the deadline, a CPU budget per file, an output budget worked out
+ * from what the page still needs, a stop flag once the page is full), a file is never read
+ * past the size cap whatever it becomes after its stat, and when file descriptors run out
+ * the search waits for its own open files to close and goes on with fewer, or fails saying
+ * so. Anything not searched completely (a file cut short, a file or directory that could
+ * not be read) makes "complete" false, and the output says what and why. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +51,10 @@
 /* Zeroed bytes kept after a file's data: PCRE2's JIT scans ahead in 16-byte blocks, and
  * reading initialised memory of our own keeps valgrind quiet and the reads in bounds. */
 #define GREP_READ_SLACK 64
+/* The CPU time one file's search may take (a backtracking pattern is cut there, well within
+ * the deadline), and how many cut files the result names one by one. */
+#define GREP_FILE_CPU_MS 2000
+#define GREP_CUTS_NAMED 10
 
 enum file_status { FILE_SEARCHED, FILE_BINARY, FILE_LARGE, FILE_UNREADABLE, FILE_SKIPPED };
 
@@ -69,7 +83,15 @@ typedef struct page {
 
 typedef struct grep_stats {
 	size_t files, matches, searched, binary, large, unreadable, engine_errors;
+	size_t dirs_unreadable, dirs_too_deep, cut;
 } grep_stats;
+
+/* A file whose search ended early in a way the page did not ask for. */
+typedef struct cut_note {
+	char *shown;
+	sbx_grep_cut why;
+	size_t line;
+} cut_note;
 
 typedef struct worker {
 	struct grep_run *run;
@@ -98,10 +120,22 @@ typedef struct grep_run {
 	size_t npending;
 	bool closing;   /* no more jobs will come */
 	bool stop;      /* the page is full: remaining jobs are dropped */
+	_Atomic bool stop_flag;   /* the same, for searches already under way (grep_match.h) */
 	int error;      /* a worker ran out of memory */
 	worker *workers;
 	size_t nworkers;
 	worker inline_worker;   /* for the single-threaded case and a single file */
+	int64_t deadline_ms;
+	/* Output of finished files not consumed yet: what the page cannot use of a file still
+	 * to be searched (the budgets are worked out from it, so that it stays bounded). */
+	size_t held_lines, held_bytes;
+	/* Files open (queued or being searched), the most the walker keeps open (lowered when
+	 * file descriptors run out), and the signal that some were closed. */
+	_Atomic size_t open_files;
+	size_t open_cap;
+	pthread_cond_t fds_closed;
+	int fd_exhausted;   /* the errno when no retry helped */
+	cut_note cuts[GREP_CUTS_NAMED];
 } grep_run;
 
 /* ---------------------------------------------------------------------------------------
@@ -125,19 +159,22 @@ static bool reserve(worker *w, size_t need)
 
 enum read_result { READ_OK, READ_FAILED, READ_TOO_BIG };
 
-/* Reads fd to its end into w->buf. size is what fstat said; the file may have changed. */
+/* Reads fd to its end into w->buf. size is what fstat said; the file may have changed since
+ * (a command can grow it into a sparse giant): never more than GREP_MAX_FILE_SIZE + 1 bytes
+ * are read, whatever it becomes. */
 static enum read_result read_whole(worker *w, int fd, size_t size, size_t *len)
 {
-	size_t used = 0;
+	const size_t most = (size_t)GREP_MAX_FILE_SIZE + 1;
+	size_t used = 0, want = size < most ? size + 1 : most;
 
-	if (!reserve(w, size + 1))
+	if (!reserve(w, want))
 		return READ_FAILED;
 	for (;;) {
 		size_t room = w->cap - GREP_READ_SLACK - used;
 		if (room == 0) {   /* it grew since fstat */
-			if (used > GREP_MAX_FILE_SIZE)
+			if (used >= most)
 				return READ_TOO_BIG;
-			if (!reserve(w, used * 2))
+			if (!reserve(w, used * 2 < most ? used * 2 : most))
 				return READ_FAILED;
 			continue;
 		}
@@ -164,9 +201,11 @@ static bool looks_binary(const char *d, size_t len)
 	return memchr(d, '\0', len < GREP_BINARY_PROBE ? len : GREP_BINARY_PROBE) != NULL;
 }
 
-/* Searches the file open on fd (closed here) into slot. explicit: the path the model named,
- * where a binary file is searched too and reported as such. Returns 0 or -SBX_ENOMEM. */
-static int search_file(worker *w, int fd, file_slot *slot, bool explicit)
+/* Searches the file open on fd (closed here) into slot, within lim. explicit: the path the
+ * model named, where a binary file is searched too and reported as such. Returns 0 or
+ * -SBX_ENOMEM. */
+static int search_file(worker *w, int fd, file_slot *slot, bool explicit,
+                       const sbx_grep_limits *lim)
 {
 	enum read_result rr;
 	struct stat st;
@@ -183,7 +222,7 @@ static int search_file(worker *w, int fd, file_slot *slot, bool explicit)
 		slot->status = FILE_BINARY;
 	} else {
 		slot->status = FILE_SEARCHED;
-		r = sbx_grep_buffer(w->matcher, w->buf, len, slot->shown, &slot->res);
+		r = sbx_grep_buffer(w->matcher, w->buf, len, slot->shown, lim, &slot->res);
 		if (r == 0 && explicit && looks_binary(w->buf, len) &&
 		    w->run->mode == SBX_GREP_CONTENT && slot->res.matched) {
 			/* Lines of a binary file are noise; say that it matches, as rg does. */
@@ -218,9 +257,20 @@ static void page_line(page *pg, const char *line, size_t n)
 	}
 }
 
+static void note_cut(grep_run *g, file_slot *s)
+{
+	if (g->st.cut < GREP_CUTS_NAMED) {
+		cut_note *n = &g->cuts[g->st.cut];
+		n->shown = SBX_TAKE_PTR(s->shown);
+		n->why = s->res.cut;
+		n->line = s->res.cut_line;
+	}
+	g->st.cut++;
+}
+
 static void consume_slot(grep_run *g, file_slot *s)
 {
-	const char *p = s->res.out.data, *end = p + s->res.out.len;
+	const char *p = s->res.out.data, *end = p ? p + s->res.out.len : p;
 
 	switch (s->status) {
 	case FILE_SEARCHED: g->st.searched++; break;
@@ -229,23 +279,30 @@ static void consume_slot(grep_run *g, file_slot *s)
 	case FILE_UNREADABLE: g->st.unreadable++; break;
 	default: break;
 	}
-	if (s->res.engine_error)
+	if (s->res.cut == SBX_GREP_CUT_ENGINE)
 		g->st.engine_errors++;
 	if (s->res.matched) {
 		g->st.files++;
 		g->st.matches += s->res.matched;
 	}
-	if (!s->res.lines)
-		return;
-	if (g->pg.separate_files && g->pg.any_file)
-		page_line(&g->pg, "--", 2);
-	g->pg.any_file = true;
+	g->held_lines -= s->res.lines;
+	g->held_bytes -= s->res.out.len;
+	if (s->res.lines) {
+		if (g->pg.separate_files && g->pg.any_file)
+			page_line(&g->pg, "--", 2);
+		g->pg.any_file = true;
+	}
 	while (p < end && !g->pg.truncated) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *le = nl ? nl : end;
 		page_line(&g->pg, p, (size_t)(le - p));
 		p = nl ? nl + 1 : end;
 	}
+	/* A file cut to the page's budget is only missing what the page cannot show; any other
+	 * cut leaves results out. */
+	if (s->res.cut != SBX_GREP_CUT_NONE && s->res.cut != SBX_GREP_CUT_STOPPED &&
+	    !(s->res.cut == SBX_GREP_CUT_BUDGET && g->pg.truncated))
+		note_cut(g, s);
 }
 
 static void slot_free(file_slot *s)
@@ -258,7 +315,7 @@ static void slot_free(file_slot *s)
 }
 
 /* Consumes the finished slots at the front. Called with the lock held (or single-threaded).
- * Sets g->stop once the page is full. */
+ * Sets g->stop once the page is full, which also ends the searches under way. */
 static void consume_ready(grep_run *g)
 {
 	while (g->consumed < g->nslots && g->slots[g->consumed]->done && !g->stop) {
@@ -266,9 +323,41 @@ static void consume_ready(grep_run *g)
 		consume_slot(g, s);
 		slot_free(s);
 		g->slots[g->consumed++] = NULL;
-		if (g->pg.truncated)
+		if (g->pg.truncated) {
 			g->stop = true;
+			atomic_store(&g->stop_flag, true);
+		}
 	}
+}
+
+/* The limits of a file whose search starts now (lock held, or single-threaded): the
+ * deadline, the CPU budget, and what the page could still use of it, which is what it
+ * still needs less what finished files hold unconsumed (all of them come before this one).
+ * *beyond: the page gets all it can show without this file. */
+static sbx_grep_limits limits_now(grep_run *g, bool *beyond)
+{
+	sbx_grep_limits lim = { .deadline_ms = g->deadline_ms, .cpu_budget_ms = GREP_FILE_CPU_MS,
+	                        .stop = &g->stop_flag };
+	size_t used = g->pg.text.len + g->held_bytes;
+
+	lim.max_bytes = used < GREP_MAX_OUTPUT ? GREP_MAX_OUTPUT - used : 0;
+	*beyond = lim.max_bytes == 0;
+	if (g->pg.take != SIZE_MAX) {
+		/* The lines to skip and to take, and one more to know the page is truncated;
+		 * both come from int64 arguments, so the sum fits. */
+		size_t need = g->pg.skip + g->pg.take + 1;
+		lim.max_lines = need > g->held_lines ? need - g->held_lines : 0;
+		*beyond |= lim.max_lines == 0;
+	}
+	return lim;
+}
+
+/* A search is over (lock held, or single-threaded): its output is held until consumed. */
+static void mark_done(grep_run *g, file_slot *s)
+{
+	s->done = true;
+	g->held_lines += s->res.lines;
+	g->held_bytes += s->res.out.len;
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -305,7 +394,9 @@ static void *worker_main(void *arg)
 		size_t n = take_jobs(g, jobs);
 		if (!n)
 			break;
-		bool skip = g->stop || g->error;
+		bool beyond;
+		sbx_grep_limits lim = limits_now(g, &beyond);
+		bool skip = g->stop || g->error || beyond;
 		pthread_mutex_unlock(&g->lock);
 
 		for (size_t i = 0; i < n; i++) {
@@ -314,16 +405,18 @@ static void *worker_main(void *arg)
 				close(jobs[i].fd);
 				jobs[i].slot->status = FILE_SKIPPED;
 			} else {
-				r[i] = search_file(w, jobs[i].fd, jobs[i].slot, false);
+				r[i] = search_file(w, jobs[i].fd, jobs[i].slot, false, &lim);
 			}
 		}
 
 		pthread_mutex_lock(&g->lock);
 		for (size_t i = 0; i < n; i++) {
-			jobs[i].slot->done = true;
+			mark_done(g, jobs[i].slot);
 			if (r[i] < 0 && !g->error)
 				g->error = r[i];
 		}
+		g->open_files -= n;
+		pthread_cond_broadcast(&g->fds_closed);
 	}
 	pthread_mutex_unlock(&g->lock);
 	return NULL;
@@ -422,20 +515,18 @@ static int add_slot(grep_run *g, const char *rel, file_slot **out)
 
 static int search_inline(grep_run *g, int fd, file_slot *s)
 {
-	int r = search_file(&g->inline_worker, fd, s, false);
+	bool beyond;
+	sbx_grep_limits lim = limits_now(g, &beyond);
+	int r = search_file(&g->inline_worker, fd, s, false, &lim);
 
-	s->done = true;
+	mark_done(g, s);
 	consume_ready(g);
 	return r < 0 ? r : g->stop;
 }
 
-/* Moves the walker's pending jobs to the queue, and consumes what is finished. Returns 1
- * when the page is full, 0 to go on, or a worker's error. */
-static int flush_jobs(grep_run *g)
+/* Moves the walker's pending jobs to the queue (lock held). */
+static void push_pending(grep_run *g)
 {
-	int r;
-
-	pthread_mutex_lock(&g->lock);
 	for (size_t i = 0; i < g->npending; i++) {
 		while (g->qlen == GREP_QUEUE)
 			pthread_cond_wait(&g->not_full, &g->lock);
@@ -445,16 +536,73 @@ static int flush_jobs(grep_run *g)
 			pthread_cond_signal(&g->not_empty);
 	}
 	g->npending = 0;
+}
+
+/* Moves the walker's pending jobs to the queue, and consumes what is finished. Returns 1
+ * when the page is full, 0 to go on, or a worker's error. */
+static int flush_jobs(grep_run *g)
+{
+	int r;
+
+	pthread_mutex_lock(&g->lock);
+	push_pending(g);
 	consume_ready(g);
 	r = g->error ? g->error : g->stop;
 	pthread_mutex_unlock(&g->lock);
 	return r;
 }
 
+/* Waits, with the pending jobs handed over, until fewer than `most` files are open. */
+static void wait_for_open_files(grep_run *g, size_t most)
+{
+	pthread_mutex_lock(&g->lock);
+	push_pending(g);
+	while (g->open_files >= most && g->open_files > 0)
+		pthread_cond_wait(&g->fds_closed, &g->lock);
+	consume_ready(g);
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* The walk's answer to EMFILE/ENFILE (search.h): the files this search holds open are
+ * searched and closed, and from now on it keeps half as many open. False when it holds
+ * none: then the descriptors are not its to give back. */
+static bool relieve_fds(void *ud)
+{
+	grep_run *g = ud;
+	size_t open;
+
+	if (!g->nworkers)
+		return false;
+	pthread_mutex_lock(&g->lock);
+	open = g->open_files;
+	if (open)
+		g->open_cap = open / 2 ? open / 2 : 1;
+	pthread_mutex_unlock(&g->lock);
+	if (!open)
+		return false;
+	wait_for_open_files(g, 1);
+	return true;
+}
+
 static int hand_over(grep_run *g, int fd, file_slot *s)
 {
 	g->pending[g->npending++] = (file_job){ s, fd };
 	return g->npending == GREP_BATCH ? flush_jobs(g) : 0;
+}
+
+/* Opens a file the walk found, for reading: never following a symlink or blocking on a FIFO
+ * swapped in, and giving descriptors back when they run out. -1 with errno on failure. */
+static int open_found(grep_run *g, const sbx_walk_entry *e)
+{
+	const int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	int fd;
+
+	if (g->nworkers && g->open_files >= g->open_cap)
+		wait_for_open_files(g, g->open_cap);
+	fd = openat(e->dirfd, e->name, flags);
+	if (fd < 0 && sbx_walk_fds_exhausted(errno) && relieve_fds(g))
+		fd = openat(e->dirfd, e->name, flags);
+	return fd;
 }
 
 static int grep_on_file(void *ud, const sbx_walk_entry *e)
@@ -466,9 +614,15 @@ static int grep_on_file(void *ud, const sbx_walk_entry *e)
 
 	if (pick == SBX_GREP_SKIP || (pick == SBX_GREP_SEARCH && e->ignored))
 		return 0;
-	fd = openat(e->dirfd, e->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	fd = open_found(g, e);
+	if (fd < 0 && sbx_walk_fds_exhausted(errno)) {
+		g->fd_exhausted = errno;
+		return 1;   /* the search cannot go on honestly: it ends, and says why */
+	}
 	if (fd < 0) {
-		g->st.unreadable++;
+		/* Gone since the listing is not unreadable; anything else is. */
+		if (errno != ENOENT && errno != ELOOP)
+			g->st.unreadable++;
 		return 0;
 	}
 	r = add_slot(g, e->rel, &s);
@@ -476,7 +630,10 @@ static int grep_on_file(void *ud, const sbx_walk_entry *e)
 		close(fd);
 		return r;
 	}
-	return g->nworkers ? hand_over(g, fd, s) : search_inline(g, fd, s);
+	if (!g->nworkers)
+		return search_inline(g, fd, s);
+	g->open_files++;
+	return hand_over(g, fd, s);
 }
 
 /* Consumes what the workers finished after the walk ended. */
@@ -494,9 +651,12 @@ static void grep_run_free(grep_run *g)
 	free(g->slots);
 	worker_fini(&g->inline_worker);
 	sbx_buf_free(&g->pg.text);
+	for (size_t i = 0; i < g->st.cut && i < GREP_CUTS_NAMED; i++)
+		free(g->cuts[i].shown);
 	pthread_mutex_destroy(&g->lock);
 	pthread_cond_destroy(&g->not_empty);
 	pthread_cond_destroy(&g->not_full);
+	pthread_cond_destroy(&g->fds_closed);
 }
 
 /* ---------------------------------------------------------------------------------------
@@ -553,10 +713,63 @@ static int read_args(const sbx_json *args, grep_args *a, sbx_tool_out *out)
 	return 0;
 }
 
+/* What was not searched completely, and why: a file cut short (named, up to
+ * GREP_CUTS_NAMED), files and directories that could not be read. */
+static void print_gaps(grep_run *g, sbx_tool_out *out)
+{
+	const grep_stats *st = &g->st;
+	size_t named = st->cut < GREP_CUTS_NAMED ? st->cut : GREP_CUTS_NAMED;
+
+	for (size_t i = 0; i < named; i++)
+		sbx_buf_printf(&out->text, "%s(The search of %s stopped at line %zu: %s. Its results "
+		               "are incomplete.)", i ? "\n" : "\n\n", g->cuts[i].shown,
+		               g->cuts[i].line, sbx_grep_cut_reason(g->cuts[i].why));
+	if (st->cut > named)
+		sbx_buf_printf(&out->text, "\n(... and %zu more files were cut short.)",
+		               st->cut - named);
+	if (st->cut && g->st.engine_errors)
+		sbx_buf_puts(&out->text, "\n(Simplify the pattern: nested repetitions such as "
+		             "(a+)+ backtrack without end.)");
+	if (st->unreadable || st->dirs_unreadable)
+		sbx_buf_printf(&out->text, "\n\n(%zu file(s) and %zu directory(ies) could not be "
+		               "read; results from them are missing.)", st->unreadable,
+		               st->dirs_unreadable);
+	if (st->dirs_too_deep)
+		sbx_buf_printf(&out->text, "\n\n(%zu directory(ies) nested deeper than %d levels, or "
+		               "with paths over 4095 bytes, were not searched.)", st->dirs_too_deep, SBX_WALK_MAX_DEPTH);
+}
+
+static void meta_cuts(grep_run *g, sbx_tool_out *out)
+{
+	size_t named = g->st.cut < GREP_CUTS_NAMED ? g->st.cut : GREP_CUTS_NAMED;
+	sbx_buf list = { 0 };
+
+	sbx_tool_meta_int(out, "cut_short", (int64_t)g->st.cut);
+	if (!named)
+		return;
+	sbx_buf_puts(&list, "[");
+	for (size_t i = 0; i < named; i++) {
+		const char *why = sbx_grep_cut_reason(g->cuts[i].why);
+
+		sbx_buf_puts(&list, i ? ",{\"file\":" : "{\"file\":");
+		sbx_buf_json_string(&list, g->cuts[i].shown, strlen(g->cuts[i].shown));
+		sbx_buf_printf(&list, ",\"line\":%zu,\"reason\":", g->cuts[i].line);
+		sbx_buf_json_string(&list, why, strlen(why));
+		sbx_buf_puts(&list, "}");
+	}
+	sbx_buf_puts(&list, "]");
+	sbx_buf_puts(&out->meta, ",\"cut_files\":");
+	sbx_buf_append(&out->meta, list.data, list.len);
+	out->meta.oom |= list.oom;
+	sbx_buf_free(&list);
+}
+
 static void print_result(grep_run *g, const grep_args *a, bool timed_out, sbx_tool_out *out)
 {
 	page *pg = &g->pg;
-	bool complete = !pg->truncated && !timed_out;
+	const grep_stats *st = &g->st;
+	bool complete = !pg->truncated && !timed_out && !st->cut && !st->unreadable &&
+	                !st->dirs_unreadable && !st->dirs_too_deep;
 
 	if (!pg->total) {
 		sbx_buf_printf(&out->text, "No matches found for pattern: %s", a->pattern);
@@ -566,6 +779,8 @@ static void print_result(grep_run *g, const grep_args *a, bool timed_out, sbx_to
 	} else {
 		sbx_buf_append(&out->text, pg->text.data, pg->text.len);
 	}
+	if (!complete && !pg->truncated && !pg->total)
+		sbx_buf_puts(&out->text, " (The search was not complete: see below.)");
 	if (pg->overflow)
 		sbx_buf_printf(&out->text, "\n\n(Output stopped at %u MiB. Use head_limit and offset "
 		               "to page through the rest, or a more specific pattern.)",
@@ -583,26 +798,28 @@ static void print_result(grep_run *g, const grep_args *a, bool timed_out, sbx_to
 		sbx_buf_printf(&out->text, "\n\n(The search stopped after %d seconds; results are "
 		               "incomplete. Try a more specific path or pattern.)",
 		               GREP_TIMEOUT_MS / 1000);
-	if (g->st.engine_errors)
-		sbx_buf_printf(&out->text, "\n\n(%zu file(s) could not be searched completely: the "
-		               "pattern needs too much backtracking. Simplify it.)",
-		               g->st.engine_errors);
-	sbx_tool_meta_int(out, "files", (int64_t)g->st.files);
+	print_gaps(g, out);
+	sbx_tool_meta_int(out, "files", (int64_t)st->files);
 	if (a->opts.mode != SBX_GREP_FILES)
-		sbx_tool_meta_int(out, "matches", (int64_t)g->st.matches);
-	sbx_tool_meta_int(out, "searched", (int64_t)g->st.searched);
+		sbx_tool_meta_int(out, "matches", (int64_t)st->matches);
+	sbx_tool_meta_int(out, "searched", (int64_t)st->searched);
 	sbx_tool_meta_bool(out, "truncated", pg->truncated);
 	sbx_tool_meta_bool(out, "complete", complete);
-	sbx_tool_meta_int(out, "skipped_binary", (int64_t)g->st.binary);
-	sbx_tool_meta_int(out, "skipped_large", (int64_t)g->st.large);
-	sbx_tool_meta_int(out, "unreadable", (int64_t)g->st.unreadable);
-	if (g->st.engine_errors)
-		sbx_tool_meta_int(out, "engine_errors", (int64_t)g->st.engine_errors);
+	sbx_tool_meta_int(out, "skipped_binary", (int64_t)st->binary);
+	sbx_tool_meta_int(out, "skipped_large", (int64_t)st->large);
+	sbx_tool_meta_int(out, "unreadable", (int64_t)st->unreadable);
+	sbx_tool_meta_int(out, "unreadable_dirs", (int64_t)st->dirs_unreadable);
+	sbx_tool_meta_int(out, "too_deep_dirs", (int64_t)st->dirs_too_deep);
+	if (st->engine_errors)
+		sbx_tool_meta_int(out, "engine_errors", (int64_t)st->engine_errors);
+	meta_cuts(g, out);
 }
 
 /* The model named a regular file: it is searched whatever the filters and .gitignore say. */
 static int grep_one_file(grep_run *g, int fd, const char *rel)
 {
+	bool beyond;
+	sbx_grep_limits lim = limits_now(g, &beyond);
 	file_slot *s;
 	int r = add_slot(g, rel, &s);
 
@@ -610,8 +827,8 @@ static int grep_one_file(grep_run *g, int fd, const char *rel)
 		close(fd);
 		return r;
 	}
-	r = search_file(&g->inline_worker, fd, s, true);
-	s->done = true;
+	r = search_file(&g->inline_worker, fd, s, true, &lim);
+	mark_done(g, s);
 	consume_ready(g);
 	return r;
 }
@@ -619,8 +836,8 @@ static int grep_one_file(grep_run *g, int fd, const char *rel)
 static int grep_tree(grep_run *g, const char *rel, bool *timed_out)
 {
 	sbx_walk w = { .root_fd = g->ctx->root_fd, .base = rel, .gitignore = true,
-	               .deadline_ms = sbx_now_ms() + GREP_TIMEOUT_MS, .want_dir = grep_want_dir,
-	               .on_file = grep_on_file, .ud = g };
+	               .deadline_ms = g->deadline_ms, .want_dir = grep_want_dir,
+	               .on_file = grep_on_file, .relieve_fds = relieve_fds, .ud = g };
 	int r = start_workers(g, worker_count());
 
 	if (r == 0)
@@ -633,7 +850,26 @@ static int grep_tree(grep_run *g, const char *rel, bool *timed_out)
 	if (r == 0)
 		drain(g);
 	*timed_out = w.timed_out;
+	g->st.dirs_unreadable = w.dirs_unreadable;
+	g->st.dirs_too_deep = w.dirs_too_deep;
+	if (w.fd_exhausted && !g->fd_exhausted)
+		g->fd_exhausted = w.fd_exhausted;
 	return r;
+}
+
+/* File descriptors ran out and giving back our own did not help: an error, not a partial
+ * answer that would look like "no matches". */
+static int fds_exhausted_error(grep_run *g, sbx_tool_out *out)
+{
+	struct rlimit rl = { 0 };
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	return sbx_tool_error(out, "Error: Grep ran out of file descriptors (%s) after searching "
+	                      "%zu files, with none of its own left open to close, so it cannot "
+	                      "search the rest. The host process may open %llu files at once; "
+	                      "close some or raise that limit, then search again (a narrower path "
+	                      "needs fewer).", strerror(g->fd_exhausted), g->st.searched,
+	                      (unsigned long long)rl.rlim_cur);
 }
 
 /* Opens what path names, for reading, without following a final symlink. Returns the fd, or
@@ -669,7 +905,9 @@ static int grep_run_tool(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *
 	sbx_grep_regex *re = NULL;
 	sbx_grep_filter *filter = NULL;
 	grep_run g = { .ctx = ctx, .lock = PTHREAD_MUTEX_INITIALIZER,
-	               .not_empty = PTHREAD_COND_INITIALIZER, .not_full = PTHREAD_COND_INITIALIZER };
+	               .not_empty = PTHREAD_COND_INITIALIZER, .not_full = PTHREAD_COND_INITIALIZER,
+	               .fds_closed = PTHREAD_COND_INITIALIZER, .open_cap = SIZE_MAX,
+	               .deadline_ms = sbx_now_ms() + GREP_TIMEOUT_MS };
 	bool timed_out = false;
 	struct stat st;
 	int r, fd;
@@ -711,7 +949,9 @@ static int grep_run_tool(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *
 	}
 	if (r == 0 && g.pg.text.oom)
 		r = sbx_fail(-SBX_ENOMEM, "out of memory");
-	if (r == 0)
+	if (r == 0 && g.fd_exhausted)
+		r = fds_exhausted_error(&g, out);
+	else if (r == 0)
 		print_result(&g, &a, timed_out, out);
 	grep_run_free(&g);
 done:

@@ -62,7 +62,9 @@ static const char *image_media_type(const char *rel)
 	return NULL;
 }
 
-/* The whole file, if it is within max bytes: 0, 1 after a tool error, or negative. */
+/* The whole file, if it is within max bytes: 0, 1 after a tool error, or negative. The cap is
+ * checked on the file opened and bounds the read itself: the stat taken before may be stale
+ * (a command can swap in a sparse giant meanwhile). */
 static int read_capped(sbx_tool_ctx *ctx, const char *rel, const char *shown, const sbx_stat *st,
                        uint64_t max, char **data, size_t *len, sbx_tool_out *out)
 {
@@ -72,9 +74,13 @@ static int read_capped(sbx_tool_ctx *ctx, const char *rel, const char *shown, co
 		return sbx_tool_error(out, "Error: %s is too large to read (%llu bytes; the limit is "
 		                      "%llu)", shown, (unsigned long long)st->file_size,
 		                      (unsigned long long)max), 1;
-	if ((r = sbx_file_read(ctx->ws, rel, data, len)) < 0)
+	r = sbx_file_read_rel(ctx->ws, rel, (size_t)max, data, len, NULL);
+	if (r == -SBX_EFBIG)
+		return sbx_tool_error(out, "Error: %s is too large to read (more than %llu bytes, the "
+		                      "limit)", shown, (unsigned long long)max), 1;
+	if (r < 0)
 		return r == -SBX_ENOMEM ? r : (sbx_tool_error(out, "Error reading file: %s",
-		                                               sbx_last_error()), 1);
+		                                               sbx_tool_last_error()), 1);
 	return 0;
 }
 
@@ -98,15 +104,33 @@ static int read_image(sbx_tool_ctx *ctx, const char *rel, const char *shown,
 	return sbx_tool_session_note_read(ctx->session, rel, st);
 }
 
-/* Appends line number n and the line (without its newline), cut if too long. */
+/* Appends line number n and the line (without its line end), cut if too long, with invalid
+ * UTF-8 replaced. */
 static void put_line(sbx_buf *text, size_t n, const char *line, size_t len, bool first)
 {
 	size_t keep = sbx_tool_text_prefix(line, len, MAX_LINE_CHARS);
 
 	sbx_buf_printf(text, "%s%6zu\t", first ? "" : "\n", n);
-	sbx_buf_append(text, line, keep);
+	sbx_tool_text_append(text, line, keep);
 	if (keep < len)
 		sbx_buf_puts(text, "[truncated]");
+}
+
+/* Where the line starting at i ends (its LF, CR or CRLF excluded) and where the next one
+ * starts: a lone CR ends a line too, as the text repair of tool output treats it. */
+static size_t line_end(const char *d, size_t len, size_t i, size_t *next)
+{
+	const char *nl = memchr(d + i, '\n', len - i);
+	size_t stop = nl ? (size_t)(nl - d) : len;
+	const char *cr = memchr(d + i, '\r', stop - i);
+
+	if (cr) {
+		size_t at = (size_t)(cr - d);
+		*next = at + 1 < len && d[at + 1] == '\n' ? at + 2 : at + 1;
+		return at;
+	}
+	*next = nl ? stop + 1 : len;
+	return stop;
 }
 
 static int read_text(sbx_tool_ctx *ctx, const char *rel, const char *shown, const sbx_stat *st,
@@ -115,25 +139,21 @@ static int read_text(sbx_tool_ctx *ctx, const char *rel, const char *shown, cons
 	int64_t offset = sbx_tool_arg_int(args, "offset", 1), limit = sbx_tool_arg_int(args, "limit",
 	                                                                                DEFAULT_LIMIT);
 	_cleanup_free_ char *raw = NULL;
-	sbx_buf text = { 0 };
-	size_t len, lines = 0, shown_lines = 0;
+	size_t len, lines = 0, shown_lines = 0, next;
 	int r;
 
 	if ((r = read_capped(ctx, rel, shown, st, TEXT_MAX, &raw, &len, out)) != 0)
 		return r < 0 ? r : 0;
-	sbx_tool_text_append(&text, raw, len);
-	for (size_t i = 0; i < text.len;) {
-		const char *nl = memchr(text.data + i, '\n', text.len - i);
-		size_t end = nl ? (size_t)(nl - text.data) : text.len;
+	/* Lines are cut out of the file as read: no repaired copy of a file of up to 128 MiB. */
+	for (size_t i = 0; i < len; i = next) {
+		size_t end = line_end(raw, len, i, &next);
 
 		lines++;
 		if ((int64_t)lines >= offset && (int64_t)shown_lines < limit) {
-			put_line(&out->text, lines, text.data + i, end - i, shown_lines == 0);
+			put_line(&out->text, lines, raw + i, end - i, shown_lines == 0);
 			shown_lines++;
 		}
-		i = end + 1;
 	}
-	sbx_buf_free(&text);
 	if (lines == 0)
 		sbx_buf_puts(&out->text, "<system-reminder>Warning: the file exists but the contents "
 		             "are empty.</system-reminder>");
@@ -161,12 +181,12 @@ static int read_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 		return r < 0 ? r : 0;
 	if (!(shown = sbx_tool_display_path(ctx, rel)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	r = *rel ? sbx_file_stat(ctx->ws, rel, &st) : 0;
+	r = *rel ? sbx_file_stat_rel(ctx->ws, rel, &st) : 0;
 	if (r == -SBX_ENOENT || r == -SBX_ENOTDIR)
 		return sbx_tool_error(out, "Error: File does not exist: %s", shown);
 	if (r < 0)
 		return r == -SBX_ENOMEM ? r : sbx_tool_error(out, "Error reading file: %s",
-		                                              sbx_last_error());
+		                                              sbx_tool_last_error());
 	if (!*rel || st.type == SBX_FILE_DIRECTORY)
 		return sbx_tool_error(out, "Error: Path is a directory, not a file: %s", shown);
 	if ((media_type = image_media_type(rel)))

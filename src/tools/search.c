@@ -62,9 +62,33 @@ bool sbx_walk_skipped_name(const char *name)
  * .gitignore files
  * ------------------------------------------------------------------------------------- */
 
+bool sbx_walk_fds_exhausted(int err)
+{
+	return err == EMFILE || err == ENFILE;
+}
+
+/* openat() that, when file descriptors run out, asks the caller to close some of its own
+ * and tries once more; when that does not help either, the walk stops there (a walk that
+ * went on would report a tree without the parts it could not open). */
+static int open_in_walk(walk_state *s, int dirfd, const char *name, int flags)
+{
+	int fd = openat(dirfd, name, flags);
+
+	if (fd >= 0 || !sbx_walk_fds_exhausted(errno))
+		return fd;
+	if (s->w->relieve_fds && s->w->relieve_fds(s->w->ud)) {
+		fd = openat(dirfd, name, flags);
+		if (fd >= 0 || !sbx_walk_fds_exhausted(errno))
+			return fd;
+	}
+	s->w->fd_exhausted = errno;
+	s->stop = true;
+	return -1;
+}
+
 /* Reads dirfd's .gitignore into *out (NULL when there is none or it is unusable: a symlink,
  * not a regular file, too big). Fails only for out of memory. */
-static int load_gitignore(int dirfd, sbx_gitignore **out)
+static int load_gitignore(walk_state *s, int dirfd, sbx_gitignore **out)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *text = NULL;
@@ -72,7 +96,8 @@ static int load_gitignore(int dirfd, sbx_gitignore **out)
 	int r;
 
 	*out = NULL;
-	fd = openat(dirfd, ".gitignore", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	fd = open_in_walk(s, dirfd, ".gitignore",
+	                  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	r = sbx_fs_read_fd(fd, GITIGNORE_MAX, &text, &len);
@@ -86,7 +111,7 @@ static int load_gitignore(int dirfd, sbx_gitignore **out)
 static int push_gitignore(walk_state *s, int dirfd, size_t dir_len)
 {
 	sbx_gitignore *g;
-	int r = load_gitignore(dirfd, &g);
+	int r = load_gitignore(s, dirfd, &g);
 
 	if (r < 0)
 		return r;
@@ -163,18 +188,23 @@ static int by_name(const void *a, const void *b, void *names)
 }
 
 /* Reads every entry of d except "." and "..", sorted by name. Returns 0, or -SBX_ENOMEM;
- * a read error ends the listing early (what was read is still visited). */
-static int list_dir(DIR *d, listing *l)
+ * a read error ends the listing early (what was read is still visited, and the directory
+ * counts as unreadable). */
+static int list_dir(walk_state *s, DIR *d, listing *l)
 {
 	struct dirent *e;
 
-	errno = 0;
-	while ((e = readdir(d))) {
+	for (;;) {
+		errno = 0;
+		if (!(e = readdir(d)))
+			break;
 		if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
 			continue;
 		if (listing_add(l, e->d_name, e->d_type) < 0)
 			return -SBX_ENOMEM;
 	}
+	if (errno)
+		s->w->dirs_unreadable++;
 	if (l->n > 1)
 		qsort_r(l->v, l->n, sizeof *l->v, by_name, l->names);
 	return 0;
@@ -230,9 +260,11 @@ static int enter_dir(walk_state *s, const sbx_walk_entry *e, unsigned depth)
 		return 0;
 	}
 	/* O_NOFOLLOW: the entry may have been swapped for a symlink since it was listed. */
-	fd = openat(e->dirfd, e->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_in_walk(s, e->dirfd, e->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
-		s->w->dirs_unreadable++;
+		/* Gone or swapped meanwhile is not a failure to read; anything else is. */
+		if (!s->w->fd_exhausted && errno != ENOENT && errno != ELOOP && errno != ENOTDIR)
+			s->w->dirs_unreadable++;
 		return 0;
 	}
 	return walk_dir(s, fd, e->rel_len, depth + 1);
@@ -248,8 +280,10 @@ static int visit(walk_state *s, int dirfd, size_t len, const char *name, unsigne
 
 	if (sbx_walk_skipped_name(name) || (len == 0 && strcmp(name, STATE_DIR) == 0))
 		return 0;
-	if (len + sep + nlen >= sizeof s->path)
+	if (len + sep + nlen >= sizeof s->path) {
+		s->w->dirs_too_deep++;   /* not reachable by name: counted as too deep */
 		return 0;
+	}
 	type = type_of(dirfd, name, d_type);
 	if (type != DT_DIR && type != DT_REG)
 		return 0;   /* symlinks, special files and entries gone since the listing */
@@ -290,7 +324,7 @@ static int walk_dir(walk_state *s, int fd, size_t len, unsigned depth)
 	if (s->w->gitignore)
 		r = push_gitignore(s, dirfd(d), len);
 	if (r == 0)
-		r = list_dir(d, &l);
+		r = list_dir(s, d, &l);
 	for (size_t i = 0; r == 0 && i < l.n && !s->stop; i++) {
 		if (deadline_passed(s)) {
 			s->stop = true;
@@ -304,6 +338,24 @@ static int walk_dir(walk_state *s, int fd, size_t len, unsigned depth)
 	return r;
 }
 
+/* The base directory, with open_in_walk's care for file descriptors (sbx_path_open leaves
+ * the errno of its failing call). */
+static int open_base(sbx_walk *w)
+{
+	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int fd = sbx_path_open(w->root_fd, w->base, flags, 0);
+
+	if (fd >= 0 || !sbx_walk_fds_exhausted(errno))
+		return fd;
+	if (w->relieve_fds && w->relieve_fds(w->ud)) {
+		fd = sbx_path_open(w->root_fd, w->base, flags, 0);
+		if (fd >= 0 || !sbx_walk_fds_exhausted(errno))
+			return fd;
+	}
+	w->fd_exhausted = errno;
+	return fd;
+}
+
 int sbx_walk_run(sbx_walk *w)
 {
 	_cleanup_free_ walk_state *s = calloc(1, sizeof *s);
@@ -312,6 +364,7 @@ int sbx_walk_run(sbx_walk *w)
 
 	w->timed_out = false;
 	w->dirs_unreadable = w->dirs_too_deep = 0;
+	w->fd_exhausted = 0;
 	if (!s)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if (base_len >= sizeof s->path)
@@ -319,9 +372,9 @@ int sbx_walk_run(sbx_walk *w)
 	s->w = w;
 	memcpy(s->path, w->base, base_len + 1);
 	s->sub_off = base_len ? base_len + 1 : 0;
-	fd = sbx_path_open(w->root_fd, w->base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	fd = open_base(w);
 	if (fd < 0)
-		return fd;
+		return w->fd_exhausted ? 0 : fd;
 	if (w->gitignore)
 		r = push_ancestor_gitignores(s, w->base);
 	if (r == 0)

@@ -40,17 +40,28 @@ typedef struct sbx_walk {
 	/* A regular file (by its directory entry). Returns 0 to go on, 1 to end the walk,
 	 * negative to fail it. */
 	int (*on_file)(void *ud, const sbx_walk_entry *e);
+	/* The process is out of file descriptors (EMFILE, ENFILE) where the walk needs one: may
+	 * the caller close some of its own (true: the walk tries once more)? NULL: it cannot. */
+	bool (*relieve_fds)(void *ud);
 	void *ud;
 
 	/* Filled by the walk. */
 	bool timed_out;
 	size_t dirs_unreadable;   /* directories that could not be opened or listed */
-	size_t dirs_too_deep;     /* directories below SBX_WALK_MAX_DEPTH, not entered */
+	size_t dirs_too_deep;     /* directories below SBX_WALK_MAX_DEPTH, not entered, and
+	                             entries whose path passes PATH_MAX, left out */
+	int fd_exhausted;         /* EMFILE or ENFILE that a retry did not cure: the walk
+	                             stopped there (0 = it did not) */
 } sbx_walk;
 
+/* Is err one of the errnos of a process or host out of file descriptors? */
+bool sbx_walk_fds_exhausted(int err);
+
 /* Walks w->base, which must be a directory (not a symlink). Returns 0 (also when on_file
- * ended the walk or the deadline passed), -SBX_ENOENT / -SBX_ENOTDIR / -SBX_EESCAPE ... when
- * the base cannot be opened as a directory, or a callback's negative code. */
+ * ended the walk, the deadline passed or file descriptors ran out: see timed_out and
+ * fd_exhausted), -SBX_ENOENT / -SBX_ENOTDIR / -SBX_EESCAPE ... when the base cannot be
+ * opened as a directory, or a callback's negative code. A directory that cannot be read
+ * is counted in dirs_unreadable: a caller must not call such a walk complete. */
 int sbx_walk_run(sbx_walk *w);
 
 /* Is name one of the folders every walk skips (.git and the like)? */

@@ -1,7 +1,10 @@
 /* Tool sessions, stored as
- *   {"cwd": "sub/dir", "reads": {"a.txt": [mtime_sec, mtime_nsec, size, seq], ...}}
- * A session file that cannot be parsed is treated as empty (the model re-reads files; nothing
- * worse happens), never as an error that would block every tool call. */
+ *   {"cwd": "sub/dir", "reads": {"a.txt": [mtime_sec, mtime_nsec, size, seq], ...},
+ *    "reads_escaped": {"bad\\xffname": [...]}}
+ * where a path that is not UTF-8 (JSON cannot hold it) is kept under "reads_escaped" in the
+ * form the tools print names (text.h). A session file that cannot be parsed is treated as
+ * empty (the model re-reads files; nothing worse happens), never as an error that would
+ * block every tool call. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,6 +12,7 @@
 #include <string.h>
 
 #include "tools/session.h"
+#include "tools/text.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -63,7 +67,8 @@ static int read_session_file(sbx_workspace *ws, const char *id, char **text, siz
 	if (!in_state_dir(ws)) {
 		if (!(path = session_path(id)))
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
-		return sbx_file_read(ws, path, text, len);
+		/* Capped in the read itself: a command may have put a giant in its place. */
+		return sbx_file_read_rel(ws, path, SESSION_FILE_MAX, text, len, NULL);
 	}
 	if (asprintf(&name, "%s.json", id) < 0)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
@@ -124,10 +129,12 @@ static bool int_at(const sbx_json *a, size_t i, int64_t *out)
 	return true;
 }
 
-static int parse_reads(struct sbx_tool_session *s, const sbx_json *reads)
+/* escaped: the keys are paths as the tools print them, to be unescaped. */
+static int parse_reads(struct sbx_tool_session *s, const sbx_json *reads, bool escaped)
 {
 	for (size_t i = 0; reads && reads->type == SBX_JSON_OBJECT && i < reads->n; i++) {
 		const sbx_json *e = reads->items[i];
+		_cleanup_free_ char *raw = NULL;
 		int64_t sec, nsec, size, seq;
 		int r;
 
@@ -135,7 +142,13 @@ static int parse_reads(struct sbx_tool_session *s, const sbx_json *reads)
 		    !int_at(e, 2, &size) || !int_at(e, 3, &seq) || size < 0 ||
 		    strlen(reads->keys[i]) != reads->key_lens[i])
 			continue;
-		if ((r = push_read(s, reads->keys[i], sec, nsec, (uint64_t)size, seq)) < 0)
+		if (escaped && (r = sbx_tool_unescape_name(reads->keys[i], reads->key_lens[i],
+		                                           &raw)) <= 0) {
+			if (r < 0)
+				return sbx_fail(-SBX_ENOMEM, "out of memory");
+			continue;
+		}
+		if ((r = push_read(s, raw ? raw : reads->keys[i], sec, nsec, (uint64_t)size, seq)) < 0)
 			return r;
 	}
 	return 0;
@@ -163,7 +176,9 @@ static int load_stored(sbx_workspace *ws, struct sbx_tool_session *s)
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
 		}
 	}
-	r = parse_reads(s, sbx_json_get(root, "reads"));
+	r = parse_reads(s, sbx_json_get(root, "reads"), false);
+	if (r == 0)
+		r = parse_reads(s, sbx_json_get(root, "reads_escaped"), true);
 	sbx_json_free(root);
 	return r;
 }
@@ -294,6 +309,34 @@ static int by_seq_desc(const void *a, const void *b)
 	return (x->seq < y->seq) - (x->seq > y->seq);
 }
 
+/* The newest MAX_READS entries whose path is UTF-8 (escaped false) or is not. */
+static void serialise_reads(const struct sbx_tool_session *s, sbx_buf *b, bool escaped)
+{
+	size_t written = 0;
+
+	for (size_t i = 0; i < s->n_reads && i < MAX_READS; i++) {
+		const struct sbx_tool_read *e = &s->reads[i];
+		size_t len = strlen(e->rel);
+
+		if (sbx_utf8_valid(e->rel, len) == escaped)
+			continue;
+		if (written++)
+			sbx_buf_puts(b, ",");
+		if (escaped) {
+			_cleanup_free_ char *key = sbx_tool_escape_name(e->rel, len);
+			if (!key) {
+				b->oom = true;
+				return;
+			}
+			sbx_buf_json_string(b, key, strlen(key));
+		} else {
+			sbx_buf_json_string(b, e->rel, len);
+		}
+		sbx_buf_printf(b, ":[%lld,%lld,%llu,%lld]", (long long)e->mtime_sec,
+		               (long long)e->mtime_nsec, (unsigned long long)e->size, (long long)e->seq);
+	}
+}
+
 static void serialise(struct sbx_tool_session *s, sbx_buf *b)
 {
 	if (s->n_reads)
@@ -301,15 +344,9 @@ static void serialise(struct sbx_tool_session *s, sbx_buf *b)
 	sbx_buf_puts(b, "{\"cwd\":");
 	sbx_buf_json_string(b, s->cwd, strlen(s->cwd));
 	sbx_buf_puts(b, ",\"reads\":{");
-	for (size_t i = 0; i < s->n_reads && i < MAX_READS; i++) {
-		const struct sbx_tool_read *e = &s->reads[i];
-
-		if (i)
-			sbx_buf_puts(b, ",");
-		sbx_buf_json_string(b, e->rel, strlen(e->rel));
-		sbx_buf_printf(b, ":[%lld,%lld,%llu,%lld]", (long long)e->mtime_sec,
-		               (long long)e->mtime_nsec, (unsigned long long)e->size, (long long)e->seq);
-	}
+	serialise_reads(s, b, false);
+	sbx_buf_puts(b, "},\"reads_escaped\":{");
+	serialise_reads(s, b, true);
 	sbx_buf_puts(b, "}}\n");
 }
 

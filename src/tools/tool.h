@@ -64,12 +64,23 @@ bool sbx_tool_arg_bool(const sbx_json *args, const char *key, bool dflt);
 /* Maps a path the model wrote (absolute under the root view, or relative to the root) to a
  * normalised root-relative path ("" = the root). On a bad path (outside the root, NUL-free
  * but not UTF-8, "..", too long) it writes a tool error naming field and returns 1; 0 on
- * success (*rel malloc'ed); negative only for out of memory. */
+ * success (*rel malloc'ed); negative only for out of memory.
+ * A path with a backslash may be a name as the tools print it (sbx_tool_display_path): then
+ * it also stands for the name with the escapes undone, which is taken where it names an
+ * existing entry, or leads further into existing directories than the path as written; a
+ * new name is taken as written. *rel may then hold bytes that are not UTF-8: use the _rel
+ * file functions of internal.h on it. */
 int sbx_tool_resolve_path(sbx_tool_ctx *ctx, const char *field, const char *path, char **rel,
                           sbx_tool_out *out);
 
-/* The path as the model sees it: root view + "/" + rel (rel "" gives the root view). */
+/* The path as the model sees it: root view + "/" + rel (rel "" gives the root view), each
+ * name escaped as sbx_tool_escape_append does (text.h), so that no name can pass for
+ * another or break a listing's lines. NULL when out of memory. */
 char *sbx_tool_display_path(const sbx_tool_ctx *ctx, const char *rel);
+
+/* sbx_last_error() with the control characters a path in it may carry escaped: for tool
+ * errors that quote it. Thread-local storage, valid until the next call. */
+const char *sbx_tool_last_error(void);
 
 /* The backend's protected paths (NULL-terminated), or NULL when it has none. */
 const char *const *sbx_tool_protected_list(sbx_workspace *ws);

@@ -18,6 +18,7 @@
 #include "skills.h"
 #include "tools/session.h"
 #include "tools/snapshot.h"
+#include "tools/text.h"
 #include "tools/tool.h"
 #include "util/cleanup.h"
 #include "util/error.h"
@@ -111,7 +112,7 @@ static bool string_ok(const sbx_json *v, char *err, const char *name)
 
 static bool enum_ok(const sbx_json *v, const sbx_json *allowed, char *err, const char *name)
 {
-	size_t used;
+	size_t used, listed = 0;
 
 	if (!allowed || allowed->type != SBX_JSON_ARRAY)
 		return true;
@@ -119,9 +120,11 @@ static bool enum_ok(const sbx_json *v, const sbx_json *allowed, char *err, const
 		if (allowed->items[i]->type == SBX_JSON_STRING && strcmp(allowed->items[i]->str, v->str) == 0)
 			return true;
 	used = (size_t)snprintf(err, SCHEMA_ERR_MAX, "\"%s\" must be one of:", name);
+	/* An MCP server's schema may list anything there: only its strings are choices. */
 	for (size_t i = 0; i < allowed->n && used < SCHEMA_ERR_MAX; i++)
-		used += (size_t)snprintf(err + used, SCHEMA_ERR_MAX - used, "%s \"%s\"", i ? "," : "",
-		                         allowed->items[i]->str);
+		if (allowed->items[i]->type == SBX_JSON_STRING)
+			used += (size_t)snprintf(err + used, SCHEMA_ERR_MAX - used, "%s \"%.64s\"",
+			                         listed++ ? "," : "", allowed->items[i]->str);
 	return false;
 }
 
@@ -169,33 +172,62 @@ static bool value_ok(const sbx_json *v, const sbx_json *schema, char *err, const
 static void list_properties(const sbx_json *props, char *err, size_t used)
 {
 	for (size_t i = 0; props && i < props->n && used < SCHEMA_ERR_MAX; i++)
-		used += (size_t)snprintf(err + used, SCHEMA_ERR_MAX - used, "%s%s", i ? ", " : "",
+		used += (size_t)snprintf(err + used, SCHEMA_ERR_MAX - used, "%s%.64s", i ? ", " : "",
 		                         props->keys[i]);
+}
+
+/* A member of the schema when it has the JSON type wanted, else NULL: the built-in schemas
+ * are ours, but an MCP server's comes from inside the sandbox and may be anything. */
+static const sbx_json *schema_member(const sbx_json *schema, const char *key, sbx_json_type t)
+{
+	const sbx_json *v = sbx_json_get(schema, key);
+
+	return v && v->type == t ? v : NULL;
+}
+
+/* Every required member is there and not null. A model that sends null for a required
+ * string has not given it: passing the null on would leave the tool without its input. */
+static bool required_ok(const sbx_json *args, const sbx_json *required, char *err)
+{
+	for (size_t i = 0; required && i < required->n; i++) {
+		const sbx_json *name = required->items[i], *v;
+
+		if (name->type != SBX_JSON_STRING || strlen(name->str) != name->len)
+			continue;
+		if (!(v = sbx_json_get(args, name->str))) {
+			snprintf(err, SCHEMA_ERR_MAX, "\"%.64s\" is required", name->str);
+			return false;
+		}
+		if (v->type == SBX_JSON_NULL) {
+			snprintf(err, SCHEMA_ERR_MAX, "\"%.64s\" is required and must not be null",
+			         name->str);
+			return false;
+		}
+	}
+	return true;
 }
 
 /* Returns true when args satisfy schema; otherwise err says why, naming the field. */
 static bool args_ok(const sbx_json *args, const sbx_json *schema, char *err)
 {
-	const sbx_json *props = sbx_json_get(schema, "properties");
-	const sbx_json *required = sbx_json_get(schema, "required");
+	const sbx_json *props = schema_member(schema, "properties", SBX_JSON_OBJECT);
+	const sbx_json *required = schema_member(schema, "required", SBX_JSON_ARRAY);
 
 	if (args->type != SBX_JSON_OBJECT) {
 		snprintf(err, SCHEMA_ERR_MAX, "the arguments must be a JSON object (got %s)",
 		         sbx_json_type_name(args->type));
 		return false;
 	}
-	for (size_t i = 0; required && i < required->n; i++)
-		if (!sbx_json_get(args, required->items[i]->str)) {
-			snprintf(err, SCHEMA_ERR_MAX, "\"%s\" is required", required->items[i]->str);
-			return false;
-		}
+	if (!required_ok(args, required, err))
+		return false;
 	for (size_t i = 0; i < args->n; i++) {
 		const sbx_json *prop = strlen(args->keys[i]) == args->key_lens[i]
 		                       ? sbx_json_get(props, args->keys[i]) : NULL;
 
 		if (!prop) {
+			_cleanup_free_ char *key = sbx_tool_escape_name(args->keys[i], args->key_lens[i]);
 			int used = snprintf(err, SCHEMA_ERR_MAX, "unknown parameter \"%.64s\"; the "
-			                    "parameters are: ", args->keys[i]);
+			                    "parameters are: ", key ? key : "?");
 			list_properties(props, err, (size_t)used);
 			return false;
 		}
@@ -290,6 +322,25 @@ static bool approved(struct call *c)
 	return allowed;
 }
 
+/* The tool did its work, but its session could not be stored (a full disk, say). That is no
+ * reason to lose the work or report a library failure: the result stands and says what the
+ * lost state means for the next calls. Only running out of memory fails the call. */
+static int session_not_saved(struct call *c, int r)
+{
+	char why[512];
+
+	snprintf(why, sizeof why, "%s", sbx_tool_last_error());
+	if (r == -SBX_ENOMEM)
+		return sbx_fail(r, "tool %s: saving session '%s': %s", c->name, c->session_id, why);
+	sbx_buf_printf(&c->out.text, "\n\n<system-reminder>This call's session state could not be "
+	               "saved (%s): files it read or changed must be read again before Write or "
+	               "Edit change them, and Bash keeps its previous working directory."
+	               "</system-reminder>", why);
+	sbx_tool_meta_bool(&c->out, "session_saved", false);
+	sbx_tool_meta_str(&c->out, "session_error", why, strlen(why));
+	return 0;
+}
+
 static int run_tool(struct call *c)
 {
 	struct sbx_tool_session *session = NULL;
@@ -315,12 +366,8 @@ static int run_tool(struct call *c)
 	r = c->tool->run(&ctx, c->args, &c->out);
 	if (snapshot)
 		sbx_tool_snapshot_free(ctx.root_fd, snapshot);
-	if (r == 0 && (r = sbx_tool_session_save(c->ws, session)) < 0) {
-		char why[512];
-
-		snprintf(why, sizeof why, "%s", sbx_last_error());
-		r = sbx_fail(r, "tool %s: saving session '%s': %s", c->name, c->session_id, why);
-	}
+	if (r == 0 && (r = sbx_tool_session_save(c->ws, session)) < 0)
+		r = session_not_saved(c, r);
 	sbx_tool_session_free(session);
 	return r;
 }

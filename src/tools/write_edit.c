@@ -18,6 +18,7 @@
 
 #include "gitguard.h"
 #include "tools/session.h"
+#include "tools/text.h"
 #include "tools/tool.h"
 #include "util/cleanup.h"
 #include "util/diff.h"
@@ -226,23 +227,39 @@ static bool same_state(const struct sbx_tool_read *seen, const sbx_stat *now)
 static int refresh_read_state(sbx_tool_ctx *ctx, const char *rel)
 {
 	sbx_stat st = { .size = sizeof st };
-	int r = sbx_file_stat(ctx->ws, rel, &st);
+	int r = sbx_file_stat_rel(ctx->ws, rel, &st);
 
 	return r < 0 ? r : sbx_tool_session_note_read(ctx->session, rel, &st);
 }
 
+/* The diff of the change in the metadata, or, where it would cost too much, "diff omitted"
+ * and why (diff_omitted: true). why_not: a reason known before trying (the old text was too
+ * large to read back), or NULL. */
 static void add_diff(sbx_tool_out *out, const char *rel, bool created, const char *old,
-                     size_t old_len, const char *new, size_t new_len)
+                     size_t old_len, const char *new, size_t new_len, const char *why_not)
 {
-	_cleanup_free_ char *from = NULL, *to = NULL;
+	_cleanup_free_ char *name = sbx_tool_escape_name(rel, strlen(rel)), *from = NULL, *to = NULL;
+	char why[256];
 	sbx_buf d = { 0 };
+	int r = 1;
 
-	if (asprintf(&from, created ? "/dev/null" : "a/%s", rel) < 0 || asprintf(&to, "b/%s", rel) < 0) {
+	if (!name || asprintf(&from, created ? "/dev/null" : "a/%s", name) < 0 ||
+	    asprintf(&to, "b/%s", name) < 0) {
 		out->meta.oom = true;
 		return;
 	}
-	sbx_diff_unified(&d, from, old, old_len, to, new, new_len);
-	sbx_tool_meta_str(out, "diff", d.data ? d.data : "", d.len);
+	if (why_not)
+		snprintf(why, sizeof why, "%s", why_not);
+	else
+		r = sbx_diff_unified(&d, from, old, old_len, to, new, new_len, NULL, why, sizeof why);
+	if (r == 0) {
+		sbx_tool_meta_str(out, "diff", d.data ? d.data : "", d.len);
+	} else {
+		sbx_buf_free(&d);
+		sbx_buf_printf(&d, "diff omitted: %s", why);
+		sbx_tool_meta_str(out, "diff", d.data ? d.data : "", d.len);
+		sbx_tool_meta_bool(out, "diff_omitted", true);
+	}
 	out->meta.oom |= d.oom;
 	sbx_buf_free(&d);
 }
@@ -258,16 +275,43 @@ static size_t count_lines(const char *s)
 	return n;
 }
 
+/* The text of the file Write replaces, for the diff: read back only as far as a diff of it
+ * could be made (a longer old text differs from the new one by more than a diff shows), and
+ * only as it was read by the model. Returns 0 (*why_not set when there is no diff to make),
+ * 1 after a tool error, or -SBX_ENOMEM. */
+static int read_back(sbx_tool_ctx *ctx, const char *rel, const char *shown,
+                     const struct sbx_tool_read *seen, size_t new_len, char **old,
+                     size_t *old_len, const char **why_not, sbx_tool_out *out)
+{
+	sbx_stat now = { .size = sizeof now };
+	size_t cap = new_len + SBX_DIFF_MAX_BYTES;
+	int r = sbx_file_read_rel(ctx->ws, rel, cap, old, old_len, &now);
+
+	if (r == -SBX_ENOMEM)
+		return r;
+	if (r == -SBX_EFBIG)
+		*why_not = "the old file is larger than a diff of it could show";
+	else if (r < 0)
+		*why_not = "the old file could not be read back";
+	else if (!same_state(seen, &now))
+		return sbx_tool_error(out, "Error: File %s has been modified since it was last read. "
+		                      "Read it again before writing to it.", shown), 1;
+	return 0;
+}
+
 static int write_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 {
 	const char *path = sbx_tool_arg_str(args, "file_path", "");
 	const sbx_json *content = sbx_json_get(args, "content");
 	_cleanup_free_ char *rel = NULL, *shown = NULL, *old = NULL;
 	sbx_stat st = { .size = sizeof st };
+	const char *why_not = NULL;
 	size_t old_len = 0;
 	bool exists;
 	int r;
 
+	if (!content || content->type != SBX_JSON_STRING)   /* the schema check makes sure */
+		return sbx_tool_error(out, "Error: \"content\" must be a string");
 	if ((r = sbx_tool_resolve_path(ctx, "file_path", path, &rel, out)) != 0)
 		return r < 0 ? r : 0;
 	if (!(shown = sbx_tool_display_path(ctx, rel)))
@@ -276,11 +320,11 @@ static int write_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 		return sbx_tool_error(out, "Error: Path is a directory, not a file: %s", shown);
 	if ((r = refuse_unwritable(ctx, rel, shown, out)) != 0)
 		return r < 0 ? r : 0;
-	r = sbx_file_stat(ctx->ws, rel, &st);
+	r = sbx_file_stat_rel(ctx->ws, rel, &st);
 	exists = r == 0;
 	if (r < 0 && r != -SBX_ENOENT)
 		return r == -SBX_ENOMEM ? r : sbx_tool_error(out, "Error writing file: %s",
-		                                              sbx_last_error());
+		                                              sbx_tool_last_error());
 	if (exists && st.type == SBX_FILE_DIRECTORY)
 		return sbx_tool_error(out, "Error: Path is a directory, not a file: %s", shown);
 	if (exists) {
@@ -292,18 +336,20 @@ static int write_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 		if (!same_state(seen, &st))
 			return sbx_tool_error(out, "Error: File %s has been modified since it was last "
 			                      "read. Read it again before writing to it.", shown);
-		if (st.type == SBX_FILE_REGULAR && sbx_file_read(ctx->ws, rel, &old, &old_len) < 0)
-			old_len = 0;
+		if (st.type == SBX_FILE_REGULAR &&
+		    (r = read_back(ctx, rel, shown, seen, content->len, &old, &old_len, &why_not,
+		                   out)) != 0)
+			return r < 0 ? r : 0;
 	}
 	r = write_checked(ctx, rel, shown, content->str, content->len, true, out);
 	if (r != 0)
 		return r == -SBX_ENOMEM ? r : r > 0 ? 0 : sbx_tool_error(out, "Error writing file: %s",
-		                                                          sbx_last_error());
+		                                                          sbx_tool_last_error());
 	if ((r = refresh_read_state(ctx, rel)) < 0)
 		return r;
 	sbx_buf_printf(&out->text, "The file %s has been written successfully (%zu lines).", shown,
 	               count_lines(content->str));
-	add_diff(out, rel, !exists, old ? old : "", old_len, content->str, content->len);
+	add_diff(out, rel, !exists, old ? old : "", old_len, content->str, content->len, why_not);
 	sbx_tool_meta_str(out, "file_path", shown, strlen(shown));
 	sbx_tool_meta_bool(out, "created", !exists);
 	return 0;
@@ -390,12 +436,13 @@ static int edit_preconditions(sbx_tool_ctx *ctx, const char *rel, const struct e
                               sbx_stat *st, sbx_tool_out *out)
 {
 	const struct sbx_tool_read *seen;
-	int r = sbx_file_stat(ctx->ws, rel, st);
+	int r = sbx_file_stat_rel(ctx->ws, rel, st);
 
 	if (r == -SBX_ENOENT || r == -SBX_ENOTDIR)
 		return sbx_tool_error(out, "Error: File not found: %s", e->shown), 1;
 	if (r < 0)
-		return r == -SBX_ENOMEM ? r : (sbx_tool_error(out, "Error: %s", sbx_last_error()), 1);
+		return r == -SBX_ENOMEM ? r : (sbx_tool_error(out, "Error: %s", sbx_tool_last_error()),
+		                               1);
 	if (st->type == SBX_FILE_DIRECTORY)
 		return sbx_tool_error(out, "Error: Path is a directory, not a file: %s", e->shown), 1;
 	if (e->old_s->len == e->new_s->len && !memcmp(e->old_s->str, e->new_s->str, e->old_s->len))
@@ -413,6 +460,28 @@ static int edit_preconditions(sbx_tool_ctx *ctx, const char *rel, const struct e
 	if (st->file_size > EDIT_MAX)
 		return sbx_tool_error(out, "Error: %s is too large to edit (%llu bytes)", e->shown,
 		                      (unsigned long long)st->file_size), 1;
+	return 0;
+}
+
+/* The file as it is now, which must still be the state the model read, within the cap: the
+ * stat the preconditions looked at may be stale by the time the file is opened. Returns 0, 1
+ * after a tool error, or -SBX_ENOMEM. */
+static int read_for_edit(sbx_tool_ctx *ctx, const char *rel, const struct edit_req *e,
+                         char **text, size_t *len, sbx_tool_out *out)
+{
+	sbx_stat now = { .size = sizeof now };
+	int r = sbx_file_read_rel(ctx->ws, rel, EDIT_MAX, text, len, &now);
+
+	if (r == -SBX_ENOMEM)
+		return r;
+	if (r == -SBX_EFBIG)
+		return sbx_tool_error(out, "Error: %s is too large to edit (more than %llu bytes)",
+		                      e->shown, (unsigned long long)EDIT_MAX), 1;
+	if (r < 0)
+		return sbx_tool_error(out, "Error reading file: %s", sbx_tool_last_error()), 1;
+	if (!same_state(sbx_tool_session_read_of(ctx->session, rel), &now))
+		return sbx_tool_error(out, "Error: File %s has been modified since it was last read. "
+		                      "Read it again before editing it.", e->shown), 1;
 	return 0;
 }
 
@@ -463,6 +532,10 @@ static int edit_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 	size_t len, result_len, count;
 	int r;
 
+	/* The schema check makes sure of these; a null one would have been dereferenced. */
+	if (!e.old_s || e.old_s->type != SBX_JSON_STRING || !e.new_s ||
+	    e.new_s->type != SBX_JSON_STRING)
+		return sbx_tool_error(out, "Error: \"old_string\" and \"new_string\" must be strings");
 	if ((r = sbx_tool_resolve_path(ctx, "file_path", path, &rel, out)) != 0)
 		return r < 0 ? r : 0;
 	if (!(shown = sbx_tool_display_path(ctx, rel)))
@@ -471,17 +544,15 @@ static int edit_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 	if (!*rel)
 		return sbx_tool_error(out, "Error: Path is a directory, not a file: %s", shown);
 	if ((r = edit_preconditions(ctx, rel, &e, &st, out)) != 0 ||
-	    (r = refuse_unwritable(ctx, rel, shown, out)) != 0)
+	    (r = refuse_unwritable(ctx, rel, shown, out)) != 0 ||
+	    (r = read_for_edit(ctx, rel, &e, &text, &len, out)) != 0)
 		return r < 0 ? r : 0;
-	if ((r = sbx_file_read(ctx->ws, rel, &text, &len)) < 0)
-		return r == -SBX_ENOMEM ? r : sbx_tool_error(out, "Error reading file: %s",
-		                                              sbx_last_error());
 	r = apply_edit(&e, text, len, &result, &result_len, &count, out);
 	if (r != 0)
 		return r < 0 ? sbx_fail(r, "out of memory") : 0;
 	if ((r = write_checked(ctx, rel, shown, result, result_len, false, out)) != 0)
 		return r == -SBX_ENOMEM ? r : r > 0 ? 0 : sbx_tool_error(out, "Error writing file: %s",
-		                                                          sbx_last_error());
+		                                                          sbx_tool_last_error());
 	if ((r = refresh_read_state(ctx, rel)) < 0)
 		return r;
 	if (count == 1)
@@ -489,7 +560,7 @@ static int edit_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 	else
 		sbx_buf_printf(&out->text, "Successfully replaced all %zu occurrences in %s", count,
 		               shown);
-	add_diff(out, rel, false, text, len, result, result_len);
+	add_diff(out, rel, false, text, len, result, result_len, NULL);
 	sbx_tool_meta_str(out, "file_path", shown, strlen(shown));
 	sbx_tool_meta_int(out, "occurrences", (int64_t)count);
 	return 0;

@@ -584,7 +584,9 @@ int sbx_path_open(int rootfd, const char *rel, int flags, mode_t mode)
 		return fd;
 	if (fd == WALK_ESCAPE)
 		return sbx_fail(-SBX_EESCAPE, "path '%s': escapes the workspace root", shown(rel));
-	return sbx_fail(sbx_errno_code(-fd), "path '%s': %s", shown(rel), strerror(-fd));
+	int r = sbx_fail(sbx_errno_code(-fd), "path '%s': %s", shown(rel), strerror(-fd));
+	errno = -fd;   /* EMFILE and the like have no code of their own: callers look here */
+	return r;
 }
 
 /* ---------------------------------------------------------------------------------------

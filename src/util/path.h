@@ -20,7 +20,8 @@ int sbx_path_normalize(const char *rel, const char *what, char **out);
 /* Opens rel (root-relative) beneath the directory fd `rootfd` with open(2) flags and mode.
  * No step may leave the root: "..", absolute symlinks, symlinks pointing outside and /proc
  * magic links fail with -SBX_EESCAPE. With O_NOFOLLOW a final symlink is not followed (open it
- * with O_PATH|O_NOFOLLOW to get the link itself). Returns the fd or a negative code. */
+ * with O_PATH|O_NOFOLLOW to get the link itself). Returns the fd or a negative code (errno
+ * then holds the failing system call's errno, which tells EMFILE from other I/O errors). */
 int sbx_path_open(int rootfd, const char *rel, int flags, mode_t mode);
 
 /* Opens the directory containing rel's last component (creating missing directories with

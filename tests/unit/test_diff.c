@@ -1,5 +1,6 @@
-/* Unit tests of the unified diff: the exact text of difflib.unified_diff for known cases, and
- * for random texts that applying the diff to the old text gives the new one. */
+/* Unit tests of the unified diff: the exact text of difflib.unified_diff for known cases, for
+ * random texts (with long common heads and tails) that applying the diff to the old text gives
+ * the new one, and the limits that keep a diff of hostile texts cheap. */
 #include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,7 +14,8 @@ static char *diff_of(const char *a, const char *b)
 {
 	sbx_buf out = { 0 };
 
-	sbx_diff_unified(&out, "a/f", a, strlen(a), "b/f", b, strlen(b));
+	ck_assert_int_eq(sbx_diff_unified(&out, "a/f", a, strlen(a), "b/f", b, strlen(b), NULL,
+	                                  NULL, 0), 0);
 	ck_assert(!out.oom);
 	return sbx_buf_steal(&out, NULL);
 }
@@ -130,14 +132,45 @@ static char *random_text(unsigned *seed, int lines)
 	return sbx_buf_steal(&b, NULL);
 }
 
+/* head + middle + tail, where only the middles of two texts differ. */
+static char *framed(const char *head, const char *middle, const char *tail)
+{
+	char *s;
+
+	ck_assert_int_ge(asprintf(&s, "%s%s%s", head, middle, tail), 0);
+	return s;
+}
+
 START_TEST(random_diffs_apply)
 {
 	unsigned seed = 12345;
 
 	for (int round = 0; round < 500; round++) {
-		char *a = random_text(&seed, rand_r(&seed) % 40);
-		char *b = random_text(&seed, rand_r(&seed) % 40);
-		char *d = diff_of(a, b);
+		/* Every other round the texts share a head and a tail, which the diff skips as
+		 * bytes before it splits lines: the line numbers must still be right. */
+		bool frame = round % 2;
+		char *head = random_text(&seed, frame ? rand_r(&seed) % 30 : 0);
+		char *tail = random_text(&seed, frame ? rand_r(&seed) % 30 : 0);
+		char *ma = random_text(&seed, rand_r(&seed) % 40);
+		char *mb = random_text(&seed, rand_r(&seed) % 40);
+		char *a, *b, *d;
+
+		/* A middle may end without a newline ("tail"): only at the very end of a text. */
+		if (frame && (strstr(ma, "tail") || strstr(mb, "tail") || strstr(head, "tail"))) {
+			free(tail);
+			tail = strdup("");
+		}
+		if (frame && strstr(head, "tail")) {
+			free(head);
+			head = strdup("");
+		}
+		a = framed(head, ma, tail);
+		b = framed(head, mb, tail);
+		d = diff_of(a, b);
+		free(head);
+		free(tail);
+		free(ma);
+		free(mb);
 		char *back = *d ? apply(a, d) : strdup(a);
 
 		ck_assert_msg(strcmp(back, b) == 0, "round %d:\na=%s\nb=%s\ndiff=%s\ngot=%s", round, a,
@@ -170,6 +203,85 @@ START_TEST(large_rewrites_stay_correct)
 }
 END_TEST
 
+/* A text of n numbered lines, line `changed` (1-based, 0 = none) written differently. */
+static char *numbered(size_t n, size_t changed)
+{
+	sbx_buf b = { 0 };
+
+	for (size_t i = 1; i <= n; i++)
+		sbx_buf_printf(&b, i == changed ? "line %zu, changed\n" : "line %zu\n", i);
+	ck_assert(!b.oom);
+	return sbx_buf_steal(&b, NULL);
+}
+
+/* A one-line edit deep in an 18 MB text: far past the limits as a whole, yet only the part
+ * that differs counts, so the diff is made, with the right line numbers. */
+START_TEST(an_edit_of_a_huge_text_keeps_its_diff)
+{
+	char *a = numbered(1500000, 0), *b = numbered(1500000, 1000000), *d;
+
+	ck_assert_uint_gt(strlen(a), (size_t)16 << 20);
+	d = diff_of(a, b);
+	ck_assert_str_eq(d, "--- a/f\n+++ b/f\n@@ -999997,7 +999997,7 @@\n line 999997\n"
+	                    " line 999998\n line 999999\n-line 1000000\n+line 1000000, changed\n"
+	                    " line 1000001\n line 1000002\n line 1000003\n");
+	free(d);
+	free(a);
+	free(b);
+}
+END_TEST
+
+/* The issue's case: a Write of a few bytes over 40 MiB of newlines. The diff is omitted, says
+ * why with the sizes, and leaves the output as it was. */
+START_TEST(a_huge_change_is_omitted)
+{
+	size_t n = (size_t)40 << 20;
+	char *nl = malloc(n), why[256] = "";
+	sbx_buf out = { 0 };
+
+	ck_assert_ptr_nonnull(nl);
+	memset(nl, '\n', n);
+	sbx_buf_puts(&out, "kept");
+	ck_assert_int_eq(sbx_diff_unified(&out, "a/f", nl, n, "b/f", "x\n", 2, NULL, why,
+	                                  sizeof why), 1);
+	ck_assert_str_eq(out.data, "kept");
+	ck_assert_msg(strstr(why, "41943040 bytes of the old text"), "%s", why);
+	/* The other way round too. */
+	ck_assert_int_eq(sbx_diff_unified(&out, "a/f", "x\n", 2, "b/f", nl, n, NULL, why,
+	                                  sizeof why), 1);
+	ck_assert_str_eq(out.data, "kept");
+	sbx_buf_free(&out);
+	free(nl);
+}
+END_TEST
+
+START_TEST(each_limit_is_kept)
+{
+	const sbx_diff_limits lines = { SBX_DIFF_MAX_BYTES, 100, SBX_DIFF_MAX_OUTPUT };
+	const sbx_diff_limits output = { SBX_DIFF_MAX_BYTES, SBX_DIFF_MAX_LINES, 200 };
+	char *a = numbered(1000, 0), *b = numbered(1000, 0), why[256];
+	sbx_buf out = { 0 };
+
+	/* 101 changed lines: over a line limit of 100, not over one of 101 lines of context. */
+	for (char *p = b; (p = strstr(p, "line 5")); p += 5)
+		p[0] = 'L';
+	ck_assert_int_eq(sbx_diff_unified(&out, "a", a, strlen(a), "b", b, strlen(b), &lines, why,
+	                                  sizeof why), 1);
+	ck_assert_msg(strstr(why, "diffs are made up to 100 lines"), "%s", why);
+	ck_assert_uint_eq(out.len, 0);
+	ck_assert_int_eq(sbx_diff_unified(&out, "a", a, strlen(a), "b", b, strlen(b), &output, why,
+	                                  sizeof why), 1);
+	ck_assert_msg(strstr(why, "longer than 200 bytes"), "%s", why);
+	ck_assert_uint_eq(out.len, 0);
+	ck_assert_int_eq(sbx_diff_unified(&out, "a", a, strlen(a), "b", b, strlen(b), NULL, why,
+	                                  sizeof why), 0);
+	ck_assert_uint_gt(out.len, 200);
+	sbx_buf_free(&out);
+	free(a);
+	free(b);
+}
+END_TEST
+
 static Suite *diff_suite(void)
 {
 	Suite *s = suite_create("diff");
@@ -179,6 +291,9 @@ static Suite *diff_suite(void)
 	tcase_add_test(t, marks_a_missing_final_newline);
 	tcase_add_test(t, random_diffs_apply);
 	tcase_add_test(t, large_rewrites_stay_correct);
+	tcase_add_test(t, an_edit_of_a_huge_text_keeps_its_diff);
+	tcase_add_test(t, a_huge_change_is_omitted);
+	tcase_add_test(t, each_limit_is_kept);
 	tcase_set_timeout(t, 120);
 	suite_add_tcase(s, t);
 	return s;

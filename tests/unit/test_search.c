@@ -667,13 +667,18 @@ START_TEST(walk_depth_is_bounded)
 			rel[len] = '\0';
 		}
 	}
-	/* 250 directories down is walked, 300 is not. */
+	/* 250 directories down is walked, 300 is not, and the results say so. */
 	const char *t = grep_ok("{\"pattern\":\"deep\",\"output_mode\":\"count\"}");
-	ck_assert_ptr_nonnull(strstr(t, "/d/f.txt:1"));
-	ck_assert_ptr_null(strchr(t, '\n'));
+	ck_assert_ptr_nonnull(strstr(t, "/d/f.txt:1\n\n(1 directory(ies) nested deeper than 256 "
+	                                "levels, or with paths over 4095 bytes, were not searched.)"));
+	ck_assert_ptr_eq(strchr(t, '\n'), strstr(t, "\n\n("));   /* one result line */
+	META_HAS("\"complete\":false");
+	META_HAS("\"too_deep_dirs\":1");
 	t = glob_ok("{\"pattern\":\"**/f.txt\"}");
-	ck_assert_ptr_null(strchr(t, '\n'));
-	ck_assert_uint_eq(strlen(t), strlen(VIEW) + 250 * 2 + 6);
+	ck_assert_ptr_nonnull(strstr(t, "\n\n(1 directory(ies) nested deeper than 256 levels, or "
+	                                "with paths over 4095 bytes, were not searched.)"));
+	ck_assert_uint_eq((size_t)(strchr(t, '\n') - t), strlen(VIEW) + 250 * 2 + 6);
+	META_HAS("\"complete\":false");
 }
 END_TEST
 
