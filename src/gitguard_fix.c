@@ -319,14 +319,10 @@ static void remember_clean(struct sbx_gitguard *g, int gfd, const char *name, co
 
 static int read_config(int dirfd, const char *name, char **text, size_t *len)
 {
-	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	                                             O_NOCTTY | O_CLOEXEC);
-	struct stat st;
+	_cleanup_close_ int fd = gg_openat_regular(dirfd, name);
 
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return -SBX_EINVAL;
+		return fd;
 	return sbx_fs_read_fd(fd, GG_MAX_CONFIG, text, len);
 }
 

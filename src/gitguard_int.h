@@ -74,6 +74,9 @@ int gg_walk_dir(struct sbx_gitguard *g, int dirfd, const char *rel, unsigned dep
 int gg_recheck_dir(struct sbx_gitguard *g, const char *rel);
 /* Inspects the git dir rel (and the git dirs it holds or points at). */
 int gg_inspect_git_dir(struct sbx_gitguard *g, const char *rel, unsigned depth);
+/* openat of a regular file for reading: never a link, never blocking (a FIFO a command put
+ * there), never a terminal. The fd, or -errno (-SBX_EINVAL when it is not a regular file). */
+int gg_openat_regular(int dirfd, const char *name);
 /* openat of a directory, O_NOFOLLOW, made u+rwx first if we may not read it (ours only). */
 int gg_openat_dir(int dirfd, const char *name);
 /* Opens rel beneath the root as a directory, following no symlink. */

@@ -49,6 +49,20 @@ char *gg_join(const char *rel, const char *name)
 	return asprintf(&s, "%s/%s", rel, name) < 0 ? NULL : s;
 }
 
+int gg_openat_regular(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -SBX_EINVAL;
+	}
+	return fd;
+}
+
 /* The directory name in dirfd, opened without following a link. One a command made
  * unreadable or unsearchable for us (chmod 100: git, as the same user, can still run a hook
  * in it by name) is given u+rwx first: the guard must see all that the host's git could. */
@@ -236,13 +250,12 @@ static int fingerprint(int dirfd, const char *name, sbx_buf *out)
 		               (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 		return 0;
 	}
-	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	                                             O_NOCTTY | O_CLOEXEC);
+	_cleanup_close_ int fd = gg_openat_regular(dirfd, name);
 	struct stat fst;
 	if (fd < 0)
+		return fd;
+	if (fstat(fd, &fst) < 0)
 		return -errno;
-	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
-		return -SBX_EINVAL;
 	if (sha256_fd(fd, hash) < 0)
 		return -SBX_EIO;
 	sbx_buf_printf(out, "file:%o:%s", (unsigned)(fst.st_mode & 07777), hash);

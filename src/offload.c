@@ -29,6 +29,7 @@
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/hostlock.h"
 #include "util/json.h"
@@ -151,18 +152,6 @@ static int media_ext(const char *mt, const char **ext)
 	return 0;
 }
 
-static int sha256_hex(const void *data, size_t len, char hex[65])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-
-	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
-		return sbx_fail(-SBX_EIO, "SHA-256 failed");
-	for (unsigned i = 0; i < mdlen; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	return 0;
-}
-
 /* Stores the bytes under data/ unless there already; *path is "data/<sha256><ext>". */
 static int store_data(sbx_workspace *ws, const char *media_type, const void *data, size_t len,
                       char **path)
@@ -172,7 +161,7 @@ static int store_data(sbx_workspace *ws, const char *media_type, const void *dat
 	int r;
 
 	*path = NULL;
-	if ((r = media_ext(media_type, &ext)) < 0 || (r = sha256_hex(data, len, hex)) < 0)
+	if ((r = media_ext(media_type, &ext)) < 0 || (r = sbx_sha256_hex(data, len, hex)) < 0)
 		return r;
 	if (asprintf(path, "data/%s%s", hex, ext) < 0)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");

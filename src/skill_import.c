@@ -23,6 +23,7 @@
 #include "skills.h"
 #include "util/archive.h"
 #include "util/cleanup.h"
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/path.h"
 
@@ -446,7 +447,7 @@ static int random_hex(char *out, size_t bytes)
 static int record_installed(sbx_workspace *ws, const struct plan *p, const char *dir)
 {
 	char sha256[65];
-	int r = sbx_skill_sha256(p->md_src->text, p->md_src->size, sha256);
+	int r = sbx_sha256_hex(p->md_src->text, p->md_src->size, sha256);
 
 	if (r == 0)
 		r = sbx_skill_record_add(ws, dir, p->md.name, sha256);

@@ -27,6 +27,7 @@
 #include "skills.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/hostlock.h"
@@ -37,18 +38,6 @@
 #define RECORD_PATH SBX_STATE_DIR_NAME "/" RECORD_NAME
 #define RECORD_MAX ((size_t)1 << 20)
 #define LOCK_TIMEOUT_MS 5000
-
-int sbx_skill_sha256(const char *text, size_t len, char hex[65])
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-
-	if (!EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
-		return sbx_fail(-SBX_EIO, "SHA-256 failed");
-	for (unsigned i = 0; i < mdlen; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	return 0;
-}
 
 /* ---- reading ------------------------------------------------------------------------- */
 

@@ -12,6 +12,7 @@
 
 #include "skills.h"
 #include "util/cleanup.h"
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/path.h"
@@ -220,7 +221,7 @@ static int load_one(sbx_workspace *ws, const sbx_json *record, const char *name,
 		return r;
 	if (r < 0)
 		return 0;
-	if ((r = sbx_skill_sha256(text, len, s.sha256)) < 0) {
+	if ((r = sbx_sha256_hex(text, len, s.sha256)) < 0) {
 		sbx_skill_md_free(&md);
 		return r;
 	}

@@ -48,7 +48,6 @@ int sbx_skill_read_md(sbx_workspace *ws, const char *dir, char **text, size_t *l
 
 /* ---- the record of the skills the library added (skill_trust.c) -------------------- */
 
-int sbx_skill_sha256(const char *text, size_t len, char hex[65]);
 /* The record (NULL when there is none or it is unusable: then nothing is trusted), from the
  * state folder or from text. */
 sbx_json *sbx_skill_record_load(sbx_workspace *ws);

@@ -52,6 +52,14 @@ void docker_engine_free(struct docker_engine *e);
  * engine's message (what says what we were doing). */
 int docker_call(const struct docker_engine *e, const char *method, const char *path,
                 const sbx_buf *body, const char *what, long *status, sbx_json **out);
+/* GET /containers/<id>/json: the engine's inspection of container id, parsed into *info
+ * (caller frees with sbx_json_free). *status gets the HTTP status, as docker_call's does. */
+int docker_inspect_container(const struct docker_engine *e, const char *id, long *status,
+                             sbx_json **info);
+/* Whether s (len bytes, no NUL inside) is a name the engine takes for a volume or a runtime:
+ * between min and max characters of [a-zA-Z0-9_.-], starting with a letter or digit. Such a
+ * name cannot mean anything else in a JSON body, a URL or a message. */
+bool docker_name_ok(const char *s, size_t len, size_t min, size_t max);
 /* The same, taking over the connection after the response head (exec start). */
 int docker_call_upgrade(const struct docker_engine *e, const char *path, const sbx_buf *body,
                         const char *what, int *fd, sbx_buf *early);

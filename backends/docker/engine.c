@@ -346,3 +346,33 @@ int docker_call_lines(const struct docker_engine *e, const char *method, const c
 	free(url);
 	return r;
 }
+
+int docker_inspect_container(const struct docker_engine *e, const char *id, long *status,
+                             sbx_json **info)
+{
+	sbx_buf path = { 0 };
+	int r;
+
+	*info = NULL;
+	sbx_buf_puts(&path, "/containers/");
+	docker_url_escape(&path, id);
+	sbx_buf_puts(&path, "/json");
+	r = path.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
+	             : docker_call(e, "GET", path.data, NULL, "inspect the container", status, info);
+	sbx_buf_free(&path);
+	return r;
+}
+
+bool docker_name_ok(const char *s, size_t len, size_t min, size_t max)
+{
+	if (len < min || len > max || strlen(s) != len)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+
+		if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
+			return false;
+	}
+	return true;
+}

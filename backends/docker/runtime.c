@@ -22,16 +22,7 @@
  * kata-runtime): nothing that could mean something else in a JSON body or a message. */
 static bool runtime_name_ok(const char *s, size_t len)
 {
-	if (len == 0 || len > RUNTIME_NAME_MAX || strlen(s) != len)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-
-		if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
-			return false;
-	}
-	return true;
+	return docker_name_ok(s, len, 1, RUNTIME_NAME_MAX);
 }
 
 int docker_take_runtime(const sbx_json *v, struct docker_options *o)
@@ -282,21 +273,13 @@ static int wanted_runtime(struct docker_ws *ws)
 /* The HostConfig.Runtime of container id (the engine fills in its default at create). */
 static int container_runtime(struct docker_ws *ws, const char *id, char **runtime)
 {
-	sbx_buf path = { 0 };
 	sbx_json *info = NULL;
 	const sbx_json *hc, *rt;
 	long status;
 	int r;
 
 	*runtime = NULL;
-	sbx_buf_puts(&path, "/containers/");
-	docker_url_escape(&path, id);
-	sbx_buf_puts(&path, "/json");
-	r = path.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
-	             : docker_call(&ws->engine, "GET", path.data, NULL, "inspect the container",
-	                           &status, &info);
-	sbx_buf_free(&path);
-	if (r < 0)
+	if ((r = docker_inspect_container(&ws->engine, id, &status, &info)) < 0)
 		return r;
 	hc = sbx_json_get(info, "HostConfig");
 	rt = hc ? sbx_json_get(hc, "Runtime") : NULL;

@@ -23,20 +23,12 @@ static uid_t numeric_uid(const char *user)
 
 static int main_pid(struct docker_ws *ws, long *pid)
 {
-	sbx_buf path = { 0 };
 	sbx_json *info = NULL;
 	const sbx_json *state, *p;
 	long status;
 	int r;
 
-	sbx_buf_puts(&path, "/containers/");
-	docker_url_escape(&path, ws->container);
-	sbx_buf_puts(&path, "/json");
-	r = path.oom ? sbx_fail(-SBX_ENOMEM, "docker: out of memory")
-	             : docker_call(&ws->engine, "GET", path.data, NULL, "inspect the container",
-	                           &status, &info);
-	sbx_buf_free(&path);
-	if (r < 0)
+	if ((r = docker_inspect_container(&ws->engine, ws->container, &status, &info)) < 0)
 		return r;
 	state = sbx_json_get(info, "State");
 	p = state ? sbx_json_get(state, "Pid") : NULL;

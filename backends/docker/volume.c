@@ -37,15 +37,7 @@ static int volume_option_error(const char *why)
 /* Docker's rule for volume names: [a-zA-Z0-9][a-zA-Z0-9_.-]+. */
 static bool volume_name_ok(const char *s, size_t len)
 {
-	if (len < 2 || len > VOLUME_NAME_MAX || strlen(s) != len)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
-			return false;
-	}
-	return true;
+	return docker_name_ok(s, len, 2, VOLUME_NAME_MAX);
 }
 
 int docker_take_volume(const sbx_json *v, struct docker_options *o)

@@ -7,6 +7,7 @@
 #include "skills.h"
 #include "tools/tool.h"
 #include "util/cleanup.h"
+#include "util/digest.h"
 #include "util/error.h"
 
 static const char description[] =
@@ -80,7 +81,7 @@ static int show(sbx_tool_ctx *ctx, const sbx_skill *s, sbx_tool_out *out)
 		                      sbx_last_error());
 	/* Only the SKILL.md the library added, byte for byte: a command may have replaced it
 	 * since the listing. */
-	if ((r = sbx_skill_sha256(text, len, sha256)) < 0 || strcmp(sha256, s->sha256) != 0) {
+	if ((r = sbx_sha256_hex(text, len, sha256)) < 0 || strcmp(sha256, s->sha256) != 0) {
 		sbx_skill_md_free(&md);
 		return r < 0 ? r : sbx_tool_error(out, "Error: skill '%s' was changed in the "
 		                                  "workspace since it was added; it is no longer "

@@ -1,0 +1,19 @@
+/* See digest.h. */
+#include <stdio.h>
+#include <openssl/evp.h>
+
+#include <agentsbx/agentsbx.h>
+#include "util/digest.h"
+#include "util/error.h"
+
+int sbx_sha256_hex(const void *data, size_t len, char hex[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+		return sbx_fail(-SBX_EIO, "SHA-256 failed");
+	for (unsigned i = 0; i < mdlen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
