@@ -55,11 +55,51 @@ static void free_entry(struct watch_entry *e)
 	free(e);
 }
 
+/* A forked child shares the parent's inotify instance (the same open file): a read of it
+ * there would take events that the parent's guards wait for, and the parent's checks would
+ * then miss what they report. The child drops its copy (closing it takes nothing from the
+ * parent) and every guard it inherited walks the whole workspace at its checks from then on;
+ * a workspace the child opens itself gets an instance of its own. The lock is taken around
+ * the fork, so the child never starts with it held by a thread it does not have. */
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
+static void before_fork(void)
+{
+	pthread_mutex_lock(&W.lock);
+}
+
+static void after_fork_parent(void)
+{
+	pthread_mutex_unlock(&W.lock);
+}
+
+static void after_fork_child(void)
+{
+	pthread_mutex_unlock(&W.lock);
+	if (W.fd >= 0)
+		close(W.fd);
+	W.fd = -1;
+	for (size_t b = 0; b < BUCKETS; b++)
+		while (W.buckets[b]) {
+			struct watch_entry *e = W.buckets[b];
+			W.buckets[b] = e->next;
+			free_entry(e);
+		}
+	for (size_t i = 0; i < W.n_guards; i++)
+		W.guards[i]->watch_broken = true;
+}
+
+static void install_fork_handlers(void)
+{
+	(void)pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
 int gg_watch_register(struct sbx_gitguard *g)
 {
 	struct sbx_gitguard **nv;
 	int r = 0;
 
+	pthread_once(&fork_handlers_once, install_fork_handlers);
 	pthread_mutex_lock(&W.lock);
 	if (W.fd < 0)
 		W.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);

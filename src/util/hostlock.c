@@ -29,6 +29,32 @@ static int folder_fd = -1;        /* the lock folder, made for folder_uid */
 static uid_t folder_uid;
 static char folder_path[PATH_MAX];
 
+/* A host that forks while another thread holds folder_lock (it sweeps, or makes the folder)
+ * must not leave its child a lock nobody will release: the child's first audit record would
+ * wait forever. Taken around fork, so the child starts with it free. */
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+
+static void before_fork(void)
+{
+	pthread_mutex_lock(&folder_lock);
+}
+
+static void after_fork(void)
+{
+	pthread_mutex_unlock(&folder_lock);
+}
+
+static void install_fork_handlers(void)
+{
+	(void)pthread_atfork(before_fork, after_fork, after_fork);
+}
+
+static void lock_folder(void)
+{
+	pthread_once(&fork_handlers_once, install_fork_handlers);
+	pthread_mutex_lock(&folder_lock);
+}
+
 /* name in parent (path: how messages name it), made 0700 when missing, and accepted only as
  * a real directory of ours that nobody else may enter. */
 static int private_dir(int parent, const char *name, const char *path, int *out)
@@ -83,7 +109,7 @@ static void sweep(int dir_fd)
 
 void sbx_hostlock_sweep(void)
 {
-	pthread_mutex_lock(&folder_lock);
+	lock_folder();
 	if (folder_fd >= 0)
 		sweep(folder_fd);
 	pthread_mutex_unlock(&folder_lock);
@@ -134,7 +160,7 @@ static int folder(int *out)
 {
 	int r = 0;
 
-	pthread_mutex_lock(&folder_lock);
+	lock_folder();
 	if (folder_fd >= 0 && folder_uid != geteuid()) {
 		close(folder_fd);
 		folder_fd = -1;

@@ -508,6 +508,52 @@ START_TEST(spawned_processes_the_bash_tool_reset_and_close_are_checked)
 }
 END_TEST
 
+/* ---- a host that forks ------------------------------------------------------------------ */
+
+/* A forked child (a worker pool, a test runner) has a copy of the library's one inotify
+ * instance, the same open file as its parent's: a read of it in the child would take the
+ * events that the parent's next check needs, and the parent would miss what a command
+ * planted. The child here opens a workspace of its own and runs a command (a check) while the
+ * parent's spawned process has planted a repository the parent has not yet checked. */
+START_TEST(a_forked_child_using_the_library_takes_no_event_from_its_parent)
+{
+	char *dir = bt_mkdtemp(), *child_dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+	const char *argv[] = { "/bin/sh", "-c", plant_git_dir("f/.git", "fork"), NULL };
+	sbx_process *p = NULL;
+	int status = 0;
+	pid_t child;
+
+	ck_assert_int_eq(sbx_process_spawn(w, argv, NULL, &p), 0);
+	ck_assert_int_eq(host_sh(bt_tmp("for i in $(seq 400); do "
+	                                "[ -e '%s/f/.git/hooks/post-index-change' ] && exit 0; "
+	                                "sleep 0.05; done; exit 1", dir)), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		const char *t[] = { "true", NULL };
+		sbx_workspace *cw = NULL;
+		sbx_result *res = NULL;
+
+		if (bt_open(child_dir, NULL, &cw) != 0)
+			_exit(1);
+		if (sbx_exec(cw, t, NULL, &res) != 0)
+			_exit(2);
+		sbx_result_free(res);
+		_exit(sbx_workspace_close(cw) == 0 ? 0 : 3);
+	}
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed: 0x%x",
+	              (unsigned)status);
+	ck_assert_int_eq(sbx_process_wait(p, -1, NULL, NULL), 0);
+	expect_item(w, "f/.git/hooks/pre-commit", "spawn");
+	sbx_process_free(p);
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "f");
+	assert_no_marker();
+}
+END_TEST
+
 /* ---- the file tools (every backend, local included) ----------------------------------- */
 
 static char *tool(sbx_workspace *w, const char *name, const char *args)
@@ -602,6 +648,7 @@ static Suite *git_guard_suite(void)
 		ADD(s, a_flood_of_changes_falls_back_to_a_full_walk);
 		ADD(s, commondir_modules_worktrees_gitdir_files_links_and_bare_repos);
 		ADD(s, spawned_processes_the_bash_tool_reset_and_close_are_checked);
+		ADD(s, a_forked_child_using_the_library_takes_no_event_from_its_parent);
 	}
 	/* The docker image has no git (the tests above lay repositories out by hand), and its
 	 * container may not mount: detection only there, which the tests above prove. */
