@@ -18,6 +18,12 @@
  *                                than keep bubblewrap's uncapped /tmp)
  *   seccomp_program     bool     fd 6 holds the seccomp program to load
  *   prestart            bool     no workspace yet: build the rest, then wait for ACTIVATE
+ *   users               object   {"uid", "gid", "count"}: the host range the sandbox's ids
+ *                                0..count-1 map to (the host is root); the workspace fd is
+ *                                then a detached idmapped mount (init_proto.h)
+ *   state_mount         bool     fd 8 holds the host's state folder as a detached mount
+ *   binds[].tree_fd     integer  the fd (from 9) of a detached mount to attach at dest
+ *   host_uid            integer  a uid allowed to connect to a detached sandbox besides ours
  * Unknown keys are refused: the backend and the init are built together. */
 #ifndef SBX_INIT_SPEC_H
 #define SBX_INIT_SPEC_H
@@ -48,6 +54,9 @@ struct sbx_init_spec {
 	bool prestart;
 	bool has_host_uid;            /* "host_uid": a uid allowed to connect besides ours */
 	uint64_t host_uid;
+	bool has_users;               /* "users": a host range, not the caller's own ids */
+	struct sbx_id_range users;
+	bool state_mount;
 };
 
 /* Parses text; on failure returns -1 with the reason in err. */
