@@ -12,6 +12,7 @@
 
 #include <agentsbx/agentsbx.h>
 #include "cli/progress.h"
+#include "cli/users.h"
 #include "config.h"
 #include "internal.h"
 #include "util/buf.h"
@@ -417,6 +418,15 @@ static int print_config_exposure(const struct ws_options *o, const sbx_json *lis
 	return 0;
 }
 
+/* Who the sandbox's processes are on the host (cli/users.c). */
+static int print_users(const struct ws_options *o)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = build_config(o, &text);
+
+	return r != 0 ? r : cli_print_users(text);
+}
+
 /* Prints one line per backend: name, whether it works here, and why (not); then the network
  * modes, and with --config what that configuration exposes. */
 static int cmd_doctor(int argc, char **argv)
@@ -447,6 +457,8 @@ static int cmd_doctor(int argc, char **argv)
 	print_network(list);
 	if (o.config || o.backend)
 		code = print_config_exposure(&o, list);
+	if (code == 0)
+		code = print_users(&o);
 	sbx_json_free(list);
 	return code;
 }
