@@ -19,7 +19,11 @@ int cli_print_users(const char *config_json)
 	if (sbx_config_parse(config_json, &cfg) < 0)
 		return 1;
 	sandbox = !strcmp(cfg->backend, "ns") || !strcmp(cfg->backend, "bwrap");
-	if (sandbox && sbx_sandbox_parse_options(cfg->backend, cfg->backend_options,
+	if (!sandbox) {        /* its own users: docker's are the image's or the config's */
+		sbx_config_free(cfg);
+		return 0;
+	}
+	if (sbx_sandbox_parse_options(cfg->backend, cfg->backend_options,
 	                                         !strcmp(cfg->backend, "ns"), &so) < 0) {
 		printf("\nusers: %s\n", sbx_last_error());
 		sbx_config_free(cfg);
@@ -28,8 +32,7 @@ int cli_print_users(const char *config_json)
 	dir = cfg->workdir ? cfg->workdir : tmp && *tmp ? tmp : "/tmp";
 	ok = sbx_idmap_describe(so.subid_user, dir, so.allow_host_root, line, sizeof line);
 	printf("\nusers: %s%s\n", line, cfg->workdir ? "" : " (where temporary workspaces go)");
-	if (sandbox)
-		sbx_sandbox_free_options(&so);
+	sbx_sandbox_free_options(&so);
 	sbx_config_free(cfg);
 	return ok ? 0 : 1;
 }

@@ -2,7 +2,8 @@
 #ifndef SBX_CLI_USERS_H
 #define SBX_CLI_USERS_H
 
-/* Prints "users: ..." for the configuration config_json (validated JSON): the mapping a
+/* Prints "users: ..." for the configuration config_json (validated JSON) of a sandbox
+ * backend (ns, bwrap; nothing for another): the mapping a
  * sandbox of this process gets, and whether its workdir (or, without one, the directory
  * temporary workspaces go to) can be given through an idmapped mount. Returns 1 when such a
  * sandbox would be refused, else 0. */

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,25 +96,40 @@ int sbx_idmap_resolve_text(const char *who, const char *user, const char *uid_te
 	return 0;
 }
 
-int sbx_idmap_resolve(const char *who, const char *user, struct sbx_idmap *m)
+/* The uid of user in the passwd text ("name:x:uid:..."), as text, or "" — read from the file
+ * rather than through NSS, whose locks a child forked from a threaded host may find held. */
+static void uid_of(const char *passwd, const char *user, char *out, size_t len)
 {
-	_cleanup_free_ char *subuid = NULL, *subgid = NULL;
-	char uid_text[16] = "", buf[1024];
-	struct passwd pw, *found = NULL;
+	size_t n = strlen(user);
+
+	out[0] = '\0';
+	for (const char *p = passwd; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		const char *pw = strncmp(p, user, n) == 0 && p[n] == ':' ? strchr(p + n + 1, ':')
+		                                                          : NULL;
+		size_t digits = pw ? strspn(pw + 1, "0123456789") : 0;
+
+		if (digits && digits < len && pw[1 + digits] == ':') {
+			memcpy(out, pw + 1, digits);
+			out[digits] = '\0';
+			return;
+		}
+	}
+}
+
+static int resolve_from_files(const char *who, const char *user, struct sbx_idmap *m)
+{
+	_cleanup_free_ char *subuid = NULL, *subgid = NULL, *passwd = NULL;
+	char uid_text[16];
 	int r;
 
-	memset(m, 0, sizeof *m);
-	if (geteuid() != 0)
-		return 0;
-	if (!user)
-		user = SBX_IDMAP_DEFAULT_USER;
-	/* subuid(5) also names owners by uid. */
-	if (getpwnam_r(user, &pw, buf, sizeof buf, &found) == 0 && found)
-		snprintf(uid_text, sizeof uid_text, "%u", (unsigned)found->pw_uid);
 	if ((r = read_small_file("/etc/subuid", &subuid)) < 0 ||
 	    (r = read_small_file("/etc/subgid", &subgid)) < 0)
 		return sbx_fail(sbx_errno_code(-r), "%s: read /etc/subuid and /etc/subgid: %s", who,
 		                strerror(-r));
+	/* subuid(5) also names owners by uid. */
+	if (read_small_file("/etc/passwd", &passwd) < 0)
+		passwd = NULL;
+	uid_of(passwd, user, uid_text, sizeof uid_text);
 	return sbx_idmap_resolve_text(who, user, uid_text[0] ? uid_text : NULL, subuid, subgid, m);
 }
 
@@ -188,10 +202,31 @@ static pthread_mutex_t userns_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct userns_slot userns_slots[USERNS_SLOTS];
 static size_t userns_used;
 
+/* A fork while another thread holds the lock would leave the child a lock nobody unlocks
+ * (a harness that forks workers while its threads open workspaces): forks wait for it, and
+ * the child starts with it free. The namespaces the slots name are the child's too. */
+static void lock_for_fork(void)
+{
+	pthread_mutex_lock(&userns_lock);
+}
+
+static void unlock_after_fork(void)
+{
+	pthread_mutex_unlock(&userns_lock);
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void watch_forks(void)
+{
+	pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+}
+
 static int cached_userns(uint32_t inside, uint32_t uid, uint32_t gid, uint32_t count, int *fd)
 {
 	int r = 0;
 
+	pthread_once(&fork_once, watch_forks);
 	pthread_mutex_lock(&userns_lock);
 	for (size_t i = 0; i < userns_used; i++) {
 		const struct userns_slot *s = &userns_slots[i];
@@ -213,6 +248,71 @@ static int cached_userns(uint32_t inside, uint32_t uid, uint32_t gid, uint32_t c
 	}
 	pthread_mutex_unlock(&userns_lock);
 	return r;
+}
+
+/* ---- the range, kept -------------------------------------------------------------------- */
+
+/* The files a range is read from, as stat(2) sees them: an open whose files are unchanged
+ * since the last costs three stats instead of three reads (and allocations, which a forked
+ * child of a threaded host had better not find a lock of held). */
+static const char *const range_files[3] = { "/etc/subuid", "/etc/subgid", "/etc/passwd" };
+
+struct file_stamp {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
+static struct {
+	bool valid;
+	char user[64];
+	struct file_stamp files[3];
+	struct sbx_idmap m;
+} last_range;
+
+static void stamp_files(struct file_stamp out[3])
+{
+	for (int i = 0; i < 3; i++) {
+		struct stat st;
+
+		memset(&out[i], 0, sizeof out[i]);
+		if (stat(range_files[i], &st) == 0)
+			out[i] = (struct file_stamp){ st.st_dev, st.st_ino, st.st_size, st.st_mtim,
+			                              st.st_ctim };
+	}
+}
+
+int sbx_idmap_resolve(const char *who, const char *user, struct sbx_idmap *m)
+{
+	struct file_stamp now[3];
+	bool hit;
+	int r;
+
+	memset(m, 0, sizeof *m);
+	if (geteuid() != 0)
+		return 0;
+	if (!user)
+		user = SBX_IDMAP_DEFAULT_USER;
+	stamp_files(now);
+	pthread_once(&fork_once, watch_forks);
+	pthread_mutex_lock(&userns_lock);
+	hit = last_range.valid && !strcmp(last_range.user, user) &&
+	      !memcmp(last_range.files, now, sizeof now);
+	if (hit)
+		*m = last_range.m;
+	pthread_mutex_unlock(&userns_lock);
+	if (hit)
+		return 0;
+	if ((r = resolve_from_files(who, user, m)) < 0 || strlen(user) >= sizeof last_range.user)
+		return r;
+	pthread_mutex_lock(&userns_lock);
+	last_range.valid = true;
+	snprintf(last_range.user, sizeof last_range.user, "%s", user);
+	memcpy(last_range.files, now, sizeof now);
+	last_range.m = *m;
+	pthread_mutex_unlock(&userns_lock);
+	return 0;
 }
 
 /* ---- idmapped mounts --------------------------------------------------------------------- */

@@ -1044,9 +1044,30 @@ static int bind_tree(const char *who, const struct sbx_idmap *m, const char *sou
 	                source, why, who);
 }
 
-/* The mounts of the binds whose spec entry names a "tree_fd", in the spec's order (which is
- * that of the fds from SBX_INIT_FIRST_TREE_FD). Read from the spec itself, so that a spare's
- * starter, which has the spec and no sandbox, makes the same. */
+/* The mounts of the binds that need one (bind_needs_tree), in the spec's order (which is that
+ * of the fds from SBX_INIT_FIRST_TREE_FD). */
+static int bind_trees_for(const struct sbx_sandbox *sb, struct fd_list *trees)
+{
+	const struct sbx_sandbox_options *o = sb->opts;
+	int r = 0;
+
+	for (size_t i = 0; i < o->n_binds && r == 0; i++) {
+		int tree;
+
+		if (!bind_needs_tree(sb, i))
+			continue;
+		if (trees->n == SBX_INIT_MAX_TREES)
+			r = sbx_fail(-SBX_ECONFIG, "config: key '%s.binds': more than %d binds", sb->who,
+			             SBX_INIT_MAX_TREES);
+		else if ((r = bind_tree(sb->who, &sb->idmap, o->binds[i].source, o->binds[i].writable,
+		                        &tree)) == 0)
+			r = fd_list_push(trees, tree);
+	}
+	return r;
+}
+
+/* The same from the spec itself, for a spare's starter, which has the spec and no sandbox:
+ * the binds whose entry names a "tree_fd". */
 static int spec_bind_trees(const char *who, const char *spec, struct fd_list *trees)
 {
 	const sbx_json *users, *binds;
@@ -1082,8 +1103,7 @@ static int spec_bind_trees(const char *who, const char *spec, struct fd_list *tr
 }
 
 /* The fds of this start; *f's fds are then the caller's to close (init_fds_close). */
-static int init_fds_open(struct sbx_sandbox *sb, const char *spec, struct init_fds *f,
-                         struct fd_list *trees)
+static int init_fds_open(struct sbx_sandbox *sb, struct init_fds *f, struct fd_list *trees)
 {
 	int r;
 
@@ -1091,7 +1111,7 @@ static int init_fds_open(struct sbx_sandbox *sb, const char *spec, struct init_f
 	                        .extra = trees };
 	if ((r = workspace_fd_for(sb, &f->workspace)) < 0 || (r = state_fd_for(sb, &f->state)) < 0)
 		return r;
-	return sb->idmap.on ? spec_bind_trees(sb->who, spec, trees) : 0;
+	return sb->idmap.on ? bind_trees_for(sb, trees) : 0;
 }
 
 static void init_fds_close(struct init_fds *f)
@@ -1121,7 +1141,7 @@ static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 		prepare_placeholders(sb);   /* the init does this itself when it builds the root */
 	if (!(spec = build_spec(sb, false)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if ((r = init_fds_open(sb, spec, &f, &extra)) < 0)
+	if ((r = init_fds_open(sb, &f, &extra)) < 0)
 		goto out;
 	if ((f.spec = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0) {
 		r = f.spec;
