@@ -4,8 +4,9 @@
  * Secrets must not reach the log: the values of secret-looking names (environment entries,
  * JSON keys, "password=..." in text), token-shaped strings (API keys of the common services,
  * JWTs) and the secrets the config lists are replaced by "[REDACTED]" before anything is
- * written. A record is appended with one write(2) under an flock, so concurrent writers from
- * threads or processes never interleave and a crash never leaves half a record. */
+ * written. A record is appended with one write(2) under a host lock (util/hostlock.h) that no
+ * command inside can take, so concurrent writers from threads or processes never interleave,
+ * a crash never leaves half a record, and no command can make the host wait for the log. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,6 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 
-#define STATE_DIR ".agentsbx"
 #define REDACTED "[REDACTED]"
 
 /* Names whose values are secrets (environment variables, JSON keys). */
@@ -193,9 +193,9 @@ int sbx_audit_setup(sbx_workspace *ws)
 {
 	_cleanup_free_ char *path = NULL;
 
-	if (!ws->cfg->audit_enabled || !ws->workdir || ws->root_fd < 0)
+	if (!ws->cfg->audit_enabled || !sbx_state_path(ws))
 		return 0;
-	if (asprintf(&path, "%s/%s/%s", ws->workdir, STATE_DIR, SBX_AUDIT_LOG_NAME) < 0)
+	if (asprintf(&path, "%s/%s", sbx_state_path(ws), SBX_AUDIT_LOG_NAME) < 0)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	ws->audit_path = SBX_TAKE_PTR(path);
 	return 0;
@@ -205,55 +205,34 @@ void sbx_audit_teardown(sbx_workspace *ws)
 {
 	free(ws->audit_path);
 	ws->audit_path = NULL;
-	if (ws->audit_dirfd >= 0)
-		close(ws->audit_dirfd);
-	ws->audit_dirfd = -1;
-}
-
-/* The state folder, opened beneath the root without following links (the workspace's own
- * commands could have put a link where it belongs on a backend without protection). */
-static int open_state_dir(sbx_workspace *ws)
-{
-	int fd;
-
-	if (mkdirat(ws->root_fd, STATE_DIR, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	fd = openat(ws->root_fd, STATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
 }
 
 int sbx_audit_dir_fd(sbx_workspace *ws)
 {
-	int fd = ws->audit_path ? open_state_dir(ws) : -1;
+	int fd = -1;
 
-	return fd >= 0 ? fd : -1;
+	if (ws->audit_path && sbx_state_dir(ws, NULL, 0755, &fd) < 0)
+		sbx_error_clear();
+	return fd;
 }
 
-/* Rotation and append happen under an flock of the state folder itself, which every writer
- * of this workspace (any process: agentsbx-proxy too) takes. */
-/* The state folder's fd is kept between records (every exec writes one), and reopened when
- * the folder at the root is no longer the one it names. The flock serialises processes, but
- * threads of one process share the fd and with it the lock: hooks_lock serialises them. */
-static bool still_the_state_dir(sbx_workspace *ws)
-{
-	struct stat kept, now;
-
-	return ws->audit_dirfd >= 0 && fstat(ws->audit_dirfd, &kept) == 0 &&
-	       fstatat(ws->root_fd, STATE_DIR, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       kept.st_dev == now.st_dev && kept.st_ino == now.st_ino;
-}
-
+/* The state folder comes from sbx_state_dir (never through a link, checked at every use),
+ * and the append takes a host lock (util/auditlog.c) no command can hold: no mutex is held
+ * meanwhile, so a slow append stalls no other thread. */
 static void append_line(sbx_workspace *ws, const char *line, size_t len)
 {
-	pthread_mutex_lock(&ws->hooks_lock);
-	if (!still_the_state_dir(ws)) {
-		if (ws->audit_dirfd >= 0)
-			close(ws->audit_dirfd);
-		ws->audit_dirfd = open_state_dir(ws);
+	char kept[1024];
+	int dirfd = -1;
+
+	snprintf(kept, sizeof kept, "%s", sbx_last_error());
+	if (sbx_state_dir(ws, NULL, 0755, &dirfd) == 0) {
+		sbx_auditlog_append(dirfd, line, len, ws->cfg->audit_max_bytes, ws->cfg->audit_keep);
+		close(dirfd);
 	}
-	sbx_auditlog_append(ws->audit_dirfd, line, len, ws->cfg->audit_max_bytes,
-	                    ws->cfg->audit_keep);
-	pthread_mutex_unlock(&ws->hooks_lock);
+	if (kept[0])
+		sbx_fail(-SBX_EIO, "%s", kept);
+	else
+		sbx_error_clear();
 }
 
 /* ---- records ---- */

@@ -598,6 +598,16 @@ static int parse_mcp(sbx_config *cfg, const sbx_json *v)
 	return rc;
 }
 
+/* The opt-in for a workdir in a system tree (src/workdir_policy.c): the key names the risk. */
+static int parse_allow_system_workdir(sbx_config *cfg, const sbx_json *v)
+{
+	int rc = expect_type(v, SBX_JSON_BOOL, "true or false", "unsafe_allow_system_workdir");
+
+	if (rc == 0)
+		cfg->allow_system_workdir = v->b;
+	return rc;
+}
+
 typedef int (*key_parser)(sbx_config *cfg, const sbx_json *v);
 
 static const struct {
@@ -615,6 +625,7 @@ static const struct {
 	{ "mode", parse_mode },
 	{ "audit", parse_audit },
 	{ "mcp", parse_mcp },
+	{ "unsafe_allow_system_workdir", parse_allow_system_workdir },
 };
 
 static bool find_top_level_key(const char *name, key_parser *parse)

@@ -33,6 +33,7 @@ typedef struct sbx_config {
 	char *network_json;       /* the "network" object as compact JSON, or NULL when absent */
 	enum sbx_baseline baseline;
 	bool read_only;           /* "mode": "read-only" */
+	bool allow_system_workdir; /* "unsafe_allow_system_workdir": true (workdir_policy.c) */
 	bool audit_enabled;       /* "audit.enabled", default true */
 	uint64_t audit_max_bytes; /* rotate the log beyond this size */
 	int audit_keep;           /* rotated logs kept */

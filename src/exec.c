@@ -6,11 +6,13 @@
 #include <stddef.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "audit.h"
+#include "gitguard.h"
 #include "internal.h"
 #include "util/buf.h"
 #include "util/error.h"
@@ -45,9 +47,18 @@ struct exec_run {
 	bool capture;        /* keep output in the result (and cap it) */
 	bool ended;          /* the backend reported the end */
 	bool killed;
+	bool interrupted;    /* the interrupt fd fired: killed, not timed out */
 	int64_t deadline;    /* -1 = none */
 	int64_t grace_until; /* -1 = not yet in a grace period */
 };
+
+/* The CLI's signalfd (sbx_exec_set_interrupt_fd), or -1. */
+static atomic_int interrupt_fd = -1;
+
+void sbx_exec_set_interrupt_fd(int fd)
+{
+	atomic_store(&interrupt_fd, fd);
+}
 
 static int read_exec_opts(const sbx_exec_opts *in, sbx_exec_opts *o)
 {
@@ -145,6 +156,16 @@ static void kill_on_deadline(struct exec_run *run)
 	run->grace_until = sbx_now_ms() + SBX_KILL_GRACE_MS;
 }
 
+/* The process is ending (a signal the CLI handles): the command goes, the run ends as a kill. */
+static void kill_on_interrupt(struct exec_run *run)
+{
+	if (!run->killed)
+		run->ws->ops->proc_kill(run->sp.proc);
+	run->killed = true;
+	run->interrupted = true;
+	run->grace_until = sbx_now_ms() + SBX_KILL_GRACE_MS;
+}
+
 static int poll_timeout(const struct exec_run *run)
 {
 	int64_t now = sbx_now_ms(), until = -1;
@@ -161,8 +182,8 @@ static int poll_timeout(const struct exec_run *run)
 /* One round of poll; returns false when the run is over. */
 static bool exec_step(struct exec_run *run)
 {
-	struct pollfd p[4];
-	int n = 0, in = -1, out = -1, err = -1, wait = -1;
+	struct pollfd p[5];
+	int n = 0, in = -1, out = -1, err = -1, wait = -1, intr = -1, ifd = atomic_load(&interrupt_fd);
 
 	if (run->sp.in_fd >= 0)
 		p[in = n++] = (struct pollfd){ .fd = run->sp.in_fd, .events = POLLOUT };
@@ -172,6 +193,8 @@ static bool exec_step(struct exec_run *run)
 		p[err = n++] = (struct pollfd){ .fd = run->sp.err_fd, .events = POLLIN };
 	if (!run->ended)
 		p[wait = n++] = (struct pollfd){ .fd = run->sp.wait_fd, .events = POLLIN };
+	if (ifd >= 0 && !run->interrupted && !run->ended)
+		p[intr = n++] = (struct pollfd){ .fd = ifd, .events = POLLIN };
 	if (run->ended && out < 0 && err < 0)
 		return false;
 
@@ -193,6 +216,8 @@ static bool exec_step(struct exec_run *run)
 		drain_stream(run, &run->sp.err_fd, SBX_STDERR);
 	if (wait >= 0 && p[wait].revents)
 		note_end(run);
+	if (intr >= 0 && p[intr].revents && !run->ended)
+		kill_on_interrupt(run);
 	if (run->deadline >= 0 && !run->killed && !run->ended && sbx_now_ms() >= run->deadline)
 		kill_on_deadline(run);
 	return true;
@@ -268,6 +293,8 @@ int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exe
 	while (exec_step(&run))
 		;
 	r = finish(&run);
+	/* Before the caller sees the result: nothing the command planted for git survives. */
+	sbx_gitguard_check(ws, "exec");
 	run.res->duration_ms = sbx_now_ms() - start;
 	if (r < 0) {
 		sbx_result_free(run.res);

@@ -274,7 +274,7 @@ int sbx_file_write(sbx_workspace *ws, const char *path, const void *data, size_t
 	r = sbx_path_open_parent(ws->root_fd, rel, flags & SBX_WRITE_MKDIRS, &dirfd, &name);
 	if (r < 0)
 		return r;
-	r = sbx_fs_write_atomic(dirfd, name, data, len, mode, flags & SBX_WRITE_EXCL);
+	r = sbx_workspace_write_atomic(ws, dirfd, name, data, len, mode, flags & SBX_WRITE_EXCL);
 	if (r < 0)
 		return fail_on(r, "write", path);
 	return 0;

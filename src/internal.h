@@ -18,6 +18,7 @@ struct sbx_workspace {
 	char *workdir;            /* host directory, or NULL */
 	bool workdir_temporary;   /* made by the core, removed at close */
 	char *snapshot_dir;       /* baseline "snapshot": a private copy of workdir from open */
+	int snapshot_lock_fd;     /* that copy's folder, flocked for its life, or -1 */
 	int root_fd;              /* O_PATH fd of workdir for HOST_FILES backends, else -1; for
 	                             a capped workspace, the backend's root of its files */
 	bool files_in_sandbox;    /* root_fd is not workdir but the backend's files_root_fd */
@@ -28,13 +29,54 @@ struct sbx_workspace {
 	sbx_approval_fn approval_fn;
 	void *approval_userdata;
 	char *audit_path;         /* host path of the audit log, or NULL when off */
-	int audit_dirfd;          /* the state folder, kept open for the log's appends, or -1 */
+	pthread_mutex_t state_lock; /* the state folder's fd below, replaced when it moved */
+	int state_fd;             /* the state folder (state.c), or -1 without host files */
+	int state_root_fd;        /* the host workdir it lives in, or -1 when temporary */
+	char *state_path;         /* its host path */
+	bool state_temporary;     /* a private folder made because the workdir is not writable */
 	struct sbx_mcp_state *mcp; /* MCP connections and gateway (src/mcp), made on first use */
 	_Atomic int64_t last_used_ms; /* sbx_now_ms() of the last exec, spawn or tool call (the
 	                                 workspace manager's idle TTL counts from it) */
 	pthread_mutex_t network_lock; /* one sbx_workspace_set_network at a time */
+	struct sbx_journal *journal; /* what the library makes in the workdir and must take away
+	                                (util/journal.h), for HOST_FILES backends; else NULL */
 	char network_mode[16];    /* the mode the backend enforces ("none", "allowlist", "host") */
+	struct sbx_gitguard *gitguard; /* src/gitguard.h: NULL where it does not apply */
 };
+
+/* sbx_fs_write_atomic into the workspace, with its temporary name noted in the workspace's
+ * journal: a writer killed between link and rename leaves nothing the next open does not
+ * sweep. */
+int sbx_workspace_write_atomic(sbx_workspace *ws, int dirfd, const char *name, const void *data,
+                               size_t len, mode_t mode, uint32_t flags);
+/* Refuses a workdir that is / or in a system tree, after resolving links, unless the config
+ * opts in (workdir_policy.c); -SBX_ECONFIG naming the key. exists: path is there already
+ * (else the longest existing part of it is resolved). */
+int sbx_workdir_check(const sbx_config *cfg, const char *path, bool exists);
+
+/* The snapshot baseline (workspace_snapshot.c). take: sweeps the copies of dead processes,
+ * then copies the workdir (its state folder left out) into a private folder locked for the
+ * copy's life; restore copies it into root; release removes it. sweep alone: the copies
+ * whose process is gone. */
+int sbx_snapshot_take(sbx_workspace *ws);
+int sbx_snapshot_restore(sbx_workspace *ws, int root);
+void sbx_snapshot_release(sbx_workspace *ws);
+void sbx_snapshot_sweep(void);
+
+/* The library's state folder (state.c). setup: at open, for backends with host files: the
+ * workdir's .agentsbx (made when missing; a link or a file there fails the open, naming it),
+ * or, for a read-only workspace whose workdir the library cannot write, a private temporary
+ * folder removed by teardown. */
+int sbx_state_setup(sbx_workspace *ws);
+void sbx_state_teardown(sbx_workspace *ws);
+/* The one way into the state folder: a new O_RDONLY directory fd (caller closes) of it (sub
+ * NULL or "") or of the folder sub inside it ("tools", "mcp", "quarantine"...), made with
+ * mode when missing (mode 0: -SBX_ENOENT instead). Never through a symbolic link: a link or
+ * a file in the way is an error naming it. -SBX_ENOSYS for a backend without host files (its
+ * state folder lives in the workspace, reached through the file API). Thread-safe. */
+int sbx_state_dir(sbx_workspace *ws, const char *sub, mode_t mode, int *out);
+/* Its host path (for messages and sbx_audit_path), or NULL. */
+const char *sbx_state_path(const sbx_workspace *ws);
 
 /* Marks the workspace as used now: every exec, spawn and tool call does (manager.c reads it). */
 void sbx_workspace_touch(sbx_workspace *ws);
@@ -76,6 +118,12 @@ typedef struct sbx_spawned {
 int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *cwd,
                       const char *const *env, uint32_t flags, bool want_stdin,
                       sbx_spawned *out);
+
+/* Every command sbx_exec runs (the Bash tool's included) is killed, and the call returns as
+ * for a killed command, as soon as fd becomes readable: the CLI's signalfd of INT, TERM and
+ * HUP, so that it can close the workspace and exit by the signal. -1 turns it off. Process-
+ * wide; not exported. */
+void sbx_exec_set_interrupt_fd(int fd);
 
 /* sbx_exec without the approval hook and the audit record: for the library's own commands
  * (the Bash tool asks and logs once, as a tool call). */

@@ -145,8 +145,34 @@ static int study_workspace_config(sbx_manager *m)
 	return 0;
 }
 
+/* A detached sandbox backend's section gets what the base does not say: "detached": true,
+ * and the manager's TTL as the sandbox's own idle TTL ("idle_ttl_s"), so that it stops by
+ * itself when no process of ours is left to sweep it. */
+static void detached_section(const sbx_manager *m, sbx_buf *b, const sbx_json *v)
+{
+	bool first = true;
+
+	sbx_buf_puts(b, "{");
+	if (!v || !sbx_json_get(v, "detached")) {
+		sbx_buf_puts(b, "\"detached\":true");
+		first = false;
+	}
+	if (!v || !sbx_json_get(v, "idle_ttl_s")) {
+		sbx_buf_printf(b, "%s\"idle_ttl_s\":%.3f", first ? "" : ",", (double)m->ttl_ms / 1000);
+		first = false;
+	}
+	for (size_t k = 0; v && k < v->n; k++) {
+		sbx_buf_puts(b, first ? "" : ",");
+		first = false;
+		sbx_buf_json_string(b, v->keys[k], v->key_lens[k]);
+		sbx_buf_puts(b, ":");
+		sbx_json_write(b, v->items[k]);
+	}
+	sbx_buf_puts(b, "}");
+}
+
 /* The workspace config for one id: the base object with id and workdir, and a sandbox
- * backend's "detached": true unless the base says otherwise. */
+ * backend's "detached": true unless the base says otherwise (detached_section). */
 static char *workspace_config(const sbx_manager *m, const char *id, const char *workdir)
 {
 	sbx_buf b = { 0 };
@@ -164,23 +190,17 @@ static char *workspace_config(const sbx_manager *m, const char *id, const char *
 		sbx_buf_puts(&b, ",");
 		sbx_buf_json_string(&b, key, m->ws_config->key_lens[i]);
 		sbx_buf_puts(&b, ":");
-		if (m->detached && !strcmp(key, m->backend) && v->type == SBX_JSON_OBJECT &&
-		    !sbx_json_get(v, "detached")) {
-			sbx_buf_puts(&b, "{\"detached\":true");
-			for (size_t k = 0; k < v->n; k++) {
-				sbx_buf_puts(&b, ",");
-				sbx_buf_json_string(&b, v->keys[k], v->key_lens[k]);
-				sbx_buf_puts(&b, ":");
-				sbx_json_write(&b, v->items[k]);
-			}
-			sbx_buf_puts(&b, "}");
+		if (m->detached && !strcmp(key, m->backend) && v->type == SBX_JSON_OBJECT) {
+			detached_section(m, &b, v);
 		} else {
 			sbx_json_write(&b, v);
 		}
 		section_seen |= !strcmp(key, m->backend);
 	}
-	if (m->detached && !section_seen)
-		sbx_buf_printf(&b, ",\"%s\":{\"detached\":true}", m->backend);
+	if (m->detached && !section_seen) {
+		sbx_buf_printf(&b, ",\"%s\":", m->backend);
+		detached_section(m, &b, NULL);
+	}
 	sbx_buf_puts(&b, "}");
 	if (b.oom) {
 		sbx_buf_free(&b);

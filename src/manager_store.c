@@ -16,6 +16,7 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/journal.h"
 
 #define RECORD_MAX (1u << 20)
 
@@ -89,7 +90,13 @@ int sbx_store_open(const char *base_dir, struct sbx_store *st)
 		return r;
 	}
 	if ((r = private_dir(st->base_fd, ".locks", ".locks", &st->locks_fd)) < 0 ||
-	    (r = private_dir(st->base_fd, ".records", ".records", &st->records_fd)) < 0)
+	    (r = private_dir(st->base_fd, ".records", ".records", &st->records_fd)) < 0) {
+		sbx_store_close(st);
+		return r;
+	}
+	/* A record's temporary name left by a process killed while it wrote one goes now. */
+	sbx_journal_sweep(st->base_fd, SBX_JOURNAL_STORE, SBX_SWEEP_ENDED);
+	if ((r = sbx_journal_open(st->base_fd, SBX_JOURNAL_STORE, &st->journal)) < 0)
 		sbx_store_close(st);
 	return r;
 }
@@ -102,6 +109,7 @@ void sbx_store_close(struct sbx_store *st)
 		close(st->locks_fd);
 	if (st->records_fd >= 0)
 		close(st->records_fd);
+	sbx_journal_free(st->journal);
 	free(st->base_dir);
 	*st = (struct sbx_store){ .base_fd = -1, .locks_fd = -1, .records_fd = -1 };
 }
@@ -188,7 +196,8 @@ int sbx_store_write_record(struct sbx_store *st, const char *id, const char *jso
 	char name[NAME_MAX];
 
 	record_name(id, name, sizeof name);
-	return sbx_fs_write_atomic(st->records_fd, name, json, strlen(json), 0600, 0);
+	return sbx_fs_write_atomic_noted(sbx_journal_temp_notes(st->journal), st->records_fd, name,
+	                                 json, strlen(json), 0600, 0);
 }
 
 int sbx_store_read_record(struct sbx_store *st, const char *id, sbx_json **out)

@@ -5,6 +5,8 @@
  *                                  or exclusive where only one process may
  *   <base_dir>/.records/<id>.json  what the workspace is and how it was opened; its mtime is
  *                                  the last use any process saw
+ *   <base_dir>/.journal/           the temporary names of records being written
+ *                                  (util/journal.h)
  *   <base_dir>/<user key>/<name>/  the workspace's files (host-file backends)
  * Every directory is 0700 and opened without following symlinks. */
 #ifndef SBX_MANAGER_STORE_H
@@ -19,6 +21,7 @@
 struct sbx_store {
 	char *base_dir;      /* absolute, resolved */
 	int base_fd, locks_fd, records_fd;
+	struct sbx_journal *journal;
 };
 
 int sbx_store_open(const char *base_dir, struct sbx_store *st);

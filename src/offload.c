@@ -5,10 +5,11 @@
  *   data/<sha256 of the bytes><ext>      written once
  *
  * Appends are one piece. Where the files are on the host, all the lines of a call go out in a
- * single write(2) under an exclusive flock on an O_APPEND descriptor: writers in other threads
- * and processes never interleave within a line, and a write cut short is truncated away, so a
- * failure leaves no half line. Elsewhere the file is read and rewritten atomically under a
- * process-wide lock.
+ * single write(2) on an O_APPEND descriptor under the file's host lock (util/hostlock.h: a
+ * lock file outside the workspace, which no command inside can take and hold, unlike an
+ * flock of the file itself): writers in other threads and processes never interleave within
+ * a line, and a write cut short is truncated away, so a failure leaves no half line.
+ * Elsewhere the file is read and rewritten atomically under a process-wide lock.
  *
  * Media types map to extensions by a fixed table (below), not by the host's mime database,
  * so the same bytes get the same name everywhere. */
@@ -19,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +30,7 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/hostlock.h"
 #include "util/json.h"
 #include "util/path.h"
 
@@ -423,6 +424,24 @@ static int open_for_append(sbx_workspace *ws, const char *path)
 	return fd;
 }
 
+/* Other writers hold it for one write; a holder past this is broken, not busy. */
+#define APPEND_LOCK_TIMEOUT_MS 5000
+
+/* The file's host lock. Where the lock folder cannot be used (its message says why), the
+ * append goes on unlocked: one O_APPEND write still keeps the lines whole. */
+static int take_append_lock(int fd, const char *path, int *lock)
+{
+	char msg[512];
+	int r = sbx_hostlock_take(fd, "append", APPEND_LOCK_TIMEOUT_MS, lock);
+
+	if (r == 0 || r != -SBX_ETIMEDOUT) {
+		sbx_error_clear();
+		return 0;
+	}
+	snprintf(msg, sizeof msg, "%s", sbx_last_error());
+	return sbx_fail(r, "%s: append: %s", path, msg);
+}
+
 /* buf[0] is room for a '\n' before the lines, used when the file needs one. */
 static int append_on_host(sbx_workspace *ws, const char *dir, const char *path, char *buf,
                           size_t len)
@@ -436,10 +455,9 @@ static int append_on_host(sbx_workspace *ws, const char *dir, const char *path, 
 	_cleanup_close_ int fd = open_for_append(ws, path);
 	if (fd < 0)
 		return fd;
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR)
-			return sbx_fail(sbx_errno_code(errno), "%s: flock: %s", path,
-			                strerror(errno));
+	_cleanup_close_ int lock = -1;
+	if ((r = take_append_lock(fd, path, &lock)) < 0)
+		return r;
 	if (fstat(fd, &st) < 0)
 		return sbx_fail(sbx_errno_code(errno), "%s: %s", path, strerror(errno));
 	if ((r = ends_with_newline(fd, st.st_size, &nl)) < 0)

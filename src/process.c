@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "gitguard.h"
 #include "internal.h"
 #include "util/error.h"
 
@@ -254,6 +255,8 @@ int sbx_process_wait(sbx_process *p, int timeout_ms, int *exit_code, int *term_s
 		if (r < 0)
 			return r;
 		p->ended = true;
+		/* The command is over: before the caller hears it, nothing it planted for git stays. */
+		sbx_gitguard_check(p->ws, "spawn");
 	}
 	if (exit_code)
 		*exit_code = p->exit_code;
@@ -287,8 +290,11 @@ void sbx_process_free(sbx_process *p)
 	if (!p)
 		return;
 	if (p->ws) {
+		bool was_running = !p->ended;
 		unlink_process(p->ws, p);
 		release_backend_side(p);
+		if (was_running)
+			sbx_gitguard_check(p->ws, "spawn");
 	}
 	close_fd(&p->sp.in_fd);
 	close_fd(&p->sp.out_fd);

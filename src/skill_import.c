@@ -346,11 +346,12 @@ static int undo(sbx_workspace *ws, const char *dest, int r)
  * Names and dirs
  * ------------------------------------------------------------------------------------- */
 
+/* A name only a trusted skill takes: an untrusted one (a command's) cannot block an add. */
 static int refuse_duplicate(sbx_workspace *ws, const char *name)
 {
 	sbx_skill *v;
 	size_t n;
-	int r = sbx_skills_load(ws, &v, &n);
+	int r = sbx_skills_load(ws, true, &v, &n);
 
 	for (size_t i = 0; r == 0 && i < n; i++)
 		if (strcmp(v[i].name, name) == 0)
@@ -439,7 +440,20 @@ static int random_hex(char *out, size_t bytes)
 	return 0;
 }
 
-/* Host files: stage, then (under the lock) check the name again and rename into place. */
+/* Records the skill just installed in dir ("skills/<dir>") as one the library added; when
+ * that fails it is removed again (untrusted, it would be no skill for the model). */
+static int record_installed(sbx_workspace *ws, const struct plan *p, const char *dir)
+{
+	char sha256[65];
+	int r = sbx_skill_sha256(p->md_src->text, p->md_src->size, sha256);
+
+	if (r == 0)
+		r = sbx_skill_record_add(ws, dir, p->md.name, sha256);
+	return r < 0 ? undo(ws, dir, r) : 0;
+}
+
+/* Host files: stage, then (under the lock) check the name again, rename into place, and
+ * record it. */
 static int add_on_host(sbx_workspace *ws, const struct source *src, const struct plan *p,
                        const char *base, char **dir_out)
 {
@@ -460,8 +474,19 @@ static int add_on_host(sbx_workspace *ws, const struct source *src, const struct
 	r = refuse_duplicate(ws, p->md.name);
 	if (r == 0)
 		r = install_staged(ws, staging, base, dir_out);
+	if (r < 0)
+		r = undo(ws, staging, r);
+	if (r == 0) {
+		_cleanup_free_ char *dir = NULL;
+		if (asprintf(&dir, SBX_SKILLS_DIR "/%s", *dir_out) < 0)
+			r = sbx_fail(-SBX_ENOMEM, "out of memory");
+		else
+			r = record_installed(ws, p, dir);
+		if (r < 0)
+			free(SBX_TAKE_PTR(*dir_out));
+	}
 	sbx_skills_unlock();
-	return r < 0 ? undo(ws, staging, r) : 0;
+	return r;
 }
 
 /* The first dir that is neither listed nor there. */
@@ -503,6 +528,8 @@ static int add_elsewhere(sbx_workspace *ws, const struct source *src, const stru
 	if (r == 0 && (r = sbx_file_mkdir(ws, dest, 0755)) == 0 &&
 	    (r = write_skill(ws, src, p, dest)) < 0)
 		r = undo(ws, dest, r);
+	if (r == 0)
+		r = record_installed(ws, p, dest);
 	sbx_skills_unlock();
 	if (r == 0)
 		*dir_out = SBX_TAKE_PTR(dir);

@@ -134,11 +134,11 @@ char *sbx_skill_dir_base(const char *name)
  * Loading
  * ------------------------------------------------------------------------------------- */
 
-int sbx_skill_read_md(sbx_workspace *ws, const char *dir, char **text, sbx_skill_md *md)
+int sbx_skill_read_md(sbx_workspace *ws, const char *dir, char **text, size_t *len,
+                      sbx_skill_md *md)
 {
 	_cleanup_free_ char *path = NULL;
 	sbx_stat st = { .size = sizeof st };
-	size_t len;
 	int r;
 
 	*text = NULL;
@@ -152,9 +152,9 @@ int sbx_skill_read_md(sbx_workspace *ws, const char *dir, char **text, sbx_skill
 		return sbx_fail(-SBX_EINVAL, "%s: not a regular file", path);
 	if (st.file_size > SBX_FRONTMATTER_MAX)
 		return sbx_fail(-SBX_EFBIG, "%s: larger than %zu bytes", path, SBX_FRONTMATTER_MAX);
-	if ((r = sbx_file_read(ws, path, text, &len)) < 0)
+	if ((r = sbx_file_read(ws, path, text, len)) < 0)
 		return r;
-	if ((r = sbx_skill_md_parse(*text, len, md)) < 0)
+	if ((r = sbx_skill_md_parse(*text, *len, md)) < 0)
 		free(SBX_TAKE_PTR(*text));
 	return r;
 }
@@ -174,10 +174,14 @@ static int compare_skills(const void *a, const void *b)
 	const sbx_skill *x = a, *y = b;
 	int c = strcmp(x->name, y->name);
 
-	return c ? c : strcmp(x->dir, y->dir);
+	if (c)
+		return c;
+	if (x->trusted != y->trusted)
+		return x->trusted ? -1 : 1;
+	return strcmp(x->dir, y->dir);
 }
 
-/* Sorted by name; of two with the same name the first dir wins. */
+/* Sorted by name; of two with the same name a trusted one wins, else the first dir. */
 static void sort_and_dedupe(sbx_skill *v, size_t *n)
 {
 	size_t o = 0;
@@ -197,29 +201,57 @@ static void sort_and_dedupe(sbx_skill *v, size_t *n)
 	*n = o;
 }
 
-/* Reads skills/<name> into v[*n] when it is a skill; anything else is skipped. */
-static int load_one(sbx_workspace *ws, const char *name, sbx_skill *v, size_t *n)
+/* Reads skills/<name> into v[*n] when it is a skill (trusted when the record says so);
+ * anything else is skipped. */
+static int load_one(sbx_workspace *ws, const sbx_json *record, const char *name, sbx_skill *v,
+                    size_t *n)
 {
 	_cleanup_free_ char *dir = NULL, *text = NULL;
+	sbx_skill s = { 0 };
 	sbx_skill_md md;
+	size_t len;
 	int r;
 
 	if (asprintf(&dir, SBX_SKILLS_DIR "/%s", name) < 0)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	r = sbx_skill_read_md(ws, dir, &text, &md);
+	r = sbx_skill_read_md(ws, dir, &text, &len, &md);
 	if (r == -SBX_ENOMEM)
 		return r;
 	if (r < 0)
 		return 0;
-	v[(*n)++] = (sbx_skill){ SBX_TAKE_PTR(md.name), SBX_TAKE_PTR(md.description),
-	                         SBX_TAKE_PTR(dir) };
+	if ((r = sbx_skill_sha256(text, len, s.sha256)) < 0) {
+		sbx_skill_md_free(&md);
+		return r;
+	}
+	s.trusted = sbx_skill_record_trusts(record, dir, md.name, s.sha256);
+	s.name = SBX_TAKE_PTR(md.name);
+	s.description = SBX_TAKE_PTR(md.description);
+	s.dir = SBX_TAKE_PTR(dir);
+	v[(*n)++] = s;
 	sbx_skill_md_free(&md);
 	return 0;
 }
 
-int sbx_skills_load(sbx_workspace *ws, sbx_skill **out, size_t *count)
+/* Drops the untrusted ones. */
+static void keep_trusted(sbx_skill *v, size_t *n)
 {
-	sbx_json *list;
+	size_t o = 0;
+
+	for (size_t i = 0; i < *n; i++) {
+		if (v[i].trusted) {
+			v[o++] = v[i];
+			continue;
+		}
+		free(v[i].name);
+		free(v[i].description);
+		free(v[i].dir);
+	}
+	*n = o;
+}
+
+int sbx_skills_load(sbx_workspace *ws, bool trusted_only, sbx_skill **out, size_t *count)
+{
+	sbx_json *list, *record = NULL;
 	sbx_skill *v;
 	const char *type;
 	size_t n = 0;
@@ -233,17 +265,21 @@ int sbx_skills_load(sbx_workspace *ws, sbx_skill **out, size_t *count)
 		sbx_json_free(list);
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
+	record = sbx_skill_record_load(ws);
 	for (size_t i = 0; i < list->n && r == 0; i++) {
 		const char *name = entry_name(list->items[i], &type);
 		if (name && name[0] != '.' && strcmp(type, "dir") == 0)
-			r = load_one(ws, name, v, &n);
+			r = load_one(ws, record, name, v, &n);
 	}
+	sbx_json_free(record);
 	sbx_json_free(list);
 	if (r < 0) {
 		sbx_skills_free(v, n);
 		return r;
 	}
 	sort_and_dedupe(v, &n);
+	if (trusted_only)
+		keep_trusted(v, &n);
 	if (n == 0) {
 		free(v);
 		return 0;
@@ -285,7 +321,7 @@ int sbx_skills_render(sbx_workspace *ws, sbx_buf *out)
 	size_t n;
 	const char *root = sbx_workspace_root(ws);
 	size_t rl = root ? strlen(root) : 0;
-	int r = sbx_skills_load(ws, &v, &n);
+	int r = sbx_skills_load(ws, true, &v, &n);
 
 	if (r < 0 || n == 0)
 		return r;
@@ -321,7 +357,7 @@ int sbx_skills_json(sbx_workspace *ws, char **json_out)
 		return sbx_fail(-SBX_EINVAL, "sbx_skills_json: ws must not be NULL");
 	if (!json_out)
 		return sbx_fail(-SBX_EINVAL, "sbx_skills_json: json_out must not be NULL");
-	if ((r = sbx_skills_load(ws, &v, &n)) < 0)
+	if ((r = sbx_skills_load(ws, false, &v, &n)) < 0)
 		return r;
 	sbx_buf_puts(&b, "[");
 	for (size_t i = 0; i < n; i++) {
@@ -331,7 +367,7 @@ int sbx_skills_json(sbx_workspace *ws, char **json_out)
 		sbx_buf_json_string(&b, v[i].description, strlen(v[i].description));
 		sbx_buf_puts(&b, ",\"dir\":");
 		sbx_buf_json_string(&b, v[i].dir, strlen(v[i].dir));
-		sbx_buf_puts(&b, "}");
+		sbx_buf_printf(&b, ",\"trusted\":%s}", v[i].trusted ? "true" : "false");
 	}
 	sbx_buf_puts(&b, "]");
 	sbx_skills_free(v, n);
@@ -394,7 +430,7 @@ static int remove_locked(sbx_workspace *ws, const char *name)
 {
 	sbx_skill *v;
 	size_t n;
-	int r = sbx_skills_load(ws, &v, &n);
+	int r = sbx_skills_load(ws, false, &v, &n);
 
 	if (r < 0)
 		return r;
@@ -406,6 +442,8 @@ static int remove_locked(sbx_workspace *ws, const char *name)
 		r = sbx_fail(-SBX_ENOENT, "sbx_skill_remove: no skill named '%.100s' (there %s: "
 		             "%s)", name, n == 1 ? "is" : "are", n ? names.data : "none");
 		sbx_buf_free(&names);
+	} else if ((r = sbx_skill_record_remove(ws, s->dir)) < 0) {
+		/* The record could not change: the skill stays, as it was. */
 	} else if (ws->caps & SBX_BACKEND_CAP_HOST_FILES) {
 		r = remove_on_host(ws, s->dir);
 	} else {

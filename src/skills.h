@@ -4,9 +4,10 @@
  * Layout: skills/<dir>/SKILL.md in the workspace, flat (no per-agent partitions). <dir> comes
  * from the skill's name: [A-Za-z0-9_-] kept, every other character "_", then "_1", "_2"...
  * when taken. A directory whose SKILL.md is missing or invalid is not a skill and is skipped;
- * so are names starting with '.' (staging areas). Two directories naming the same skill: the
- * one whose dir sorts first counts. Everything goes through the public file API, so it works
- * on every backend. */
+ * so are names starting with '.' (staging areas). Two directories naming the same skill: a
+ * trusted one counts, else the one whose dir sorts first. Only skills the library added are
+ * trusted (skill_trust.c); the others are listed as untrusted and reach neither the prompt nor
+ * the Skill tool. Everything goes through the public file API, so it works on every backend. */
 #ifndef SBX_SKILLS_H
 #define SBX_SKILLS_H
 
@@ -16,6 +17,7 @@
 #include "internal.h"
 #include "util/buf.h"
 #include "util/frontmatter.h"
+#include "util/json.h"
 
 #define SBX_SKILLS_DIR "skills"
 
@@ -23,21 +25,45 @@ typedef struct sbx_skill {
 	char *name;
 	char *description;
 	char *dir;          /* "skills/<dir>", workspace-relative */
+	bool trusted;       /* added by sbx_skill_add*, SKILL.md as recorded (skill_trust.c) */
+	char sha256[65];    /* of the SKILL.md read */
 } sbx_skill;
 
-/* The workspace's skills sorted by name (*n may be 0, then *out is NULL). A missing skills/
- * folder is no skills, not an error. */
-int sbx_skills_load(sbx_workspace *ws, sbx_skill **out, size_t *n);
+/* The workspace's skills sorted by name (*n may be 0, then *out is NULL), only the trusted
+ * ones when trusted_only. Of two with the same name a trusted one wins, else the first dir.
+ * A missing skills/ folder is no skills, not an error. */
+int sbx_skills_load(sbx_workspace *ws, bool trusted_only, sbx_skill **out, size_t *n);
 void sbx_skills_free(sbx_skill *v, size_t n);
 
 /* Appends the <agent-skills> block that tells a model which skills there are (name,
  * description and dir as commands see it, with &, < and > escaped), without a final newline;
- * appends nothing when there are none. */
+ * appends nothing when there are none. Trusted skills only: nothing a command wrote reaches
+ * the system prompt. */
 int sbx_skills_render(sbx_workspace *ws, sbx_buf *out);
 
-/* Reads and parses skills/<dir>/SKILL.md (dir as in sbx_skill.dir). *text holds the file (the
- * body points into it); free it after md. */
-int sbx_skill_read_md(sbx_workspace *ws, const char *dir, char **text, sbx_skill_md *md);
+/* Reads and parses skills/<dir>/SKILL.md (dir as in sbx_skill.dir). *text holds the file, *len
+ * bytes (the body points into it); free it after md. */
+int sbx_skill_read_md(sbx_workspace *ws, const char *dir, char **text, size_t *len,
+                      sbx_skill_md *md);
+
+/* ---- the record of the skills the library added (skill_trust.c) -------------------- */
+
+int sbx_skill_sha256(const char *text, size_t len, char hex[65]);
+/* The record (NULL when there is none or it is unusable: then nothing is trusted), from the
+ * state folder or from text. */
+sbx_json *sbx_skill_record_load(sbx_workspace *ws);
+sbx_json *sbx_skill_record_parse(const char *text, size_t len);
+/* Appends the record old (may be NULL) with dir's entry replaced by (name, sha256), or
+ * dropped when name is NULL; entries that are not well-formed are left out. */
+int sbx_skill_record_render(const sbx_json *old, const char *dir, const char *name,
+                            const char *sha256, sbx_buf *b);
+/* Does the record say the library added dir with this name and SKILL.md? */
+bool sbx_skill_record_trusts(const sbx_json *record, const char *dir, const char *name,
+                             const char *sha256);
+/* Records dir (replacing its entry) or drops it. Call under sbx_skills_lock(). */
+int sbx_skill_record_add(sbx_workspace *ws, const char *dir, const char *name,
+                         const char *sha256);
+int sbx_skill_record_remove(sbx_workspace *ws, const char *dir);
 
 /* ---- shared by skills.c and skill_import.c ------------------------------------------- */
 

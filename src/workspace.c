@@ -14,12 +14,14 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "gitguard.h"
 #include "internal.h"
 #include "mcp/mcp.h"
 #include "network.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/journal.h"
 
 #define STATE_DIR ".agentsbx"   /* the library's state folder in the workspace */
 
@@ -71,11 +73,14 @@ static int prepare_workdir(sbx_workspace *ws)
 	int r;
 
 	if (ws->cfg->workdir) {
-		if ((r = make_host_dir(ws->cfg->workdir)) < 0)
+		if ((r = sbx_workdir_check(ws->cfg, ws->cfg->workdir, false)) < 0 ||
+		    (r = make_host_dir(ws->cfg->workdir)) < 0)
 			return r;
 		if (!realpath(ws->cfg->workdir, resolved))
 			return sbx_fail(sbx_errno_code(errno), "config: key 'workdir': %s: %s",
 			                ws->cfg->workdir, strerror(errno));
+		if ((r = sbx_workdir_check(ws->cfg, resolved, true)) < 0)
+			return r;
 		if (!(ws->workdir = strdup(resolved)))
 			return sbx_fail(-SBX_ENOMEM, "out of memory");
 	} else {
@@ -118,28 +123,6 @@ static void remove_private_dir(const char *path)
 		sbx_fs_remove_tree(dirfd, slash + 1);
 }
 
-/* Baseline "snapshot": a copy of the workdir in a private directory, for reset. */
-static int take_snapshot(sbx_workspace *ws)
-{
-	_cleanup_free_ char *prefix = NULL;
-	_cleanup_close_ int from = -1, to = -1;
-	int r;
-
-	if (!(ws->caps & SBX_BACKEND_CAP_HOST_FILES))
-		return sbx_fail(-SBX_ECONFIG, "config: key 'baseline': backend '%s' keeps no host "
-		                "files to snapshot", ws->ops->name);
-	if (asprintf(&prefix, "agentsbx-baseline-%s", ws->id) < 0)
-		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if ((r = sbx_fs_make_temp_dir(prefix, &ws->snapshot_dir)) < 0 ||
-	    (r = open_dir_fd(ws->workdir, &from)) < 0 ||
-	    (r = open_dir_fd(ws->snapshot_dir, &to)) < 0 ||
-	    (r = sbx_fs_copy_tree(from, to)) < 0)
-		return r;
-	/* The state folder is not part of the files a reset restores. */
-	r = sbx_fs_remove_tree(to, STATE_DIR);
-	return r == -SBX_ENOENT ? 0 : r;
-}
-
 /* Removes everything at the root but the state folder (the audit log and the tool sessions
  * outlive a reset). */
 static int empty_except_state(int root)
@@ -162,21 +145,30 @@ static int empty_except_state(int root)
 	return r;
 }
 
-/* The library's state folder exists before any backend starts, so that no sandbox ever makes
- * it as one of its read-only placeholders. */
-static int make_state_dir(sbx_workspace *ws)
+/* The journal of what the library makes in the workdir (util/journal.h), beside the state
+ * folder: what an earlier host that died left noted there (placeholders, temporary files)
+ * goes before anything new is made. A workdir the library cannot write (its state folder a
+ * temporary one) gets nothing made in it, and so no journal. */
+static int open_journal(sbx_workspace *ws)
 {
-	if (mkdirat(ws->root_fd, STATE_DIR, 0755) < 0 && errno != EEXIST)
-		return sbx_fail(sbx_errno_code(errno), "create %s/%s: %s", ws->workdir, STATE_DIR,
-		                strerror(errno));
-	return 0;
+	if (ws->state_temporary)
+		return 0;
+	sbx_journal_sweep(ws->root_fd, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED);
+	return sbx_journal_open(ws->root_fd, SBX_JOURNAL_WORKSPACE, &ws->journal);
+}
+
+int sbx_workspace_write_atomic(sbx_workspace *ws, int dirfd, const char *name, const void *data,
+                               size_t len, mode_t mode, uint32_t flags)
+{
+	return sbx_fs_write_atomic_noted(sbx_journal_temp_notes(ws ? ws->journal : NULL), dirfd,
+	                                 name, data, len, mode, flags);
 }
 
 /* Returns the files to the configured baseline (reset). */
 static int restore_baseline(sbx_workspace *ws)
 {
 	enum sbx_baseline b = ws->cfg->baseline;
-	_cleanup_close_ int root = -1, snapshot = -1;
+	_cleanup_close_ int root = -1;
 	int r;
 
 	if (b == SBX_BASELINE_DEFAULT)
@@ -189,9 +181,7 @@ static int restore_baseline(sbx_workspace *ws)
 		return r;
 	if (b != SBX_BASELINE_SNAPSHOT)
 		return 0;
-	if ((r = open_dir_fd(ws->snapshot_dir, &snapshot)) < 0)
-		return r;
-	return sbx_fs_copy_tree(snapshot, root);
+	return sbx_snapshot_restore(ws, root);
 }
 
 /* The backend's additions to every command's environment (the proxy settings of an
@@ -258,6 +248,8 @@ static int open_backend(sbx_workspace *ws, const sbx_open_opts *opts)
 		.audit_keep = ws->cfg->audit_keep,
 		.disk_bytes = ws->cfg->disk_bytes,
 		.tmp_bytes = ws->cfg->tmp_bytes,
+		.state_dir = ws->state_temporary ? ws->state_path : NULL,
+		.state_dir_fd = ws->state_temporary ? ws->state_fd : -1,
 	};
 	if (opts && opts->size >= offsetof(sbx_open_opts, progress_userdata) +
 	                           sizeof opts->progress_userdata) {
@@ -275,16 +267,18 @@ static void free_workspace(sbx_workspace *ws)
 {
 	if (ws->workdir_temporary && ws->workdir)
 		remove_private_dir(ws->workdir);
-	if (ws->snapshot_dir)
-		remove_private_dir(ws->snapshot_dir);
+	sbx_snapshot_release(ws);
 	if (ws->root_fd >= 0)
 		close(ws->root_fd);
+	sbx_gitguard_free(ws);
 	sbx_strv_free(ws->base_env);
 	sbx_config_free(ws->cfg);
 	free(ws->id);
 	free(ws->workdir);
-	free(ws->snapshot_dir);
 	sbx_audit_teardown(ws);
+	sbx_journal_free(ws->journal);
+	sbx_state_teardown(ws);
+	pthread_mutex_destroy(&ws->state_lock);
 	pthread_mutex_destroy(&ws->procs_lock);
 	pthread_mutex_destroy(&ws->hooks_lock);
 	pthread_mutex_destroy(&ws->network_lock);
@@ -309,7 +303,10 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	if (!ws)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	ws->root_fd = -1;
-	ws->audit_dirfd = -1;
+	ws->state_fd = -1;
+	ws->state_root_fd = -1;
+	ws->snapshot_lock_fd = -1;
+	pthread_mutex_init(&ws->state_lock, NULL);
 	pthread_mutex_init(&ws->procs_lock, NULL);
 	pthread_mutex_init(&ws->hooks_lock, NULL);
 	pthread_mutex_init(&ws->network_lock, NULL);
@@ -323,18 +320,19 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	if (r < 0)
 		goto fail;
 	if ((ws->caps & SBX_BACKEND_CAP_HOST_FILES) &&
-	    ((r = prepare_workdir(ws)) < 0 || (r = make_state_dir(ws)) < 0))
+	    ((r = prepare_workdir(ws)) < 0 || (r = sbx_state_setup(ws)) < 0 ||
+	     (r = open_journal(ws)) < 0))
 		goto fail;
 	if (!(ws->caps & SBX_BACKEND_CAP_HOST_FILES) && ws->cfg->workdir &&
 	    !(ws->workdir = strdup(ws->cfg->workdir))) {
 		r = sbx_fail(-SBX_ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (ws->cfg->baseline == SBX_BASELINE_SNAPSHOT && (r = take_snapshot(ws)) < 0)
+	if (ws->cfg->baseline == SBX_BASELINE_SNAPSHOT && (r = sbx_snapshot_take(ws)) < 0)
 		goto fail;
 	if ((r = sbx_audit_setup(ws)) < 0 || (r = open_backend(ws, opts)) < 0)
 		goto fail;
-	if ((r = build_base_env(ws)) < 0) {
+	if ((r = build_base_env(ws)) < 0 || (r = sbx_gitguard_open(ws)) < 0) {
 		ws->ops->close(ws->state);
 		goto fail;
 	}
@@ -355,7 +353,11 @@ int sbx_workspace_close(sbx_workspace *ws)
 		return 0;
 	sbx_mcp_shutdown(ws);
 	sbx_process_detach_all(ws);
+	sbx_gitguard_backend_closing(ws);
 	r = ws->ops->close(ws->state);
+	/* The sandbox is gone: nothing can change the files any more. The last check runs
+	 * before the caller (and the user's git) gets the workspace back. */
+	sbx_gitguard_check(ws, "close");
 	free_workspace(ws);
 	return r;
 }
@@ -373,9 +375,12 @@ int sbx_workspace_reset(sbx_workspace *ws)
 	 * protects them afresh. */
 	sbx_mcp_shutdown(ws);   /* the gateway dies with the sandbox; the next call starts one */
 	sbx_process_detach_all(ws);
+	sbx_gitguard_check(ws, "reset");
 	if ((r = restore_baseline(ws)) < 0 || (r = ws->ops->reset(ws->state)) < 0)
 		return r;
-	return sbx_workspace_adopt_files_root(ws);
+	r = sbx_workspace_adopt_files_root(ws);
+	sbx_gitguard_after_reset(ws);
+	return r;
 }
 
 void sbx_workspace_touch(sbx_workspace *ws)

@@ -100,7 +100,8 @@ static void add_host_config(const struct docker_ws *ws, sbx_buf *b)
 	               "\"SecurityOpt\":[\"no-new-privileges\"],\"IpcMode\":\"private\","
 	               "\"Tmpfs\":{\"/tmp\":\"rw,nosuid,nodev,size=%llu,mode=1777\"},"
 	               "\"AutoRemove\":%s",
-	               (unsigned long long)ws->opts.tmp_bytes, ws->opts.detached ? "false" : "true");
+	               (unsigned long long)ws->opts.tmp_bytes,
+	               ws->opts.detached && !ws->server ? "false" : "true");
 	if (ws->limits.memory_bytes)
 		/* Swap equal to memory: no swap on top of the limit. */
 		sbx_buf_printf(b, ",\"Memory\":%llu,\"MemorySwap\":%llu",
@@ -387,9 +388,12 @@ static int start_exec_server(struct docker_ws *ws)
 	sbx_buf_json_string(&spec, ws->id, strlen(ws->id));
 	sbx_buf_printf(&spec, ",\"landlock\":false,\"seccomp_program\":false,"
 	               "\"workspace_readonly\":%s", ws->read_only ? "true" : "false");
-	/* The server runs as the container's user; later host processes are ours. */
+	/* The server runs as the container's user; later host processes are ours. At its idle
+	 * TTL it stops, and with it the container, which the engine then removes (AutoRemove:
+	 * a stopped server container is never reattached anyway). */
 	if (ws->opts.detached)
-		sbx_buf_printf(&spec, ",\"host_uid\":%u", (unsigned)geteuid());
+		sbx_buf_printf(&spec, ",\"host_uid\":%u,\"idle_ttl_ms\":%lld", (unsigned)geteuid(),
+		               (long long)ws->opts.idle_ttl_ms);
 	docker_network_spec(ws, &spec);
 	sbx_buf_puts(&spec, "}");
 	if (spec.oom)

@@ -3,6 +3,7 @@
  * no-new-privileges, a non-root user), the host workdir bound at /workspace. Commands run
  * through the Engine's exec API (exec.c); the core serves the files from the host workdir. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "internal.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/statedir.h"
 
 #define PROBE_TIMEOUT_MS 3000L
 /* The user commands run as when neither the config nor the workdir names one: nobody. */
@@ -131,15 +133,32 @@ static int find_helpers(struct docker_ws *ws)
 }
 
 /* The host folder the control sockets live in, bound into the container. Anyone may pass
- * through it (0711) because the container's user is often not ours; the names are random. */
-static int make_control_dir(struct docker_ws *ws)
+ * through it (0711) because the container's user is often not ours; the names are random.
+ * It is the state folder's docker/, made and checked without following a link (a link
+ * planted in the workdir must not make the host create folders elsewhere), or, when the
+ * state folder is a temporary one (a workdir the library cannot write), that one's. */
+static int make_control_dir(struct docker_ws *ws, const sbx_backend_config *cfg)
 {
-	if (asprintf(&ws->control_dir, "%s/" DOCKER_STATE_SUBDIR, docker_attach_root(ws)) < 0)
+	const char *temp = SBX_BACKEND_CONFIG_HAS(cfg, state_dir) ? cfg->state_dir : NULL;
+	const char *base = temp ? temp : docker_attach_root(ws);
+	_cleanup_close_ int root = -1, dir = -1;
+	char msg[512];
+	int r;
+
+	if (temp)
+		r = sbx_statedir_open_below(cfg->state_dir_fd, temp, "docker", 0711, &dir);
+	else if ((root = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = sbx_fail(sbx_errno_code(errno), "open %s: %s", base, strerror(errno));
+	else
+		r = sbx_statedir_open(root, "docker", 0711, &dir);
+	if (r < 0) {
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(r, "docker: the control folder: %s", msg);
+	}
+	if ((temp ? asprintf(&ws->control_dir, "%s/docker", temp)
+	          : asprintf(&ws->control_dir, "%s/" DOCKER_STATE_SUBDIR, base)) < 0)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
-	if (mkdir(ws->control_dir, 0711) < 0 && errno != EEXIST)
-		return sbx_fail(-sbx_errno_code(errno), "docker: create %s: %s", ws->control_dir,
-		                strerror(errno));
-	if (chmod(ws->control_dir, 0711) < 0)
+	if (fchmod(dir, 0711) < 0)
 		return sbx_fail(-sbx_errno_code(errno), "docker: chmod %s: %s", ws->control_dir,
 		                strerror(errno));
 	return 0;
@@ -169,7 +188,7 @@ static int setup(struct docker_ws *ws, const sbx_backend_config *cfg)
 	}
 	if ((r = docker_engine_connect(&ws->engine, ws->opts.host, 0)) < 0 ||
 	    (r = find_helpers(ws)) < 0 || (r = pick_user(ws, cfg)) < 0 ||
-	    (volume && (r = docker_volume_setup(ws, cfg)) < 0) || (r = make_control_dir(ws)) < 0 ||
+	    (volume && (r = docker_volume_setup(ws, cfg)) < 0) || (r = make_control_dir(ws, cfg)) < 0 ||
 	    (r = docker_network_start(ws, cfg)) < 0)
 		return r;
 	return docker_container_up(ws);

@@ -98,6 +98,9 @@ struct docker_options {
 	char *host;                   /* engine address, NULL = $DOCKER_HOST or the default */
 	char *user;                   /* "uid[:gid]" or a name; NULL = chosen at open */
 	bool detached;                /* close leaves the container (default: removed) */
+	int64_t idle_ttl_ms;          /* detached: its exec server stops it when no host has held
+	                                 it for this long (0: never) */
+	bool idle_ttl_set;
 	bool bridge;                  /* network "bridge" instead of the host's (mode host) */
 	uint64_t nano_cpus;           /* 0 = no CPU limit */
 	uint64_t tmp_bytes;           /* size of the tmpfs on /tmp */

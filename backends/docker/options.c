@@ -11,6 +11,8 @@
 #define MAX_CPUS 4096
 #define DEFAULT_TMP_BYTES (256ull << 20)
 #define MAX_TMP_BYTES (64ull << 30)
+/* A detached container's idle TTL unless the config says otherwise (the ns default). */
+#define DEFAULT_IDLE_TTL_MS (3600 * 1000LL)
 
 static int option_error(const char *key, const char *why)
 {
@@ -107,6 +109,39 @@ static int take_exec(const sbx_json *v, int *exec)
 	return 0;
 }
 
+static int take_idle_ttl(const sbx_json *v, struct docker_options *o)
+{
+	double secs = v->type == SBX_JSON_INT ? (double)v->i : v->type == SBX_JSON_NUMBER ? v->d : -1;
+
+	if (!(secs >= 0 && secs <= 1e9))
+		return option_error("idle_ttl_s", "expected a number of seconds >= 0");
+	o->idle_ttl_ms = (int64_t)(secs * 1000);
+	o->idle_ttl_set = true;
+	return 0;
+}
+
+/* A detached container stops itself at its idle TTL through its exec server (the ns
+ * backend's server loop): without one (exec "api") nothing in it knows when it was used, so
+ * only an explicit "idle_ttl_s": 0 lets it run until removed. */
+static int check_idle_ttl(struct docker_options *o)
+{
+	bool server = o->exec == DOCKER_EXEC_SERVER || (o->exec == DOCKER_EXEC_AUTO && !o->stream);
+
+	if (o->idle_ttl_set && !o->detached)
+		return option_error("idle_ttl_s", "only a detached container stops by itself (set "
+		                    "'docker.detached': true)");
+	if (!o->detached)
+		return 0;
+	if (!o->idle_ttl_set)
+		o->idle_ttl_ms = DEFAULT_IDLE_TTL_MS;
+	if (!server && o->idle_ttl_ms)
+		return option_error("idle_ttl_s", "a detached container stops itself when idle through "
+		                    "its exec server, which docker.exec \"api\" has not: use exec "
+		                    "\"server\", or set idle_ttl_s to 0 to keep it running until a "
+		                    "reset or a non-detached open removes it");
+	return 0;
+}
+
 static int take_option(const char *key, const sbx_json *v, struct docker_options *o)
 {
 	int r;
@@ -136,8 +171,10 @@ static int take_option(const char *key, const sbx_json *v, struct docker_options
 		return take_tmp_size(v, &o->tmp_bytes);
 	if (!strcmp(key, "volume"))
 		return docker_take_volume(v, o);
-	return option_error(key, "unknown key (known: image, host, user, detached, pull, network, "
-	                    "exec, stdio, cpus, tmp_size, volume)");
+	if (!strcmp(key, "idle_ttl_s"))
+		return take_idle_ttl(v, o);
+	return option_error(key, "unknown key (known: image, host, user, detached, idle_ttl_s, "
+	                    "pull, network, exec, stdio, cpus, tmp_size, volume)");
 }
 
 int docker_options_parse(const char *options_json, struct docker_options *o)
@@ -168,6 +205,8 @@ int docker_options_parse(const char *options_json, struct docker_options *o)
 		                 "exec \"api\"");
 	if (r == 0)
 		r = docker_check_volume_options(o);
+	if (r == 0)
+		r = check_idle_ttl(o);
 	if (r < 0)
 		docker_options_free(o);
 	return r;

@@ -26,6 +26,26 @@ export declare class AgentSbxError extends Error {
 }
 
 /** The workspace configuration of sbx_workspace_open (an object, or its JSON text). */
+/** One item the git guard moved out of a repository of the workspace. */
+export interface GitQuarantineItem {
+  path: string;
+  what: string;
+  reason: string;
+  moved_to: string | null;
+  when: string;
+  time: number;
+}
+
+/** The git guard's report (Workspace.gitQuarantine). */
+export interface GitQuarantine {
+  guarded: boolean;
+  kernel_binds?: boolean;
+  repositories?: number;
+  bound?: number;
+  full_walks?: boolean;
+  items: GitQuarantineItem[];
+}
+
 export interface WorkspaceConfig {
   backend?: string;
   workdir?: string;
@@ -164,6 +184,9 @@ export interface Skill {
   description: string;
   /** "skills/<dir>" */
   dir: string;
+  /** Added by addSkill/addSkillArchive and unchanged since; an untrusted skill (one a command
+   * wrote) reaches neither instructions() nor the Skill tool. */
+  trusted: boolean;
 }
 
 /** What the approval handler is asked (sbx_approval_fn's request). */
@@ -245,6 +268,8 @@ export declare class Workspace implements AsyncDisposable {
   toolCall(name: string, args?: Record<string, unknown> | string,
     options?: { sessionId?: string | null }): Promise<ToolResult>;
   instructions(): Promise<string>;
+  /** What the git guard quarantined so far (since library 1.6). */
+  gitQuarantine(): Promise<GitQuarantine>;
 
   /** Resolves to the skill's name. */
   addSkill(hostPath: string): Promise<string>;

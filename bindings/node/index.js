@@ -304,6 +304,13 @@ class Workspace {
     return this.#run('instructions');
   }
 
+  /** What the git guard moved out of the workspace's git repositories so far (since 1.6):
+   * { guarded, kernel_binds, repositories, bound, full_walks, items: [{ path, what, reason,
+   * moved_to, when, time }] }. */
+  async gitQuarantine() {
+    return JSON.parse(await this.#run('gitQuarantine'));
+  }
+
   // ---- skills ----
 
   /** Copies the skill in host directory hostPath (holding SKILL.md); resolves to its name. */

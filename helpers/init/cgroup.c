@@ -15,6 +15,7 @@
  * kernel accounts swap, and on v2 memory.swap.max is 0: otherwise a process could go on
  * growing into swap past its memory limit. */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -238,17 +239,24 @@ static int v1_setup_one(int ctrl, const char *id, pid_t pid, const struct sbx_cg
 	if (r < 0)
 		return sbx_init_fail(err, errlen, r, "cgroup v1 %s: find our own cgroup: %s",
 		                     ctrl_names[ctrl], strerror(-r));
-	r = make_fresh_dir(parent, dir);
-	if (is_permission_error(r))
-		return sbx_init_fail(err, errlen, -ENOTSUP,
-		                     "cgroup v1 %s: cannot create %s: %s (needs root, and there is no "
-		                     "delegated cgroup v2 hierarchy)", ctrl_names[ctrl], dir,
-		                     strerror(-r));
-	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "cgroup v1: mkdir %s: %s", dir, strerror(-r));
-	r = v1_limit(ctrl, dir, lim);
-	if (r == 0)
-		r = write_u64(dir, "cgroup.procs", (uint64_t)pid);
+	/* A second round when the directory vanished before the pid was in (sbx_cgroup_sweep,
+	 * in another process, took it for a dead workspace's empty one). */
+	for (int round = 0; round < 2; round++) {
+		r = make_fresh_dir(parent, dir);
+		if (is_permission_error(r))
+			return sbx_init_fail(err, errlen, -ENOTSUP,
+			                     "cgroup v1 %s: cannot create %s: %s (needs root, and there is "
+			                     "no delegated cgroup v2 hierarchy)", ctrl_names[ctrl], dir,
+			                     strerror(-r));
+		if (r < 0)
+			return sbx_init_fail(err, errlen, r, "cgroup v1: mkdir %s: %s", dir,
+			                     strerror(-r));
+		r = v1_limit(ctrl, dir, lim);
+		if (r == 0)
+			r = write_u64(dir, "cgroup.procs", (uint64_t)pid);
+		if (r != -ENOENT && r != -ENODEV)
+			break;
+	}
 	if (r < 0) {
 		rmdir(dir);
 		return sbx_init_fail(err, errlen, r, "cgroup v1 %s: set up %s: %s", ctrl_names[ctrl],
@@ -390,13 +398,17 @@ static int v2_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *l
 	r = v2_delegate(parent, want, err, errlen);
 	if (r < 0)
 		return r;
-	r = make_fresh_dir(parent, dir);
-	if (r < 0)
-		return sbx_init_fail(err, errlen, is_permission_error(r) ? -ENOTSUP : r,
-		                     "cgroup v2: mkdir %s: %s", dir, strerror(-r));
-	r = v2_limit(dir, lim);
-	if (r == 0)
-		r = write_u64(dir, "cgroup.procs", (uint64_t)pid);
+	for (int round = 0; round < 2; round++) {   /* as in v1_setup_one */
+		r = make_fresh_dir(parent, dir);
+		if (r < 0)
+			return sbx_init_fail(err, errlen, is_permission_error(r) ? -ENOTSUP : r,
+			                     "cgroup v2: mkdir %s: %s", dir, strerror(-r));
+		r = v2_limit(dir, lim);
+		if (r == 0)
+			r = write_u64(dir, "cgroup.procs", (uint64_t)pid);
+		if (r != -ENOENT && r != -ENODEV)
+			break;
+	}
 	if (r < 0) {
 		rmdir(dir);
 		return sbx_init_fail(err, errlen, r, "cgroup v2: set up %s: %s", dir, strerror(-r));
@@ -439,4 +451,59 @@ void sbx_cgroup_cleanup(const char *id)
 		return;
 	v2_cleanup(id);
 	v1_cleanup(id);
+}
+
+/* ---- the backstop sweep ---- */
+
+/* A cgroup with no process and no child: nothing of a sandbox lives in it. */
+static bool cgroup_empty(int parent_fd, const char *name)
+{
+	char path[NAME_MAX + 16], buf[64];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof path, "%s/cgroup.procs", name);
+	fd = openat(parent_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof buf);
+	return n == 0;
+}
+
+/* Removes the empty workspace cgroups below one "agentsbx" parent, then the parent if it is
+ * left empty. rmdir decides: it refuses a cgroup that still has a process or a child. */
+static int sweep_parent(const char *parent)
+{
+	DIR *d = opendir(parent);
+	struct dirent *e;
+	int removed = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		if (e->d_type != DT_DIR || !id_ok(e->d_name) || !cgroup_empty(dirfd(d), e->d_name))
+			continue;
+		removed += unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) == 0;
+	}
+	closedir(d);
+	rmdir(parent);
+	return removed;
+}
+
+int sbx_cgroup_sweep(void)
+{
+	char dir[PATH_MAX + 96], base[PATH_MAX];
+	int removed = 0;
+
+	/* Any id: the parent is the same for all (own_cgroup only strips our own sandbox's). */
+	if (is_cgroup2(CGROUP_ROOT)) {
+		if (v2_base("-", base, sizeof base) == 0 &&
+		    fits(snprintf(dir, sizeof dir, "%s/" CGROUP_PARENT, base), sizeof dir) == 0)
+			removed += sweep_parent(dir);
+		return removed;
+	}
+	for (int c = 0; c < N_CTRL; c++)
+		if (v1_dir(c, "-", true, dir, sizeof dir) == 0)
+			removed += sweep_parent(dir);
+	return removed;
 }

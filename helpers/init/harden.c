@@ -5,7 +5,7 @@
  *  2. no_new_privs, so that nothing exec'd later can gain privileges back (setuid bits and
  *     file capabilities stop working) — and because Landlock and seccomp demand it from a
  *     process without CAP_SYS_ADMIN;
- *  3. Landlock, before seccomp in case a future deny-list covers its syscalls;
+ *  3. Landlock, before seccomp, so that the filter need not allow its system calls;
  *  4. seccomp last, so the filter does not have to allow anything the setup itself uses.
  * The process stays dumpable: commands need /proc/self, and the setup holds no secrets. */
 #include <errno.h>

@@ -2,10 +2,12 @@
  * init_proto.h). The setup order follows minijail's: namespaces → mounts → pivot_root →
  * network → capabilities → no_new_privs → Landlock → seccomp → serve.
  *
- * In "direct" mode the program that the backend started (the outer process) creates the
- * user namespace and the others, forks the init into them and then only waits: the init
- * dies with it (PDEATHSIG), so killing the outer process tears the whole sandbox down. In
- * "inside" mode bubblewrap made the namespaces and the root, and this process is the init. */
+ * In "direct" mode the program that the backend started first splits off its tidier
+ * (tidy.c: it stays outside every namespace and removes the cgroup and the placeholders when
+ * the sandbox has ended); the child, the outer process, creates the user namespace and the
+ * others, forks the init into them and then only waits: the init dies with it (PDEATHSIG), so
+ * killing the outer process tears the whole sandbox down. In "inside" mode bubblewrap made
+ * the namespaces and the root, and this process is the init. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -32,6 +34,7 @@
 #include "sandbox.h"
 #include "server.h"
 #include "spec.h"
+#include "tidy.h"
 #include "util/fdpass.h"
 
 extern char **environ;
@@ -127,7 +130,7 @@ static int receive_workspace(const struct init_state *st, int *fd, int *state_fd
 	int r;
 
 	if (!st->spec.prestart) {
-		*fd = SBX_INIT_WORKSPACE_FD;
+		*fd = st->spec.has_users ? SBX_INIT_WORKSPACE_TREE_FD : SBX_INIT_WORKSPACE_FD;
 		*state_fd = st->spec.state_mount ? SBX_INIT_STATE_FD : -1;
 		return 0;
 	}
@@ -174,8 +177,13 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 		.workspace_tree = st->spec.has_users,
 	};
 	struct sbx_rootfs_stage *stage = NULL;
-	int workspace_fd = -1, state_fd = -1;
-	int r = sbx_rootfs_prepare(&rs, &stage, err, errlen);
+	int workspace_fd = -1, state_fd = -1, r;
+
+	/* With "users" the workspace comes idmapped on fd 8; fd 5, the host's view of it, is the
+	 * tidier's (init_proto.h) and no fd of the init's. */
+	if (st->spec.has_users && !st->spec.prestart)
+		close(SBX_INIT_WORKSPACE_FD);
+	r = sbx_rootfs_prepare(&rs, &stage, err, errlen);
 
 	if (r == 0 && !st->spec.share_network)
 		r = sbx_net_loopback_up(err, errlen);
@@ -250,14 +258,14 @@ static int enter_own_mounts(struct init_state *st, char *err, size_t errlen)
 		.binds = st->spec.binds,
 		.n_binds = st->spec.n_binds,
 		.protected_paths = protected_paths_of(st),
-		.workspace_tree = st->spec.has_users ? SBX_INIT_WORKSPACE_FD : 0,
+		.workspace_tree = st->spec.has_users ? SBX_INIT_WORKSPACE_TREE_FD : 0,
 		.workspace_readonly = st->spec.workspace_readonly,
 		.state_fd = st->spec.state_mount ? SBX_INIT_STATE_FD : 0,
 	};
 	int r = sbx_quota_enter_inside(&q, &st->files_root, err, errlen);
 
 	if (st->spec.has_users)
-		close(SBX_INIT_WORKSPACE_FD);
+		close(SBX_INIT_WORKSPACE_TREE_FD);
 	if (st->spec.state_mount)
 		close(SBX_INIT_STATE_FD);
 	close_trees(&st->spec);
@@ -313,7 +321,7 @@ static int run_init(struct init_state *st, pid_t host_pid)
 		sbx_init_peers_allow_uid((unsigned)st->spec.host_uid);
 	send_ready(st, host_pid);
 	send_files_root(st);
-	return sbx_init_serve(SBX_INIT_CONTROL_FD) < 0 ? 1 : 0;
+	return sbx_init_serve(SBX_INIT_CONTROL_FD, st->spec.idle_ttl_ms) < 0 ? 1 : 0;
 }
 
 /* A pidfd of the host (see peer.h), or -1. */
@@ -362,6 +370,9 @@ static bool outer_gone(int lifeline)
 static bool detached;
 /* "--prestarted": a spare (init_proto.h, SBX_INIT_OUTER); its spec says "prestart" too. */
 static bool prestarted;
+/* "--tidy NOTE": the journal note of the placeholders the library made for this sandbox
+ * (util/journal.h), which the tidier removes when the sandbox ends. */
+static const char *tidy_note;
 
 /* The caller's own ids, or (the host is root) the host range the spec gives. */
 static int enter_user_namespace(const struct init_state *st, char *err, size_t errlen)
@@ -373,11 +384,29 @@ static int enter_user_namespace(const struct init_state *st, char *err, size_t e
 
 static int start_direct(struct init_state *st)
 {
+	struct sbx_tidy tidy = { .report = -1 };
 	char err[400] = "";
-	pid_t outer = getpid(), init;
-	int lifeline[2], host = detached ? -1 : watch_host();
+	pid_t init;
+	int lifeline[2], host, r;
 
-	if (join_cgroup(st, err, sizeof err) < 0 || enter_user_namespace(st, err, sizeof err) < 0) {
+	/* First of all, while this process is in nothing of the sandbox's: from here on the
+	 * parent is the tidier, and this is its child. A sandbox that leaves nothing to tidy (a
+	 * spare: no workspace yet, no cgroup) goes without: no process more to start and end. */
+	if (!tidy_note && !st->spec.memory_bytes && !st->spec.pids)
+		tidy.tidier = getpid();
+	else if ((r = sbx_tidy_split(tidy_note, st->spec.id, &tidy)) < 0) {
+		send_error("fork the tidier: %s", strerror(-r));
+		return 1;
+	}
+	host = detached ? -1 : watch_host();
+	if (join_cgroup(st, err, sizeof err) < 0) {
+		send_error("%s", err);
+		return 1;
+	}
+	if (st->flags & SBX_INIT_HAS_CGROUP)
+		sbx_tidy_report_cgroup(&tidy);
+	sbx_tidy_done_reporting(&tidy);
+	if (enter_user_namespace(st, err, sizeof err) < 0) {
 		send_error("%s", err);
 		return 1;
 	}
@@ -396,6 +425,8 @@ static int start_direct(struct init_state *st)
 		 * (Closed here, before wait_for_init opens fds that could take its number.) */
 		if (st->spec.proxy_port)
 			close(SBX_INIT_BRIDGE_FD);
+		if (st->spec.has_users)
+			close(SBX_INIT_WORKSPACE_TREE_FD);
 		if (st->spec.state_mount)
 			close(SBX_INIT_STATE_FD);
 		close_trees(&st->spec);
@@ -408,7 +439,8 @@ static int start_direct(struct init_state *st)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || outer_gone(lifeline[0]))
 		_exit(1);
 	close(lifeline[0]);
-	_exit(run_init(st, outer));
+	/* The host waits for the tidier: once it has gone, so has everything of the sandbox. */
+	_exit(run_init(st, tidy.tidier));
 }
 
 /* Whatever else the host left open without close-on-exec (bubblewrap passes such fds on as
@@ -456,12 +488,14 @@ static void close_inherited_fds(bool direct, const struct sbx_init_spec *spec)
 
 	keep[n++] = SBX_INIT_CONTROL_FD;
 	keep[n++] = SBX_INIT_SPEC_FD;
-	if (direct || (spec && spec->has_users))
+	if (direct)
 		keep[n++] = SBX_INIT_WORKSPACE_FD;
 	if (direct)
 		keep[n++] = SBX_INIT_SECCOMP_FD;
 	if (spec && spec->proxy_port)
 		keep[n++] = SBX_INIT_BRIDGE_FD;
+	if (spec && spec->has_users)
+		keep[n++] = SBX_INIT_WORKSPACE_TREE_FD;
 	if (spec && spec->state_mount)
 		keep[n++] = SBX_INIT_STATE_FD;
 	for (size_t i = 0; spec && i < spec->n_binds && n < sizeof keep / sizeof *keep; i++)
@@ -480,25 +514,45 @@ static void close_inherited_fds(bool direct, const struct sbx_init_spec *spec)
  * itself (quota.c). 0 when not given. */
 static struct sbx_id_range bwrap_users;
 
+/* As root's bubblewrap sandbox (--users) this process gives up root before it starts
+ * bubblewrap, and a tidier that stays root is split off first, as in direct mode: the
+ * placeholders and the journal are root's. */
+static int drop_to_users(char *err, size_t errlen)
+{
+	struct sbx_tidy tidy = { .report = -1 };
+	int r;
+
+	if (tidy_note && (r = sbx_tidy_split(tidy_note, "", &tidy)) < 0)
+		return snprintf(err, errlen, "fork the tidier: %s", strerror(-r)), -1;
+	sbx_tidy_done_reporting(&tidy);
+	tidy_note = NULL;      /* the tidier's now */
+	return sbx_drop_to_host_ids(bwrap_users.uid, bwrap_users.gid, err, errlen);
+}
+
 static int start_bwrap(char **bwrap_argv)
 {
-	int host = detached ? -1 : watch_host();
+	int host = detached ? -1 : watch_host(), status;
 	char err_text[300];
 	pid_t pid;
-	int err;
+	int err, root;
 
-	if (bwrap_users.uid && sbx_drop_to_host_ids(bwrap_users.uid, bwrap_users.gid, err_text,
-	                                             sizeof err_text) < 0) {
+	if (bwrap_users.uid && drop_to_users(err_text, sizeof err_text) < 0) {
 		send_error("%s", err_text);
 		return 1;
 	}
+	/* Otherwise this process is outside bubblewrap's namespaces: it is its own tidier
+	 * (tidy.c). */
+	root = fcntl(SBX_INIT_WORKSPACE_FD, F_DUPFD_CLOEXEC, 16);
 	err = posix_spawn(&pid, bwrap_argv[0], NULL, NULL, bwrap_argv, environ);
 
 	if (err) {
 		send_error("start %s: %s", bwrap_argv[0], strerror(err));
+		sbx_tidy_remove(root, tidy_note);
 		return 1;
 	}
-	return wait_for_init(pid, host);
+	status = wait_for_init(pid, host);
+	sbx_tidy_remove(root, tidy_note);
+	return status;
 }
 
 /* A detached sandbox leaves the host's process tree: the host reaps this first half at once,
@@ -550,11 +604,22 @@ static int parse_users(const char *text, struct sbx_id_range *out)
 	return 0;
 }
 
+/* "p-" and hex digits: a note of the journal, never a path. */
+static bool note_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n < 3 || n > 40 || strncmp(name, "p-", 2) != 0)
+		return false;
+	return strspn(name + 2, "0123456789abcdef") == n - 2;
+}
+
 static int usage(const char *why)
 {
 	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init [--detached|--prestarted] "
-	        "--proto %d --mode direct|inside\n"
-	        "       agentsbx-init [--detached] [--users UID:GID] --proto %d --mode bwrap -- "
+	        "[--tidy NOTE] --proto %d --mode direct|inside\n"
+	        "       agentsbx-init [--detached] [--tidy NOTE] [--users UID:GID] --proto %d "
+	        "--mode bwrap -- "
 	        "BWRAP_ARGV...\n"
 	        "(started by libagentsbx; see helpers/init_proto.h)\n", why, SBX_INIT_PROTO_VERSION,
 	        SBX_INIT_PROTO_VERSION);
@@ -605,6 +670,11 @@ int main(int argc, char **argv)
 	char err[400] = "";
 	struct stat sb;
 
+	/* The git guard's binds in a running sandbox (warden.c): no sandbox of our own. It ends
+	 * with _exit: in the sandbox's mount namespace /proc is not ours, and at-exit handlers
+	 * that read it (a sanitizer's leak check) would fail the run. */
+	if (argc == 2 && !strcmp(argv[1], "--warden"))
+		_exit(sbx_warden_main());
 	if (connect_to_host(&argc, &argv) < 0)
 		return 1;
 
@@ -616,6 +686,13 @@ int main(int argc, char **argv)
 		prestarted = true;
 		argv++;
 		argc--;
+	}
+	if (argc > 2 && !strcmp(argv[1], "--tidy")) {
+		tidy_note = argv[2];
+		argv += 2;
+		argc -= 2;
+		if (!note_name_ok(tidy_note))
+			return usage("--tidy: not a journal note's name");
 	}
 	if (argc > 2 && !strcmp(argv[1], "--users")) {
 		if (parse_users(argv[2], &bwrap_users) < 0)

@@ -13,11 +13,12 @@
  *  - a regular file on the way (a worktree's ".git" file, which names the real git directory)
  *    decides where the rest resolves: it is bound read-only onto itself.
  *  - it is missing but its parent exists: an empty placeholder (a directory when the entry ends
- *    in "/", else an empty file) is created in the host directory and bound read-only onto
- *    itself. The placeholder stays on the host after the sandbox ends; that is the price of
- *    blocking creation without making the whole parent read-only. Where the placeholder cannot
- *    be created (read-only workspace, a directory we may not write), the sandbox cannot create
- *    the path either, and nothing is needed.
+ *    in "/", else an empty file) is bound read-only onto itself. The library makes it in the
+ *    host directory before the sandbox starts and notes it in the workspace's journal
+ *    (util/journal.h), so that it goes when the sandbox ends, however it ends (init/tidy.c);
+ *    one still missing here (a race) is made here. Where the placeholder cannot be created
+ *    (read-only workspace, a directory we may not write), the sandbox cannot create the path
+ *    either, and nothing is needed.
  *  - its parent is missing: nothing is done.
  */
 #include <errno.h>

@@ -22,7 +22,7 @@
  * paths; bubblewrap made only their mount points.
  *
  * As root, the state folder of a capped workspace comes as a detached mount of the host's
- * own view (fd 8): the host writes its audit log there, and through an idmapped state folder
+ * own view (fd 9): the host writes its audit log there, and through an idmapped state folder
  * its root would have no id to write as. */
 #include <errno.h>
 #include <fcntl.h>

@@ -14,6 +14,12 @@
 #define SBX_SANDBOX_ROOT "/workspace"
 #define SBX_STATE_DIR ".agentsbx"     /* the library's state folder inside the workspace */
 
+/* warden.c ------------------------------------------------------------------------------ */
+
+/* "agentsbx-init --warden": read-only binds in a running sandbox for the git guard (fds 3
+ * and 4, see warden.c). Returns the exit code. */
+int sbx_warden_main(void);
+
 /* userns.c ------------------------------------------------------------------------------ */
 
 /* unshare(CLONE_NEWUSER | extra_flags) and map outer_uid/outer_gid to the same ids inside
@@ -71,9 +77,10 @@ struct sbx_rootfs_spec {
 	size_t n_binds;
 	const char *const *protected_paths; /* relative to /workspace: kept read-only, and where
 	                                       missing (but their parent exists) made impossible
-	                                       to create with an empty read-only placeholder left
-	                                       in the host directory (a directory when the entry
-	                                       ends in '/', else a file); links are never
+	                                       to create with an empty read-only placeholder in
+	                                       the host directory, which the library normally made
+	                                       beforehand (a directory when the entry ends in '/',
+	                                       else a file); links are never
 	                                       followed, but covered; NULL-terminated */
 	const char *hostname;     /* set in the new UTS namespace */
 	bool workspace_readonly;
@@ -147,6 +154,10 @@ int sbx_cgroup_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *
                      char *err, size_t errlen);
 /* Removes the cgroup directories made by sbx_cgroup_setup (after every process has left). */
 void sbx_cgroup_cleanup(const char *id);
+/* The backstop for a sandbox whose tidier was killed too: removes every workspace cgroup
+ * below our own "agentsbx" parents that holds no process (and the parents left empty).
+ * Returns how many it removed. */
+int sbx_cgroup_sweep(void);
 
 /* harden.c, caps.c, landlock.c, seccomp.c ------------------------------------------------ */
 
@@ -167,9 +178,11 @@ int sbx_caps_drop_all(char *err, size_t errlen);
 int sbx_landlock_apply(const struct sbx_harden_spec *spec, bool *applied, char *err,
                        size_t errlen);
 
-/* Loads the seccomp deny-list (DESIGN.md §4) with libseccomp: denied calls fail with EPERM,
- * clone3 with ENOSYS, ioctl TIOCSTI/TIOCLINUX compared on the low 32 bits, clone/unshare with
- * namespace flags refused, socket(AF_VSOCK) refused. Requires no_new_privs (or CAP_SYS_ADMIN). */
+/* Loads the seccomp baseline (seccomp.c, seccomp_table.c): an allow-list at least as strict
+ * as Docker's default profile; refused calls fail with EPERM, clone3 and calls newer than the
+ * table with ENOSYS, argument rules on socket (unix, inet, inet6, netlink route), personality,
+ * clone, mknod(at) and ioctl; the 32-bit tables refused whole. Requires no_new_privs (or
+ * CAP_SYS_ADMIN). */
 int sbx_seccomp_apply(char *err, size_t errlen);
 
 /* Writes the same filter as a BPF program to fd, so that a process that starts many sandboxes
@@ -177,15 +190,10 @@ int sbx_seccomp_apply(char *err, size_t errlen);
 int sbx_seccomp_export(int fd, char *err, size_t errlen);
 int sbx_seccomp_load_program(int fd, char *err, size_t errlen);
 
-/* sbx_seccomp_apply with deny_errno in place of EPERM (clone3 keeps ENOSYS). For tests: an
- * errno no kernel check returns proves that the filter answered, not a permission check. */
-int sbx_seccomp_apply_errno(int deny_errno, char *err, size_t errlen);
-
-/* The filter's rules by name ("ptrace", "clone-newuser", "tiocsti", "vsock", ...) for tests
- * and the audit log: the i-th rule's name and the errno it answers with (*errno_value may be
- * NULL), or NULL past the last. A rule whose syscall the build's libseccomp does not know is
- * listed but not loaded. */
-const char *sbx_seccomp_rule_name(size_t i, int *errno_value);
+/* sbx_seccomp_apply with deny_errno in place of EPERM and newer_errno in place of ENOSYS for
+ * the calls newer than the table (clone3 keeps ENOSYS). For tests: errnos no kernel check
+ * returns prove that the filter answered, not a permission check or a missing call. */
+int sbx_seccomp_apply_errno(int deny_errno, int newer_errno, char *err, size_t errlen);
 
 /* The kernel's Landlock ABI version, 0 when it has no Landlock. */
 int sbx_landlock_abi(void);

@@ -2,7 +2,16 @@
  * runner for each (runner.c: the same code as agentsbx-run, without the extra exec) and reaps
  * whatever ends. When the control channel closes, it returns and the init exits, which makes
  * the kernel kill every process left in the PID namespace. A detached sandbox (listen.c) also
- * serves the connections on its socket and ends only on SHUTDOWN. */
+ * serves the connections on its socket and ends on SHUTDOWN, or by itself once it has been
+ * idle for its TTL with no host holding it.
+ *
+ * Idle, for a detached sandbox, is what the workspace manager counts as idle: every exec,
+ * spawn and tool call is a use, and a host that holds the workspace open (a client connected
+ * here, on the socket or the channel) holds the sandbox, however long it does nothing. Every
+ * use comes from a connected client, so the TTL runs from the later of the last spawn and the
+ * moment the last client hung up (a release is a use too, as the manager stamps it). A
+ * command still running counts neither as a use nor as a holder: when the TTL is up it is
+ * stopped with the sandbox, as the manager's sweep would stop it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "init_proto.h"
 #include "listen.h"
@@ -222,6 +232,33 @@ static void handle_spawn(struct spawn_request *req, const sigset_t *saved_mask)
 	free(vec);
 }
 
+/* CLOCK_BOOTTIME: the TTL is real time (a suspended machine ages too), untouched by clock
+ * changes. */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct idle {
+	uint64_t ttl_ms;          /* 0: never by itself */
+	int64_t last_use;         /* now_ms() of the last spawn or hang-up */
+};
+
+/* poll's timeout: -1 while a client holds the sandbox (or it is not detached, or has no
+ * TTL), else what is left of the TTL; 0 when it is up. */
+static int idle_timeout(const struct idle *idle, const struct sbx_init_peers *peers)
+{
+	int64_t left;
+
+	if (!idle->ttl_ms || peers->listener < 0 || peers->ctl >= 0 || peers->n_clients)
+		return -1;
+	left = idle->last_use + (int64_t)idle->ttl_ms - now_ms();
+	return left <= 0 ? 0 : left > 3600000 ? 3600000 : (int)left;
+}
+
 static void reap_children(void)
 {
 	while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -229,19 +266,22 @@ static void reap_children(void)
 }
 
 /* One message from a client. Returns false when the sandbox must stop (SHUTDOWN). */
-static bool serve_message(struct sbx_init_peers *peers, int fd, const sigset_t *saved)
+static bool serve_message(struct sbx_init_peers *peers, int fd, const sigset_t *saved,
+                          struct idle *idle)
 {
 	struct spawn_request req;
 	int r = receive_request(fd, &req);
 
 	if (r == 0) {
 		sbx_init_peers_drop(peers, fd);   /* the backend closed the workspace (or died) */
+		idle->last_use = now_ms();
 		return true;
 	}
 	if (r < 0)
 		return true;
 	switch (req.head.kind) {
 	case SBX_INIT_SPAWN:
+		idle->last_use = now_ms();
 		handle_spawn(&req, saved);
 		break;
 	case SBX_INIT_LISTEN:
@@ -288,8 +328,9 @@ int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd, int *s
 	return 0;
 }
 
-int sbx_init_serve(int ctl)
+int sbx_init_serve(int ctl, uint64_t idle_ttl_ms)
 {
+	struct idle idle = { .ttl_ms = idle_ttl_ms, .last_use = now_ms() };
 	struct sbx_init_peers peers;
 	sigset_t chld, saved;
 	int sigfd;
@@ -302,14 +343,19 @@ int sbx_init_serve(int ctl)
 		return -errno;
 	sbx_init_peers_init(&peers, ctl);
 	/* Without a listener (the default) the channel is the only client, and its closing
-	 * ends the sandbox; a detached sandbox lives until SHUTDOWN. */
+	 * ends the sandbox; a detached sandbox lives until SHUTDOWN or its idle TTL. */
 	while (sbx_init_peers_alive(&peers)) {
 		struct pollfd fds[1 + SBX_INIT_MAX_CLIENTS + 2];
 		size_t n = 1 + sbx_init_peers_pollfds(&peers, fds + 1);
+		int timeout = idle_timeout(&idle, &peers), ready;
 
+		if (timeout == 0)
+			return 0;         /* idle past the TTL, nobody holding it: stop */
 		fds[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
-		if (poll(fds, n, -1) < 0 && errno != EINTR)
+		if ((ready = poll(fds, n, timeout)) < 0 && errno != EINTR)
 			return -errno;
+		if (ready <= 0)
+			continue;
 		if (fds[0].revents) {
 			struct signalfd_siginfo si;
 			while (read(sigfd, &si, sizeof si) > 0)
@@ -321,7 +367,7 @@ int sbx_init_serve(int ctl)
 				continue;
 			if (fds[i].fd == peers.listener)
 				sbx_init_peers_accept(&peers);
-			else if (!serve_message(&peers, fds[i].fd, &saved))
+			else if (!serve_message(&peers, fds[i].fd, &saved, &idle))
 				return 0;
 		}
 	}

@@ -2,9 +2,12 @@
 #ifndef SBX_INIT_SERVER_H
 #define SBX_INIT_SERVER_H
 
+#include <stdint.h>
+
 /* Serves spawn requests on the control channel until it closes (returns 0) or fails
- * (negative errno). */
-int sbx_init_serve(int ctl);
+ * (negative errno). A detached sandbox (one that got a listener) serves until SHUTDOWN, or,
+ * with idle_ttl_ms > 0, until no client has been connected for that long (returns 0). */
+int sbx_init_serve(int ctl, uint64_t idle_ttl_ms);
 
 /* A pre-started sandbox: waits up to timeout_ms for the SBX_INIT_ACTIVATE message and returns
  * the workspace fd it carries, and the state folder's mount when state_fd is not NULL (the

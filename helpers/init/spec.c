@@ -83,7 +83,7 @@ static int take_tree_fd(const sbx_json *v, struct sbx_bind *b, char *err, size_t
 		return 0;
 	if (v->type != SBX_JSON_INT || v->i < SBX_INIT_FIRST_TREE_FD ||
 	    v->i >= SBX_INIT_FIRST_TREE_FD + SBX_INIT_MAX_TREES)
-		return bad(err, errlen, "binds.tree_fd", "expected an fd number from 9 to 40");
+		return bad(err, errlen, "binds.tree_fd", "expected an fd number from 10 to 41");
 	b->tree_fd = (int)v->i;
 	return 0;
 }
@@ -179,6 +179,8 @@ static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *sp
 		return take_users(v, spec, err, errlen);
 	if (!strcmp(key, "state_mount"))
 		return take_bool(v, key, &spec->state_mount, err, errlen);
+	if (!strcmp(key, "idle_ttl_ms"))
+		return take_u64(v, key, &spec->idle_ttl_ms, err, errlen);
 	return bad(err, errlen, key, "unknown key");
 }
 

@@ -111,7 +111,16 @@ typedef struct sbx_workspace sbx_workspace;
 /* Opens a workspace described by a JSON object (NULL or "" means "{}"):
  *   backend     string  backend name (default "ns", the namespace sandbox)
  *   workdir     string  host directory holding the files; created if missing. Absent: a
- *                       private temporary directory that is removed at close.
+ *                       private temporary directory that is removed at close. Since 1.6
+ *                       refused (-SBX_ECONFIG) when it is / or, after resolving links, one
+ *                       of /usr, /etc, /bin, /sbin, /lib*, /boot, /dev, /proc, /sys, /run,
+ *                       /var or anything below /proc, /sys, /dev, /etc, /usr, /boot, /bin,
+ *                       /sbin, /lib*: checked before anything is created. Its .agentsbx
+ *                       (the state folder) must be a real folder: a link or a file there
+ *                       fails the open (-SBX_ELOOP, -SBX_ENOTDIR) naming it
+ *   unsafe_allow_system_workdir  boolean  since 1.6: true lets the workdir be / or a
+ *                       system tree - its commands then write the host's system files and
+ *                       read its secrets (default false)
  *   id          string  [A-Za-z0-9_.-], 1..64 characters, not starting with '.' (default:
  *                       random)
  *   env         object  environment of every command: {"NAME": "value"}
@@ -152,16 +161,33 @@ typedef struct sbx_workspace sbx_workspace;
  *                        {"mode": "host"}  the host's own network, every address and port the
  *                           host reaches (recorded in the audit log at open)
  *   baseline    string  what sbx_workspace_reset restores: "empty", "keep" (the files stay),
- *                       or "snapshot" (the workdir as it was at open). Default: "empty" for a
- *                       temporary workdir, "keep" for a host workdir
+ *                       or "snapshot" (the workdir as it was at open: regular files with
+ *                       their holes, folders and links, copied into $TMPDIR at open; FIFOs,
+ *                       sockets and devices are left out, the state folder is kept as it
+ *                       is). A copy left by a killed process is removed by the next open
+ *                       with "snapshot". Default: "empty" for a temporary workdir, "keep"
+ *                       for a host workdir
  *   mode        string  "read-write" (default) or "read-only": every write through the library
  *                       fails (-SBX_EPERM), and the backend mounts the workspace read-only for
- *                       commands (a backend that cannot, such as "local", refuses to open)
+ *                       commands (a backend that cannot, such as "local", refuses to open).
+ *                       Since 1.6 a read-only workspace may have a workdir the library cannot
+ *                       write (a read-only mount, another user's folder): its state folder
+ *                       (audit log, tool sessions, MCP sockets) is then a private temporary
+ *                       folder, removed at close (sbx_audit_path() points into it), and it
+ *                       cannot be detached. A workdir that is not writable without
+ *                       "read-only" fails the open naming "mode"
  *   audit       object  the audit log in the workspace's state folder (.agentsbx/audit.jsonl):
  *                       "enabled" (default true), "max_bytes" before rotation (default 10 MiB),
  *                       "keep" rotated files (default 3), "redact": secrets never written
- *   <backend>   object  options of that backend, under its own name ("docker": {...}).
- *                       Since 1.6 the sandbox backends ("ns", "bwrap") take two keys that
+ *   <backend>   object  options of that backend, under its own name ("docker": {...}). Since
+ *                       1.6, a detached sandbox ("ns"/"bwrap": {"detached": true}) or docker
+ *                       container ("docker": {"detached": true}) takes "idle_ttl_s" (number
+ *                       of seconds, default 3600, 0 = never): it stops by itself once no host
+ *                       has held it (had it open) for that long, whoever forgets to sweep; a
+ *                       command still running does not keep it (docs/security.md,
+ *                       "Lifetimes"). Refused for a sandbox that is not detached, and non-zero
+ *                       for a docker container with "exec": "api" (nothing inside could tell).
+ *                       Since 1.6 the sandbox backends ("ns", "bwrap") also take two keys that
  *                       matter when the caller is root (docs/security.md, "Users"): its
  *                       commands are uid 0 inside but unprivileged host ids, and the workdir
  *                       comes through an idmapped mount, so files stay the caller's.
@@ -229,6 +255,25 @@ SBX_API int sbx_workspace_reset(sbx_workspace *ws);
  * A backend without network policies answers -SBX_ENOSYS. Each change is recorded in the
  * audit log. Safe to call while commands run; not concurrently with close or reset. */
 SBX_API int sbx_workspace_set_network(sbx_workspace *ws, const char *network_json);
+
+/* Since 1.6. What the git guard quarantined on this handle so far, as a JSON object:
+ *   {"guarded": true, "kernel_binds": true, "repositories": 3, "bound": 3,
+ *    "full_walks": false,
+ *    "items": [{"path": "a/.git/hooks/pre-commit", "what": "hook",
+ *               "reason": "a hook the host's git would run",
+ *               "moved_to": ".agentsbx/quarantine/20261201T120000Z-41-1/a/.git/hooks/pre-commit",
+ *               "when": "exec", "time": 1796126400}]}
+ * The guard runs on backends whose files are on the host and whose commands are isolated
+ * (ns, bwrap, docker with a workdir; "guarded": false elsewhere): after every command
+ * (sbx_exec, a spawned process waited for or freed, a Bash tool call), at reset and at close,
+ * it moves whatever a command planted in any git repository of the workspace that the host's
+ * git would run (hooks, config keys outside an allow-list, pointers leading out of the
+ * workspace) into the state folder's quarantine/, and sanitises configs in place; each item is
+ * also an audit record of kind "git". "kernel_binds": the backend also makes the git dirs it
+ * found read-only inside the sandbox ("bound" of "repositories"); "full_walks": the change
+ * feed is unavailable and each check walks the whole workspace. See docs/security.md. Release
+ * *json_out with sbx_free(). Thread-safe. */
+SBX_API int sbx_workspace_git_quarantine(sbx_workspace *ws, char **json_out);
 
 /* The workspace id. Valid while the handle is open. */
 SBX_API const char *sbx_workspace_id(const sbx_workspace *ws);
@@ -649,7 +694,10 @@ typedef struct sbx_manager sbx_manager;
  *                             "per_session": per (user, agent, session); "per_user": per user
  *   ttl_s             number  idle seconds before an unheld workspace is closed (default 3600;
  *                             0 = never). Idle counts from the last get, release, exec, process
- *                             spawn or tool call on it.
+ *                             spawn or tool call on it. Since 1.6 a detached sandbox also gets it
+ *                             as its own "idle_ttl_s" (unless the backend's object sets one): it
+ *                             stops by itself when no process holds it, even if no manager
+ *                             sweeps this base_dir again.
  *   sweep_interval_s  number  how often the sweeper looks (default 300; 0 = no sweeper thread,
  *                             only sbx_manager_gc closes)
  *   max_workspaces    integer most workspaces open in this manager at once (default 0 = no

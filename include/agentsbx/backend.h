@@ -89,6 +89,15 @@ typedef struct sbx_backend_config {
 	                                 workdir refuses to open, naming the key */
 	uint64_t tmp_bytes;           /* limits.tmp_bytes: the size of the sandbox's own /tmp (and
 	                                 /dev/shm); 0 = the backend's default */
+	/* Since library 1.6 (read only when size covers it): where the library's state folder
+	 * is when it is not <workdir>/.agentsbx. A read-only workspace whose workdir the library
+	 * cannot write keeps it in a private temporary folder on the host, removed at close:
+	 * its absolute path and a directory fd of it (owned by the core: dup it to keep it).
+	 * NULL and -1 otherwise: the state folder is <workdir>/.agentsbx, which the core has
+	 * made and checked (a real directory, no link) before open() is called; reach it from
+	 * the workdir's fd without following links (src/util/statedir.h does). */
+	const char *state_dir;
+	int state_dir_fd;
 } sbx_backend_config;
 
 /* Whether the core's config struct has member: read a member added after 1.0 only when this
@@ -192,7 +201,20 @@ typedef struct sbx_backend_ops {
 	 * root: any one name) and the paths below; at most max bytes (-SBX_EFBIG beyond). The
 	 * Glob and Grep tools search a private copy of it. NULL: those tools are errors there. */
 	int (*file_tree)(void *state, const char *rel, size_t max, char **tar, size_t *len);
+	/* Since library 1.6 (older tables end before it and read as NULL). Makes existing
+	 * entries unchangeable inside the RUNNING sandbox (the git guard's read-only binds):
+	 * rel_paths are root-relative, NULL-terminated; an entry ending in "//" is a directory to
+	 * pin (bound onto itself, still writable, so it cannot be renamed away), one ending in "/"
+	 * a directory and one without a file to bind read-only. Each is resolved beneath the
+	 * root without following a link; missing entries and links are skipped, never created.
+	 * -SBX_ENOSYS (or a NULL function): the backend cannot, and the core relies on
+	 * detection alone. */
+	int (*protect_now)(void *state, const char *const *rel_paths);
 } sbx_backend_ops;
+
+/* Whether a backend's table is new enough to have member (a later addition). */
+#define SBX_BACKEND_OPS_HAS(ops, member) \
+	((ops)->size >= offsetof(sbx_backend_ops, member) + sizeof (ops)->member)
 
 /* Registers a backend in this process (built-ins do this at load time). The table must stay
  * valid until the process ends. Fails with -SBX_EABI for another ABI version, -SBX_EEXIST if

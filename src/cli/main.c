@@ -4,16 +4,19 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/signalfd.h>
 
 #include <agentsbx/agentsbx.h>
 #include "cli/progress.h"
 #include "cli/users.h"
 #include "config.h"
+#include "init/seccomp_table.h"
 #include "internal.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
@@ -213,6 +216,53 @@ static int read_stdin_all(char **data, size_t *len)
 	return 0;
 }
 
+/* ---- INT, TERM and HUP ------------------------------------------------------------------ */
+
+/* While a workspace is open, INT, TERM and HUP do not end the process where it stands (the
+ * sandbox's processes and placeholders would be left to its tidier, or the next open): they
+ * are blocked in every thread and wait in a signalfd, which makes a running command end at
+ * once (sbx_exec_set_interrupt_fd). The workspace is then closed as after any command, and
+ * the process ends by the signal itself, so its parent sees 128+N as for any killed process.
+ * A signal during the open takes effect when the open returns. */
+static int exit_signals = -1;
+
+static void sigset_of_exit_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+}
+
+static void catch_exit_signals(void)
+{
+	sigset_t set;
+
+	sigset_of_exit_signals(&set);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+		return;
+	exit_signals = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	sbx_exec_set_interrupt_fd(exit_signals);
+}
+
+/* After the close: the signal that came meanwhile ends the process; else code. */
+static int end_by_signal_or(int code)
+{
+	struct signalfd_siginfo si;
+	sigset_t set;
+
+	if (exit_signals < 0 || read(exit_signals, &si, sizeof si) != (ssize_t)sizeof si)
+		return code;
+	sbx_exec_set_interrupt_fd(-1);
+	fprintf(stderr, "agentsbx: %s: the workspace was closed\n", strsignal((int)si.ssi_signo));
+	fflush(stderr);
+	signal((int)si.ssi_signo, SIG_DFL);
+	sigset_of_exit_signals(&set);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);   /* delivers the other pending ones too */
+	raise((int)si.ssi_signo);
+	return 128 + (int)si.ssi_signo;
+}
+
 /* Opens the workspace the shared options describe. Returns 0, or the exit code to end with. */
 static int open_from_options(const struct ws_options *o, sbx_workspace **ws)
 {
@@ -224,14 +274,48 @@ static int open_from_options(const struct ws_options *o, sbx_workspace **ws)
 
 	if ((code = build_config(o, &config)) != 0)
 		return code;
+	catch_exit_signals();
 	/* A missing image may take minutes to pull: say so on stderr as it goes. */
 	progress = cli_progress_new(stderr, isatty(STDERR_FILENO));
 	opts.progress_userdata = progress;
 	r = sbx_workspace_open_with(config, progress ? &opts : NULL, ws);
 	cli_progress_end(progress);
 	if (r < 0)
-		return library_error("open workspace", r);
+		return end_by_signal_or(library_error("open workspace", r));
 	return 0;
+}
+
+static const char *json_str(const sbx_json *obj, const char *key)
+{
+	const sbx_json *v = sbx_json_get(obj, key);
+
+	return v && v->type == SBX_JSON_STRING ? v->str : "";
+}
+
+/* The git guard moved something a command planted for the host's git: the user must hear of
+ * it, since it is their repository (and their agent that tried). */
+static void warn_git_quarantine(sbx_workspace *ws)
+{
+	_cleanup_free_ char *json = NULL;
+	sbx_json *v = NULL;
+	const sbx_json *items;
+	char err[64];
+
+	if (sbx_workspace_git_quarantine(ws, &json) < 0 ||
+	    sbx_json_parse(json, strlen(json), &v, err, sizeof err) < 0)
+		return;
+	items = sbx_json_get(v, "items");
+	if (items && items->type == SBX_JSON_ARRAY && items->n) {
+		fprintf(stderr, "agentsbx: warning: %zu item(s) left in git repositories of the "
+		        "workspace could have run code through git on this host; quarantined:\n",
+		        items->n);
+		for (size_t i = 0; i < items->n; i++)
+			fprintf(stderr, "agentsbx:   %s (%s: %s) -> %s\n",
+			        json_str(items->items[i], "path"), json_str(items->items[i], "what"),
+			        json_str(items->items[i], "reason"),
+			        json_str(items->items[i], "moved_to"));
+	}
+	sbx_json_free(v);
 }
 
 static int close_workspace(sbx_workspace *ws, int code)
@@ -240,7 +324,7 @@ static int close_workspace(sbx_workspace *ws, int code)
 
 	if (r < 0 && code != EXIT_LIBRARY_ERROR)
 		code = library_error("close workspace", r);
-	return code;
+	return end_by_signal_or(code);
 }
 
 static const char exec_usage[] =
@@ -274,6 +358,7 @@ static int cmd_exec(int argc, char **argv)
 	r = sbx_exec(ws, (const char *const *)argv + first, &opts, &res);
 	code = r < 0 ? library_error("exec", r) : exit_code_of(res);
 	sbx_result_free(res);
+	warn_git_quarantine(ws);
 	return close_workspace(ws, code);
 }
 
@@ -337,6 +422,7 @@ static int cmd_tool(int argc, char **argv)
 		printf("%s\n", result);
 		code = strncmp(result, "{\"ok\":true", 10) == 0 ? 0 : 1;
 	}
+	warn_git_quarantine(ws);
 	return close_workspace(ws, code);
 }
 
@@ -384,6 +470,49 @@ static void print_network(const sbx_json *list)
 		printf("allowlist proxy: %s\n", proxy);
 	else
 		printf("allowlist proxy: not found (%s)\n", sbx_last_error());
+}
+
+/* "all 74" or "only 70 of the 74": a count that should be complete. */
+static void print_held(int here, int of)
+{
+	if (here == of)
+		printf("all %d", of);
+	else
+		printf("only %d of the %d — the baseline is broken", here, of);
+}
+
+/* The seccomp baseline of ns and bwrap (and of the docker backend's exec server), counted
+ * from the table the filter is built from (helpers/init/seccomp_table.c). */
+static void print_seccomp(void)
+{
+	const char *compat = sbx_seccomp_compat_tables();
+	struct sbx_seccomp_counts c;
+	bool first = true;
+
+	sbx_seccomp_count(&c);
+	printf("\nseccomp baseline (ns, bwrap, docker's exec server): %d system calls and %d "
+	       "argument rules refused\n", c.refused, c.arg_rules);
+	printf("  Docker's default profile refuses %d of the %d system calls known for %s: ",
+	       c.docker_refused, c.known, sbx_docker_native_arch());
+	print_held(c.docker_refused_here, c.docker_refused);
+	printf(" refused here\n  Docker's argument rules: ");
+	print_held(c.docker_arg_rules_here, c.docker_arg_rules);
+	printf(" held here\n  ours besides Docker's: %d system calls, %d argument rules\n",
+	       c.ours_only, c.ours_arg_rules);
+	printf("  calls newer than the table (numbers above %d): ENOSYS\n", c.max_nr);
+	if (compat)
+		printf("  the 32-bit tables (%s): refused whole\n", compat);
+	for (size_t i = 0; i < sbx_syscall_table_len; i++) {
+		const struct sbx_syscall_row *row = &sbx_syscall_table[i];
+
+		if (row->ours != SBX_OURS_EXEMPT || sbx_syscall_row_nr(row) < 0)
+			continue;
+		printf("%s%s", first ? "  exempt from every filter by the kernel: " : ", ", row->name);
+		first = false;
+	}
+	if (!first)
+		printf(" (they act only from a uprobe's trampoline)\n");
+	printf("  Docker's facts from %s\n", sbx_docker_profile_source);
 }
 
 /* What the configuration given with --config does to the network. */
@@ -454,6 +583,7 @@ static int cmd_doctor(int argc, char **argv)
 		printf("%-12s %-13s %s\n", name ? name->str : "?",
 		       ok && ok->b ? "available" : "unavailable", detail ? detail->str : "");
 	}
+	print_seccomp();
 	print_network(list);
 	if (o.config || o.backend)
 		code = print_config_exposure(&o, list);
@@ -599,21 +729,23 @@ static int cmd_attach(int argc, char **argv)
 		cmd++;
 	if (first >= argc || cmd >= argc)
 		return fail("attach: expected a workspace id and a command\nusage: %s", attach_usage);
+	catch_exit_signals();
 	if ((code = open_manager(&o, 3600, &mgr)) != 0)
-		return code;
+		return end_by_signal_or(code);
 	if ((r = sbx_manager_get_by_id(mgr, argv[first], &ws)) < 0) {
 		code = library_error("attach", r);
 		sbx_manager_free(mgr);
-		return code;
+		return end_by_signal_or(code);
 	}
 	sbx_exec_opts opts = { .size = sizeof opts, .flags = SBX_EXEC_NO_CAPTURE,
 	                       .on_output = write_through };
 	r = sbx_exec(ws, (const char *const *)argv + cmd, &opts, &res);
 	code = r < 0 ? library_error("exec", r) : exit_code_of(res);
 	sbx_result_free(res);
+	warn_git_quarantine(ws);
 	sbx_manager_release(mgr, ws);
 	sbx_manager_free(mgr);   /* a detached sandbox runs on */
-	return code;
+	return end_by_signal_or(code);
 }
 
 static const char gc_usage[] = "agentsbx gc [--base-dir DIR] [--ttl SECONDS]";

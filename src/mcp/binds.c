@@ -17,7 +17,9 @@
 #include "init/sandbox.h"
 #include "mcp/mcp.h"
 #include "mcp/proto.h"
+#include "util/cleanup.h"
 #include "util/error.h"
+#include "util/statedir.h"
 
 static int append_bind(struct sbx_bind **binds, size_t *n, char *source, const char *dest,
                        bool writable)
@@ -38,28 +40,35 @@ static int append_bind(struct sbx_bind **binds, size_t *n, char *source, const c
 	return 0;
 }
 
-/* .agentsbx/mcp, made private to the user; a symlink there is refused, not followed. */
-static int make_run_dir(const char *workdir, char **out)
+/* The state folder's mcp/, made private to the user, reached from the workdir's fd (or the
+ * temporary state folder's) without following a link: a link planted there is refused, and
+ * nothing is made outside the workspace. The bind names it by path; the init opens a source
+ * in the workspace beneath the workspace, and bubblewrap gets an fd of it (sandbox.c). */
+static int make_run_dir(const sbx_backend_config *cfg, char **out)
 {
-	struct stat st;
-	char *path = NULL;
+	const char *temp = SBX_BACKEND_CONFIG_HAS(cfg, state_dir) ? cfg->state_dir : NULL;
+	_cleanup_close_ int root = -1, dir = -1;
+	char msg[512];
+	int r;
 
-	if (asprintf(&path, "%s/%s", workdir, SBX_MCP_RUN_DIR) < 0)
-		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if ((mkdir(path, 0700) < 0 && errno != EEXIST) || lstat(path, &st) < 0 ||
-	    !S_ISDIR(st.st_mode)) {
-		int e = errno ? errno : ENOTDIR;
-
-		free(path);
-		return sbx_fail(sbx_errno_code(e), "mcp: %s/%s is not a usable directory", workdir,
-		                SBX_MCP_RUN_DIR);
+	if (temp)
+		r = sbx_statedir_open_below(cfg->state_dir_fd, temp, SBX_MCP_RUN_SUBDIR, 0700, &dir);
+	else if ((root = open(cfg->workdir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = sbx_fail(sbx_errno_code(errno), "open %s: %s", cfg->workdir, strerror(errno));
+	else
+		r = sbx_statedir_open(root, SBX_MCP_RUN_SUBDIR, 0700, &dir);
+	if (r < 0) {
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(r, "mcp: the gateway's run folder: %s", msg);
 	}
-	*out = path;
+	if ((temp ? asprintf(out, "%s/%s", temp, SBX_MCP_RUN_SUBDIR)
+	          : asprintf(out, "%s/%s", cfg->workdir, SBX_MCP_RUN_DIR)) < 0)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	return 0;
 }
 
-int sbx_mcp_sandbox_binds(const char *workdir, bool run_folder, struct sbx_bind **binds,
-                          size_t *n)
+int sbx_mcp_sandbox_binds(const sbx_backend_config *cfg, bool run_folder,
+                          struct sbx_bind **binds, size_t *n)
 {
 	char *gateway = NULL, *run = NULL;
 	int r;
@@ -70,7 +79,7 @@ int sbx_mcp_sandbox_binds(const char *workdir, bool run_folder, struct sbx_bind 
 	*strrchr(gateway, '/') = '\0';
 	if ((r = append_bind(binds, n, gateway, SBX_MCP_HELPERS_VIEW, false)) < 0 || !run_folder)
 		return r;
-	if ((r = make_run_dir(workdir, &run)) < 0)
+	if ((r = make_run_dir(cfg, &run)) < 0)
 		return r;
 	return append_bind(binds, n, run, SBX_MCP_RUN_VIEW, true);
 }

@@ -41,19 +41,37 @@
 
 #define START_TIMEOUT_MS 15000
 
+/* The failure the state folder's helper reported, as MCP's. */
+static int fail_prefixed(int r)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof msg, "%s", sbx_last_error());
+	return sbx_fail(r, "mcp: %s", msg);
+}
+
+/* Does the gateway of this backend listen in a run folder the host reaches where the state
+ * folder is? ns and bwrap bind it into the sandbox, local runs the gateway on the host. */
+static bool gateway_on_host_view(const sbx_workspace *ws)
+{
+	const char *name = ws->ops->name;
+
+	return !strcmp(name, "ns") || !strcmp(name, "bwrap") || !strcmp(name, "local");
+}
+
 /* -SBX_ENOENT when no gateway listens (no socket, or a stale one). */
 static int connect_gateway(sbx_workspace *ws, int *out)
 {
-	_cleanup_close_ int state = -1, dir = -1, sock = -1;
+	_cleanup_close_ int dir = -1, sock = -1;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct stat st;
-	int fd;
+	int fd, r = sbx_state_dir(ws, SBX_MCP_RUN_SUBDIR, 0, &dir);
 
-	state = openat(ws->root_fd, ".agentsbx", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (state >= 0)
-		dir = openat(state, "mcp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dir >= 0)
-		sock = openat(dir, SBX_MCP_SOCKET_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (r == -SBX_ENOENT)
+		return r;
+	if (r < 0)
+		return fail_prefixed(r);
+	sock = openat(dir, SBX_MCP_SOCKET_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (sock < 0 || fstat(sock, &st) < 0 || !S_ISSOCK(st.st_mode))
 		return -SBX_ENOENT;
 	snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d", sock);
@@ -71,8 +89,9 @@ bool sbx_mcp_use_stream(const sbx_workspace *ws)
 {
 	if (ws->cfg->mcp_stream >= 0)
 		return ws->cfg->mcp_stream == 1;
-	/* A capped workspace has no run folder on the host (mcp/binds.c). */
-	if (ws->cfg->disk_bytes)
+	/* A capped workspace has no run folder on the host (mcp/binds.c); nor, for a container,
+	 * has a workspace whose state folder is a temporary one outside its workdir. */
+	if (ws->cfg->disk_bytes || (ws->state_temporary && !gateway_on_host_view(ws)))
 		return true;
 	return !(ws->caps & SBX_BACKEND_CAP_HOST_FILES);
 }
@@ -163,19 +182,15 @@ static int upload_gateway(sbx_workspace *ws, char **exe, char **run_dir)
 static int copy_gateway_into_state(sbx_workspace *ws, char **exe, char **run_dir)
 {
 	_cleanup_free_ char *data = NULL;
-	_cleanup_close_ int state = -1, dir = -1;
+	_cleanup_close_ int dir = -1;
 	size_t len;
 	int r;
 
 	if ((r = read_gateway_binary(&data, &len)) < 0)
 		return r;
-	state = openat(ws->root_fd, ".agentsbx", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (state >= 0 && (mkdirat(state, "mcp", 0700) == 0 || errno == EEXIST))
-		dir = openat(state, "mcp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dir < 0)
-		return sbx_fail(sbx_errno_code(errno), "mcp: the state folder's %s: %s",
-		                SBX_MCP_RUN_DIR, strerror(errno));
-	if ((r = sbx_fs_write_atomic(dir, SBX_MCP_GATEWAY_NAME, data, len, 0755, 0)) < 0)
+	if ((r = sbx_state_dir(ws, SBX_MCP_RUN_SUBDIR, 0700, &dir)) < 0)
+		return fail_prefixed(r);
+	if ((r = sbx_workspace_write_atomic(ws, dir, SBX_MCP_GATEWAY_NAME, data, len, 0755, 0)) < 0)
 		return r;
 	if ((r = in_root(ws, SBX_MCP_RUN_DIR, run_dir)) < 0)
 		return r;
@@ -195,15 +210,17 @@ static int gateway_argv(sbx_workspace *ws, char **exe, char **run_dir)
 			return *exe ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory");
 		*run_dir = strdup(SBX_MCP_RUN_VIEW);
 	} else if (!strcmp(name, "local")) {
+		_cleanup_close_ int dir = -1;
 		int r = sbx_helper_path(SBX_MCP_GATEWAY_NAME, exe);
 
+		/* The gateway runs on the host and is told the folder by path: made and checked
+		 * here first (no link on the way), in the state folder wherever that is. */
 		if (r < 0)
 			return r;
-		if (asprintf(run_dir, "%s/%s", ws->workdir, SBX_MCP_RUN_DIR) < 0)
+		if ((r = sbx_state_dir(ws, SBX_MCP_RUN_SUBDIR, 0700, &dir)) < 0)
+			return fail_prefixed(r);
+		if (asprintf(run_dir, "%s/%s", sbx_state_path(ws), SBX_MCP_RUN_SUBDIR) < 0)
 			*run_dir = NULL;
-		if (*run_dir && mkdir(*run_dir, 0700) < 0 && errno != EEXIST)
-			return sbx_fail(sbx_errno_code(errno), "mcp: mkdir %s: %s", *run_dir,
-			                strerror(errno));
 	} else {
 		return copy_gateway_into_state(ws, exe, run_dir);
 	}

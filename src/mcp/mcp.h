@@ -20,9 +20,10 @@ struct sbx_tool_def;
 
 /* Appends the binds a sandbox needs for MCP (binds.c): the gateway's folder and, with
  * run_folder, the writable run folder on the host (a capped workspace has none: it must not
- * be a way past the cap, and its MCP speaks over a stream). */
-int sbx_mcp_sandbox_binds(const char *workdir, bool run_folder, struct sbx_bind **binds,
-                          size_t *n);
+ * be a way past the cap, and its MCP speaks over a stream), in the state folder cfg names
+ * (<workdir>/.agentsbx, or cfg->state_dir), made and checked without following a link. */
+int sbx_mcp_sandbox_binds(const sbx_backend_config *cfg, bool run_folder,
+                          struct sbx_bind **binds, size_t *n);
 
 /* Drops the handle's connections and stops a gateway it started (workspace close, reset). */
 void sbx_mcp_shutdown(sbx_workspace *ws);

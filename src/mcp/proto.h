@@ -30,6 +30,7 @@
 #define SBX_MCP_GATEWAY_NAME "agentsbx-mcp-gateway"
 /* The gateway's folder in the state folder (host side): socket, lock and log. */
 #define SBX_MCP_RUN_DIR ".agentsbx/mcp"
+#define SBX_MCP_RUN_SUBDIR "mcp"      /* the same, inside the state folder */
 #define SBX_MCP_SOCKET_NAME "gateway.sock"
 #define SBX_MCP_LOCK_NAME "gateway.lock"
 #define SBX_MCP_LOG_NAME "gateway.log"

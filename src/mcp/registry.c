@@ -17,6 +17,7 @@
 #include "mcp/mcp.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/statedir.h"
 #include "util/http.h"
 #include "util/netpolicy.h"
 
@@ -191,10 +192,13 @@ int sbx_mcp_config_check(const sbx_json *config, char *err, size_t errlen)
 
 static int open_state_dir(sbx_workspace *ws)
 {
-	int fd = openat(ws->root_fd, STATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char msg[512];
+	int fd, r = sbx_state_dir(ws, NULL, 0755, &fd);
 
-	if (fd < 0)
-		return sbx_fail(sbx_errno_code(errno), "mcp: open %s: %s", STATE_DIR, strerror(errno));
+	if (r < 0) {
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(r, "mcp: %s", msg);
+	}
 	return fd;
 }
 
@@ -236,32 +240,34 @@ static int remote_write(sbx_workspace *ws, const char *text, size_t len)
 /* The declarations file's text, or *text NULL when there is none yet. */
 static int read_decls_file(sbx_workspace *ws, char **text, size_t *len)
 {
-	int dirfd, fd, r;
+	int dirfd, r;
 
 	*text = NULL;
-	if (ws->root_fd < 0)
+	if (ws->state_fd < 0)
 		return remote_read(ws, text, len);
 	if ((dirfd = open_state_dir(ws)) < 0)
 		return dirfd;
-	fd = openat(dirfd, FILE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	r = sbx_statedir_read(dirfd, FILE_NAME, FILE_MAX, text, len);
 	close(dirfd);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : sbx_fail(sbx_errno_code(errno), "mcp: open %s/%s: %s",
-		                                      STATE_DIR, FILE_NAME, strerror(errno));
-	r = sbx_fs_read_fd(fd, FILE_MAX, text, len);
-	close(fd);
-	return r;
+	if (r == -SBX_ENOENT)
+		return 0;
+	if (r < 0) {
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(r, "mcp: %s/%s: %s", STATE_DIR, FILE_NAME, msg);
+	}
+	return 0;
 }
 
 static int write_decls_file(sbx_workspace *ws, const char *text, size_t len)
 {
 	int dirfd, r;
 
-	if (ws->root_fd < 0)
+	if (ws->state_fd < 0)
 		return remote_write(ws, text, len);
 	if ((dirfd = open_state_dir(ws)) < 0)
 		return dirfd;
-	r = sbx_fs_write_atomic(dirfd, FILE_NAME, text, len, 0600, 0);
+	r = sbx_workspace_write_atomic(ws, dirfd, FILE_NAME, text, len, 0600, 0);
 	close(dirfd);
 	return r;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gitguard.h"
 #include "tools/session.h"
 #include "tools/tool.h"
 #include "tools/text.h"
@@ -53,6 +54,7 @@ struct bash_run {
 	int64_t timeout_ms;
 	char marker[40];
 	sbx_result *res;
+	uint64_t quarantined_since;   /* the git guard's count before the command */
 };
 
 static int make_marker(char *out, size_t len)
@@ -156,6 +158,25 @@ static void append_stream(sbx_buf *text, const char *label, const char *data, si
 	sbx_tool_text_append(text, data, len);
 }
 
+/* What the git guard took away after this command: the model must know, or it will wonder
+ * where its hook went (and the harness may want to stop it). */
+static void report_quarantine(sbx_tool_ctx *ctx, const struct bash_run *b, sbx_tool_out *out)
+{
+	uint64_t n = sbx_gitguard_count(ctx->ws) - b->quarantined_since;
+	sbx_buf list = { 0 };
+
+	if (!n)
+		return;
+	sbx_tool_meta_int(out, "git_quarantined", (int64_t)n);
+	sbx_buf_printf(&out->text, "\n\n[workspace] %llu item(s) this command left in git "
+	               "repositories could run code when git is used outside the sandbox, and were "
+	               "moved to quarantine (configs keep their safe keys):\n",
+	               (unsigned long long)n);
+	sbx_gitguard_describe_since(ctx->ws, b->quarantined_since, &list);
+	sbx_tool_text_append(&out->text, list.data ? list.data : "", list.len);
+	sbx_buf_free(&list);
+}
+
 static int report(sbx_tool_ctx *ctx, struct bash_run *b, char *err, size_t err_len,
                   sbx_tool_out *out)
 {
@@ -192,6 +213,7 @@ static int report(sbx_tool_ctx *ctx, struct bash_run *b, char *err, size_t err_l
 	sbx_tool_meta_int(out, "duration_ms", sbx_result_duration_ms(b->res));
 	if (cwd_view)
 		sbx_tool_meta_str(out, "cwd", cwd_view, strlen(cwd_view));
+	report_quarantine(ctx, b, out);
 	return 0;
 }
 
@@ -217,8 +239,10 @@ static int bash_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 		if ((r = sbx_tool_session_set_cwd(ctx->session, "")) < 0)
 			return r;
 	}
+	uint64_t quarantined = sbx_gitguard_count(ctx->ws);
 	if ((r = run_command(ctx, &b, cwd)) < 0)
 		return r;
+	b.quarantined_since = quarantined;
 	err_data = sbx_result_stderr(b.res, &err_len);
 	err = malloc(err_len + 1);
 	if (!err) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gitguard.h"
 #include "skills.h"
 #include "tools/tool.h"
 #include "util/error.h"
@@ -38,6 +39,31 @@ static void put_protected(sbx_buf *b, sbx_workspace *ws)
 	sbx_buf_puts(b, "\n");
 }
 
+/* Exactly what the git guard does here (gitguard.h), so the model neither fights it nor
+ * believes a hook it wrote will run. */
+static void put_git_rule(sbx_buf *b, sbx_workspace *ws)
+{
+	sbx_buf_puts(b, "- Git directories (every .git folder at any depth, and folders shaped like "
+	             "one: bare repositories, .git/modules/*, .git/worktrees/*) cannot be changed "
+	             "with the Write and Edit tools; use git commands.\n");
+	if (!ws->gitguard)
+		return;
+	sbx_buf_puts(b, "- Git hooks and git settings that run programs never take effect outside "
+	             "the sandbox: after each command, anything a command left in a repository's "
+	             "git directory that git could run (files in hooks/, config keys other than "
+	             "core basics, user, remote, branch and submodule settings, such as "
+	             "core.hooksPath, core.fsmonitor, core.pager, alias.*, filter.*, include.*, and "
+	             "commondir or gitdir pointers leading out of the workspace) is moved to "
+	             "quarantine, and the config keeps its safe keys. Ordinary git use (init, "
+	             "clone, add, commit, branch, submodule, worktree) works.\n");
+	if (sbx_gitguard_kernel_binds(ws))
+		sbx_buf_puts(b, "- In repositories that existed before a command, config, "
+		             "config.worktree, hooks/ and commondir are read-only and the git directory "
+		             "cannot be renamed or removed (git config, new hooks and rm -rf of the "
+		             "repository fail there with \"Read-only file system\" or \"Device or "
+		             "resource busy\"); commits, branches, fetches and checkouts work.\n");
+}
+
 static void put_workspace_block(sbx_buf *b, sbx_workspace *ws)
 {
 	const char *root = sbx_workspace_root(ws);
@@ -59,6 +85,7 @@ static void put_workspace_block(sbx_buf *b, sbx_workspace *ws)
 	if (strcmp(net, "none") == 0)
 		sbx_buf_puts(b, "- There is no network access.\n");
 	put_protected(b, ws);
+	put_git_rule(b, ws);
 	sbx_buf_puts(b,
 		"- Keep each task in its own dated project folder with a README.md; put scratch files "
 		"in scratch/.\n"

@@ -12,9 +12,12 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/json.h"
+#include "util/statedir.h"
 
 #define SESSION_DIR ".agentsbx/tools"
+#define SESSION_SUBDIR "tools"
 #define MAX_READS 1000            /* beyond this the oldest entries are forgotten */
 #define SESSION_FILE_MAX ((size_t)8 << 20)
 
@@ -42,6 +45,49 @@ static char *session_path(const char *id)
 	char *p;
 
 	return asprintf(&p, "%s/%s.json", SESSION_DIR, id) < 0 ? NULL : p;
+}
+
+/* Where the files are on the host, sessions live in the state folder reached through
+ * sbx_state_dir (no link followed, nothing blocking); elsewhere through the file API. */
+static bool in_state_dir(const sbx_workspace *ws)
+{
+	return ws->state_fd >= 0;
+}
+
+static int read_session_file(sbx_workspace *ws, const char *id, char **text, size_t *len)
+{
+	_cleanup_free_ char *path = NULL, *name = NULL;
+	_cleanup_close_ int dir = -1;
+	int r;
+
+	if (!in_state_dir(ws)) {
+		if (!(path = session_path(id)))
+			return sbx_fail(-SBX_ENOMEM, "out of memory");
+		return sbx_file_read(ws, path, text, len);
+	}
+	if (asprintf(&name, "%s.json", id) < 0)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if ((r = sbx_state_dir(ws, SESSION_SUBDIR, 0, &dir)) < 0)
+		return r;
+	return sbx_statedir_read(dir, name, SESSION_FILE_MAX, text, len);
+}
+
+static int write_session_file(sbx_workspace *ws, const char *id, const char *text, size_t len)
+{
+	_cleanup_free_ char *path = NULL, *name = NULL;
+	_cleanup_close_ int dir = -1;
+	int r;
+
+	if (!in_state_dir(ws)) {
+		if (!(path = session_path(id)))
+			return sbx_fail(-SBX_ENOMEM, "out of memory");
+		return sbx_file_write(ws, path, text, len, 0600, SBX_WRITE_MKDIRS);
+	}
+	if (asprintf(&name, "%s.json", id) < 0)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if ((r = sbx_state_dir(ws, SESSION_SUBDIR, 0755, &dir)) < 0)
+		return r;
+	return sbx_fs_write_atomic(dir, name, text, len, 0600, 0);
 }
 
 static int push_read(struct sbx_tool_session *s, const char *rel, int64_t sec, int64_t nsec,
@@ -98,16 +144,14 @@ static int parse_reads(struct sbx_tool_session *s, const sbx_json *reads)
 /* Fills s from the stored file, if there is a readable one. */
 static int load_stored(sbx_workspace *ws, struct sbx_tool_session *s)
 {
-	_cleanup_free_ char *path = session_path(s->id), *text = NULL;
+	_cleanup_free_ char *text = NULL;
 	sbx_json *root = NULL;
 	const sbx_json *cwd;
 	char err[128];
 	size_t len;
 	int r;
 
-	if (!path)
-		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if (sbx_file_read(ws, path, &text, &len) < 0 || len > SESSION_FILE_MAX)
+	if (read_session_file(ws, s->id, &text, &len) < 0 || len > SESSION_FILE_MAX)
 		return 0;
 	if (sbx_json_parse(text, len, &root, err, sizeof err) < 0)
 		return 0;
@@ -272,14 +316,11 @@ static void serialise(struct sbx_tool_session *s, sbx_buf *b)
 int sbx_tool_session_save(sbx_workspace *ws, struct sbx_tool_session *s)
 {
 	struct sbx_tool_session *stored = NULL;
-	_cleanup_free_ char *path = NULL;
 	sbx_buf b = { 0 };
 	int r;
 
 	if (!s->cwd_changed && s->n_touched == 0)
 		return 0;
-	if (!(path = session_path(s->id)))
-		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	pthread_mutex_lock(&save_lock);
 	r = sbx_tool_session_load(ws, s->id, &stored);
 	if (r == 0)
@@ -287,7 +328,7 @@ int sbx_tool_session_save(sbx_workspace *ws, struct sbx_tool_session *s)
 	if (r == 0) {
 		serialise(stored, &b);
 		r = b.oom ? sbx_fail(-SBX_ENOMEM, "out of memory")
-		          : sbx_file_write(ws, path, b.data, b.len, 0600, SBX_WRITE_MKDIRS);
+		          : write_session_file(ws, s->id, b.data, b.len);
 	}
 	pthread_mutex_unlock(&save_lock);
 	sbx_buf_free(&b);

@@ -1,7 +1,8 @@
 /* A tool session's state: the Bash working directory and which files the model has read, in
- * what state. Kept in the workspace's state folder (.agentsbx/tools/<session>.json) through
- * the file API, so it survives the handle, a restarted harness and separate CLI runs, and
- * works the same on every backend. */
+ * what state. Kept in the workspace's state folder (.agentsbx/tools/<session>.json: through
+ * sbx_state_dir where the files are on the host, else through the file API), so it survives
+ * the handle, a restarted harness and separate CLI runs, and works the same on every
+ * backend. */
 #ifndef SBX_TOOLS_SESSION_H
 #define SBX_TOOLS_SESSION_H
 

@@ -68,7 +68,9 @@ static int show(sbx_tool_ctx *ctx, const sbx_skill *s, sbx_tool_out *out)
 {
 	_cleanup_free_ char *text = NULL, *shown = NULL;
 	sbx_skill_md md;
-	int r = sbx_skill_read_md(ctx->ws, s->dir, &text, &md);
+	char sha256[65];
+	size_t len;
+	int r = sbx_skill_read_md(ctx->ws, s->dir, &text, &len, &md);
 
 	if (r == -SBX_ENOMEM)
 		return r;
@@ -76,6 +78,14 @@ static int show(sbx_tool_ctx *ctx, const sbx_skill *s, sbx_tool_out *out)
 		/* Changed or removed since it was listed. */
 		return sbx_tool_error(out, "Error: skill '%s' cannot be read: %s", s->name,
 		                      sbx_last_error());
+	/* Only the SKILL.md the library added, byte for byte: a command may have replaced it
+	 * since the listing. */
+	if ((r = sbx_skill_sha256(text, len, sha256)) < 0 || strcmp(sha256, s->sha256) != 0) {
+		sbx_skill_md_free(&md);
+		return r < 0 ? r : sbx_tool_error(out, "Error: skill '%s' was changed in the "
+		                                  "workspace since it was added; it is no longer "
+		                                  "trusted", s->name);
+	}
 	sbx_buf_append(&out->text, md.body, md.body_len);
 	shown = sbx_tool_display_path(ctx, s->dir);
 	sbx_tool_meta_str(out, "name", md.name, strlen(md.name));
@@ -90,7 +100,7 @@ static int skill_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 	const char *name = sbx_tool_arg_str(args, "skill", "");
 	sbx_skill *v;
 	size_t n;
-	int r = sbx_skills_load(ctx->ws, &v, &n);
+	int r = sbx_skills_load(ctx->ws, true, &v, &n);
 
 	if (r < 0)
 		return r;

@@ -46,7 +46,7 @@ static bool have_skills(sbx_workspace *ws)
 	sbx_skill *skills = NULL;
 	size_t n = 0;
 
-	if (sbx_skills_load(ws, &skills, &n) < 0)
+	if (sbx_skills_load(ws, true, &skills, &n) < 0)
 		return false;
 	sbx_skills_free(skills, n);
 	return n > 0;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gitguard.h"
 #include "tools/session.h"
 #include "tools/tool.h"
 #include "util/cleanup.h"
@@ -140,6 +141,19 @@ static int physical_rel(sbx_tool_ctx *ctx, const char *rel, char **out)
 	}
 }
 
+/* The git rule (gitguard.h): a tool error (returns 1) for anything inside a git dir. */
+static int refuse_git(sbx_tool_ctx *ctx, const char *rel, const char *real, const char *shown,
+                      sbx_tool_out *out)
+{
+	if (!sbx_gitguard_path_in_git_dir(ctx->root_fd, rel) &&
+	    !(real && sbx_gitguard_path_in_git_dir(ctx->root_fd, real)))
+		return 0;
+	return sbx_tool_error(out, "Error: %s is protected: it is inside a git directory (a .git "
+	                      "folder at any depth, or a folder shaped like one), and the workspace "
+	                      "does not let tools change what git reads and runs (hooks, config); "
+	                      "use git commands in Bash instead", shown), 1;
+}
+
 /* A tool error (returns 1) if rel may not be written by a tool; 0 if it may. */
 static int refuse_unwritable(sbx_tool_ctx *ctx, const char *rel, const char *shown,
                              sbx_tool_out *out)
@@ -157,6 +171,8 @@ static int refuse_unwritable(sbx_tool_ctx *ctx, const char *rel, const char *sho
 		return sbx_tool_error(out, "Error: %s leads outside the workspace", shown), 1;
 	if (r < 0 && r != -SBX_ENOENT)
 		return sbx_tool_error(out, "Error: cannot resolve %s: %s", shown, strerror(-r)), 1;
+	if ((r = refuse_git(ctx, rel, real, shown, out)) != 0)
+		return r;
 	if (sbx_tool_path_protected(ctx, rel) || (real && sbx_tool_path_protected(ctx, real)))
 		return sbx_tool_error(out, "Error: %s is protected: the workspace does not allow "
 		                      "changing it", shown), 1;
@@ -188,7 +204,15 @@ static int write_checked(sbx_tool_ctx *ctx, const char *rel, const char *shown, 
 	if (sbx_tool_path_protected(ctx, real))
 		return sbx_tool_error(out, "Error: %s is protected: the workspace does not allow "
 		                      "changing it", shown), 1;
-	return sbx_fs_write_atomic(dirfd, name, data, len, 0, 0);
+	/* The directory the write lands in, as it is now (a command may have made it a git dir
+	 * since the first check). */
+	if ((r = refuse_git(ctx, real, NULL, shown, out)) != 0)
+		return r;
+	if (sbx_gitguard_dir_is_git(dirfd))
+		return sbx_tool_error(out, "Error: %s is protected: it is inside a git directory (a "
+		                      "folder shaped like one), and the workspace does not let tools "
+		                      "change what git reads and runs", shown), 1;
+	return sbx_workspace_write_atomic(ctx->ws, dirfd, name, data, len, 0, 0);
 }
 
 /* ---- the read-before-write rule ---- */

@@ -1,15 +1,23 @@
-/* Appending to the audit log (auditlog.h). The lock is an flock of the state folder itself:
- * every writer of the workspace takes it, whatever process it is in and whichever fd of the
- * folder it holds, and rotation happens under it too. */
+/* Appending to the audit log (auditlog.h). Every writer of the workspace, whatever process it
+ * is in, takes the host lock of the state folder (util/hostlock.h: a lock file no sandbox can
+ * reach, so no command can hold it), and rotation happens under it too. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util/auditlog.h"
+#include "util/error.h"
 #include "util/fs.h"
+#include "util/hostlock.h"
+#include "util/statedir.h"
+
+/* Other writers hold the lock for one write; past this something is wrong with them, and
+ * the record goes out without the lock (it stays whole: one O_APPEND write) rather than
+ * being lost. */
+#define LOCK_TIMEOUT_MS 5000
 
 /* audit.jsonl -> audit.jsonl.1 -> ... -> audit.jsonl.<keep>; the oldest falls off. */
 static void rotate(int dirfd, int keep)
@@ -29,21 +37,27 @@ static void rotate(int dirfd, int keep)
 	renameat(dirfd, SBX_AUDIT_LOG_NAME, dirfd, to);
 }
 
+/* Never a link, never anything but a regular file, never a blocking open (a FIFO planted
+ * there on a backend without protection would otherwise stop the host). */
 static int open_log(int dirfd)
 {
-	return openat(dirfd, SBX_AUDIT_LOG_NAME,
-	              O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return sbx_statedir_open_file(dirfd, SBX_AUDIT_LOG_NAME, O_WRONLY | O_APPEND | O_CREAT,
+	                              0600);
 }
 
 void sbx_auditlog_append(int dirfd, const char *line, size_t len, uint64_t max_bytes, int keep)
 {
+	int lock = -1, fd;
 	struct stat st;
-	int fd;
+	char kept[1024];
 
-	if (dirfd < 0 || flock(dirfd, LOCK_EX) < 0)
+	if (dirfd < 0)
 		return;
+	/* What goes wrong here is nobody's error: the caller's message stays. */
+	snprintf(kept, sizeof kept, "%s", sbx_last_error());
+	bool locked = sbx_hostlock_take(dirfd, "audit", LOCK_TIMEOUT_MS, &lock) == 0;
 	fd = open_log(dirfd);
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	if (locked && fd >= 0 && fstat(fd, &st) == 0 &&
 	    (uint64_t)st.st_size + len > max_bytes && st.st_size > 0) {
 		close(fd);
 		rotate(dirfd, keep);
@@ -53,7 +67,12 @@ void sbx_auditlog_append(int dirfd, const char *line, size_t len, uint64_t max_b
 		sbx_write_all(fd, line, len);
 		close(fd);
 	}
-	flock(dirfd, LOCK_UN);
+	if (lock >= 0)
+		close(lock);
+	if (kept[0])
+		sbx_error_set(-SBX_EIO, "%s", kept);
+	else
+		sbx_error_clear();
 }
 
 void sbx_auditlog_time(char *out, size_t len)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,31 +137,68 @@ static void random_suffix(char *out, size_t n)
 	out[n] = '\0';
 }
 
-/* Creates ".<name>.sbx-XXXXXX" in dirfd, hidden and never a symlink we did not make. The name
- * part is shortened so the whole fits NAME_MAX. */
-static int create_temp(int dirfd, const char *name, char tmp[NAME_MAX + 1])
+static atomic_bool force_named_temp;
+
+void sbx_fs_force_named_temp(bool on)
+{
+	atomic_store(&force_named_temp, on);
+}
+
+/* ".<name>.sbx-XXXXXX" with a fresh suffix; the name part is shortened so the whole fits
+ * NAME_MAX. */
+static void temp_name(const char *name, char tmp[NAME_MAX + 1])
 {
 	int room = NAME_MAX - (int)strlen("..sbx-") - TEMP_SUFFIX_LEN;
+	char suffix[TEMP_SUFFIX_LEN + 1];
 
+	random_suffix(suffix, TEMP_SUFFIX_LEN);
+	snprintf(tmp, NAME_MAX + 1, ".%.*s.sbx-%s", room, name, suffix);
+}
+
+static void *note_temp(const struct sbx_fs_temp_notes *notes, int dirfd, const char *tmp,
+                       int fd)
+{
+	return notes && notes->note ? notes->note(notes->ctx, dirfd, tmp, fd) : NULL;
+}
+
+static void forget_temp(const struct sbx_fs_temp_notes *notes, void *handle)
+{
+	if (notes && notes->forget && handle)
+		notes->forget(notes->ctx, handle);
+}
+
+/* Creates ".<name>.sbx-XXXXXX" in dirfd, hidden and never a symlink we did not make. It is
+ * noted before it exists and once more with its inode, before any data goes in: whenever a
+ * kill leaves it, the journal can tell it is ours. *note is the note to forget. */
+static int create_temp(const struct sbx_fs_temp_notes *notes, int dirfd, const char *name,
+                       char tmp[NAME_MAX + 1], void **note)
+{
 	for (int i = 0; i < TEMP_ATTEMPTS; i++) {
-		char suffix[TEMP_SUFFIX_LEN + 1];
-		random_suffix(suffix, TEMP_SUFFIX_LEN);
-		snprintf(tmp, NAME_MAX + 1, ".%.*s.sbx-%s", room, name, suffix);
+		temp_name(name, tmp);
+		void *early = note_temp(notes, dirfd, tmp, -1);
 		int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		                0600);
-		if (fd >= 0)
+		int err = errno;
+
+		if (fd >= 0) {
+			*note = note_temp(notes, dirfd, tmp, fd);
+			if (*note)
+				forget_temp(notes, early);
+			else
+				*note = early;
 			return fd;
-		if (errno != EEXIST)
-			return sbx_fail(sbx_errno_code(errno), "cannot create a temporary file: %s",
-			                strerror(errno));
+		}
+		forget_temp(notes, early);
+		if (err != EEXIST)
+			return sbx_fail(sbx_errno_code(err), "cannot create a temporary file: %s",
+			                strerror(err));
 	}
 	return sbx_fail(-SBX_EEXIST, "cannot create a temporary file: all names taken");
 }
 
-/* Writes, sets mode (and the replaced file's owner where we may), syncs and closes fd. */
-static int fill_temp(int fd, const void *data, size_t len, mode_t mode, const struct stat *old)
+/* Writes, sets mode (and the replaced file's owner where we may) and syncs fd. */
+static int fill_file(int fd, const void *data, size_t len, mode_t mode, const struct stat *old)
 {
-	_cleanup_close_ int owned = fd;
 	int r = sbx_write_all(fd, data, len);
 
 	if (r < 0)
@@ -174,8 +212,18 @@ static int fill_temp(int fd, const void *data, size_t len, mode_t mode, const st
 		return sbx_fail(sbx_errno_code(errno), "chmod: %s", strerror(errno));
 	if (fsync(fd) < 0)
 		return sbx_fail(sbx_errno_code(errno), "fsync: %s", strerror(errno));
-	/* close() can report a delayed write error (NFS); the data must be known good before
-	 * the rename makes it visible. */
+	return 0;
+}
+
+/* fill_file, then close: close() can report a delayed write error (NFS); the data must be
+ * known good before the rename makes it visible. */
+static int fill_temp(int fd, const void *data, size_t len, mode_t mode, const struct stat *old)
+{
+	_cleanup_close_ int owned = fd;
+	int r = fill_file(fd, data, len, mode, old);
+
+	if (r < 0)
+		return r;
 	if (close(SBX_TAKE_FD(owned)) < 0)
 		return sbx_fail(sbx_errno_code(errno), "close: %s", strerror(errno));
 	return 0;
@@ -242,12 +290,123 @@ void sbx_fs_adopt_owner(int dirfd, const char *name)
 	(void)!fchownat(dirfd, name, dir.st_uid, dir.st_gid, AT_SYMLINK_NOFOLLOW);
 }
 
+int sbx_fs_link_unnamed(int fd, int dirfd, const char *name)
+{
+	char proc[48];
+
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, dirfd, name, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return -EEXIST;
+	return linkat(fd, "", dirfd, name, AT_EMPTY_PATH) == 0 ? 0 : -errno;
+}
+
+/* An unnamed file for the data: 0, or 1 where the file system has none (the named way
+ * then). */
+static int open_unnamed(int dirfd, int *fd)
+{
+	*fd = -1;
+	if (atomic_load(&force_named_temp))
+		return 1;
+	*fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (*fd >= 0)
+		return 0;
+	/* EISDIR: a kernel before O_TMPFILE read the flag as O_DIRECTORY. */
+	if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)
+		return 1;
+	return sbx_fail(sbx_errno_code(errno), "cannot create a temporary file: %s",
+	                strerror(errno));
+}
+
+/* With SBX_WRITE_EXCL the complete file is linked as name itself: link(2) refuses an
+ * existing name atomically, and no temporary name ever shows. */
+static int link_exclusive(int fd, int dirfd, const char *name)
+{
+	int r = sbx_fs_link_unnamed(fd, dirfd, name);
+
+	if (r == -EEXIST)
+		return sbx_fail(-SBX_EEXIST, "already exists");
+	return r < 0 ? 1 : 0;
+}
+
+/* Else under a temporary name (noted first, with the inode it has), then renamed over name.
+ * Returns 1 when the file cannot be linked at all (the caller goes the named way). */
+static int link_and_rename(const struct sbx_fs_temp_notes *notes, int *fd, int dirfd,
+                           const char *name)
+{
+	char tmp[NAME_MAX + 1];
+	void *note = NULL;
+	int r = -EEXIST;
+
+	for (int i = 0; i < TEMP_ATTEMPTS && r == -EEXIST; i++) {
+		temp_name(name, tmp);
+		note = note_temp(notes, dirfd, tmp, *fd);
+		if ((r = sbx_fs_link_unnamed(*fd, dirfd, tmp)) < 0) {
+			forget_temp(notes, note);
+			note = NULL;
+		}
+	}
+	if (r < 0)
+		return r == -EEXIST ? sbx_fail(-SBX_EEXIST, "cannot create a temporary file: all "
+		                               "names taken") : 1;
+	if (close(SBX_TAKE_FD(*fd)) < 0)
+		r = sbx_fail(sbx_errno_code(errno), "close: %s", strerror(errno));
+	if (r == 0)
+		r = rename_into_place(dirfd, tmp, name, false);
+	if (r < 0)
+		unlinkat(dirfd, tmp, 0);
+	forget_temp(notes, note);
+	return r;
+}
+
+/* The unnamed way: 1 when the file system cannot do it (nothing was written), else the
+ * write's result. */
+static int write_unnamed(const struct sbx_fs_temp_notes *notes, int dirfd, const char *name,
+                         const void *data, size_t len, mode_t mode, const struct stat *old,
+                         bool excl)
+{
+	_cleanup_close_ int fd = -1;
+	int r = open_unnamed(dirfd, &fd);
+
+	if (r != 0)
+		return r;
+	if ((r = fill_file(fd, data, len, mode, old)) < 0)
+		return r;
+	return excl ? link_exclusive(fd, dirfd, name) : link_and_rename(notes, &fd, dirfd, name);
+}
+
+static int write_named(const struct sbx_fs_temp_notes *notes, int dirfd, const char *name,
+                       const void *data, size_t len, mode_t mode, const struct stat *old,
+                       bool excl)
+{
+	char tmp[NAME_MAX + 1];
+	void *note = NULL;
+	int fd = create_temp(notes, dirfd, name, tmp, &note), r;
+
+	if (fd < 0)
+		return fd;
+	r = fill_temp(fd, data, len, mode, old);
+	if (r >= 0)
+		r = rename_into_place(dirfd, tmp, name, excl);
+	if (r < 0)
+		unlinkat(dirfd, tmp, 0);
+	forget_temp(notes, note);
+	return r;
+}
+
 int sbx_fs_write_atomic(int dirfd, const char *name, const void *data, size_t len,
                         mode_t mode, uint32_t flags)
 {
-	char tmp[NAME_MAX + 1];
+	return sbx_fs_write_atomic_noted(NULL, dirfd, name, data, len, mode, flags);
+}
+
+int sbx_fs_write_atomic_noted(const struct sbx_fs_temp_notes *notes, int dirfd,
+                              const char *name, const void *data, size_t len, mode_t mode,
+                              uint32_t flags)
+{
 	struct stat st;
-	bool exists, replaces_file;
+	bool exists, replaces_file, excl = flags & SBX_WRITE_EXCL;
 	int r;
 
 	if (!is_plain_name(name))
@@ -265,26 +424,21 @@ int sbx_fs_write_atomic(int dirfd, const char *name, const void *data, size_t le
 		return sbx_fail(sbx_errno_code(errno), "stat: %s", strerror(errno));
 	if (exists && S_ISDIR(st.st_mode))
 		return sbx_fail(-SBX_EISDIR, "is a directory");
-	/* Checked here to avoid writing data we will throw away; the rename decides. */
-	if (exists && (flags & SBX_WRITE_EXCL))
+	/* Checked here to avoid writing data we will throw away; the link or rename decides. */
+	if (exists && excl)
 		return sbx_fail(-SBX_EEXIST, "already exists");
 	replaces_file = exists && S_ISREG(st.st_mode);
 	if (mode == 0)
 		mode = replaces_file ? (st.st_mode & 0777) : 0644;
-
-	int fd = create_temp(dirfd, name, tmp);
-	if (fd < 0)
-		return fd;
 	/* A new file takes the owner the directory would give it (sbx_fs_adopt_owner). */
 	if (!replaces_file && fstat(dirfd, &st) == 0 && geteuid() == 0 && st.st_uid != 0)
 		replaces_file = true;
-	r = fill_temp(fd, data, len, mode, replaces_file ? &st : NULL);
-	if (r >= 0)
-		r = rename_into_place(dirfd, tmp, name, flags & SBX_WRITE_EXCL);
-	if (r < 0) {
-		unlinkat(dirfd, tmp, 0);
+
+	r = write_unnamed(notes, dirfd, name, data, len, mode, replaces_file ? &st : NULL, excl);
+	if (r == 1)
+		r = write_named(notes, dirfd, name, data, len, mode, replaces_file ? &st : NULL, excl);
+	if (r < 0)
 		return r;
-	}
 	sync_dir(dirfd);
 	return 0;
 }
@@ -646,140 +800,5 @@ int sbx_fs_make_temp_dir(const char *prefix, char **path)
 		return r;
 	}
 	*path = p;
-	return 0;
-}
-
-/* ---- copying a tree (workspace snapshots) -------------------------------------------- */
-
-#define COPY_MAX_DEPTH 256
-
-static int copy_file_contents(int in, int out)
-{
-	char buf[65536];
-
-	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-		if (n == 0)
-			return 0;
-		if (n > 0)
-			continue;
-		if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
-			return -errno;
-		break;  /* across file systems or unsupported: plain copy */
-	}
-	for (;;) {
-		ssize_t n = read(in, buf, sizeof buf);
-		if (n == 0)
-			return 0;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (sbx_write_all(out, buf, (size_t)n) < 0)
-			return -EIO;
-	}
-}
-
-static int copy_regular(int src, int dst, const char *name, const struct stat *st)
-{
-	int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	int out, r;
-
-	if (in < 0)
-		return -errno;
-	out = openat(dst, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	             st->st_mode & 07777);
-	if (out < 0) {
-		r = -errno;
-		close(in);
-		return r;
-	}
-	r = copy_file_contents(in, out);
-	if (r == 0 && fchmod(out, st->st_mode & 07777) < 0)
-		r = -errno;
-	close(in);
-	close(out);
-	return r;
-}
-
-static int copy_symlink(int src, int dst, const char *name)
-{
-	char target[PATH_MAX];
-	ssize_t n = readlinkat(src, name, target, sizeof target - 1);
-
-	if (n < 0)
-		return -errno;
-	target[n] = '\0';
-	return symlinkat(target, dst, name) < 0 ? -errno : 0;
-}
-
-static int copy_dir_entries(int src, int dst, dev_t dev, int depth);
-
-static int copy_subdir(int src, int dst, const char *name, const struct stat *st, int depth)
-{
-	int from, to, r;
-
-	if (mkdirat(dst, name, 0700) < 0)
-		return -errno;
-	from = openat(src, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	to = openat(dst, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	r = from < 0 || to < 0 ? -errno : copy_dir_entries(from, to, st->st_dev, depth + 1);
-	/* Permissions last, so a read-only directory can still be filled. */
-	if (r == 0 && fchmod(to, st->st_mode & 07777) < 0)
-		r = -errno;
-	if (from >= 0)
-		close(from);
-	if (to >= 0)
-		close(to);
-	return r;
-}
-
-/* Copies what src holds into dst: directories, regular files and symlinks (as links, never
- * followed); other kinds and other mounts are left out. */
-static int copy_dir_entries(int src, int dst, dev_t dev, int depth)
-{
-	int fd = fcntl(src, F_DUPFD_CLOEXEC, 3);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *e;
-	int r = 0;
-
-	if (depth > COPY_MAX_DEPTH)
-		r = -ELOOP;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return -errno;
-	}
-	while (r == 0 && (e = readdir(d))) {
-		struct stat st;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (fstatat(src, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			r = -errno;
-			break;
-		}
-		if (S_ISDIR(st.st_mode) && st.st_dev == dev)
-			r = copy_subdir(src, dst, e->d_name, &st, depth);
-		else if (S_ISREG(st.st_mode))
-			r = copy_regular(src, dst, e->d_name, &st);
-		else if (S_ISLNK(st.st_mode))
-			r = copy_symlink(src, dst, e->d_name);
-	}
-	closedir(d);
-	return r;
-}
-
-int sbx_fs_copy_tree(int src_dirfd, int dst_dirfd)
-{
-	struct stat st;
-	int r;
-
-	if (fstat(src_dirfd, &st) < 0)
-		return sbx_fail(sbx_errno_code(errno), "copy: stat: %s", strerror(errno));
-	r = copy_dir_entries(src_dirfd, dst_dirfd, st.st_dev, 0);
-	if (r < 0)
-		return sbx_fail(sbx_errno_code(-r), "copy: %s", strerror(-r));
 	return 0;
 }

@@ -90,8 +90,16 @@ int sbx_memfd_with(const char *name, const void *data, size_t len)
 
 void sbx_reap_or_kill(pid_t pid, int timeout_ms)
 {
-	int status, pidfd;
+	int status;
 
+	sbx_reap_or_kill_status(pid, timeout_ms, &status);
+}
+
+void sbx_reap_or_kill_status(pid_t pid, int timeout_ms, int *statusp)
+{
+	int status = 0, pidfd;
+
+	*statusp = 0;
 	if (pid <= 0)
 		return;
 	/* Wait for the exit itself (a pidfd polls readable then), not in sleeps. */
@@ -111,6 +119,7 @@ void sbx_reap_or_kill(pid_t pid, int timeout_ms)
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	*statusp = status;
 }
 
 /* idtype_t P_PIDFD (Linux 5.4); older headers lack it. */

@@ -21,6 +21,8 @@ int sbx_memfd_with(const char *name, const void *data, size_t len);
 /* Waits up to timeout_ms for pid to exit on its own (a pidfd says when), then SIGKILLs it,
  * and reaps it. */
 void sbx_reap_or_kill(pid_t pid, int timeout_ms);
+/* The same, keeping the wait status. */
+void sbx_reap_or_kill_status(pid_t pid, int timeout_ms, int *status);
 
 /* The same for a process known by a pidfd, which need not be our child (a pre-started
  * sandbox's): waits up to timeout_ms, SIGKILLs it if it still runs, reaps it if it is our

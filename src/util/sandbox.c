@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "init_proto.h"
@@ -20,12 +21,14 @@
 #include "internal.h"
 #include "mcp/mcp.h"
 #include "util/auditlog.h"
+#include "util/fdlimit.h"
 #include "util/fdpass.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/idmap.h"
+#include "util/journal.h"
 #include "util/json.h"
 #include "util/launch.h"
 #include "util/netproxy.h"
@@ -34,6 +37,7 @@
 #include "util/sandbox.h"
 #include "util/sandbox_attach.h"
 #include "util/sandbox_spare.h"
+#include "util/sandbox_warden.h"
 
 #define INIT_NAME "agentsbx-init"
 #define READY_TIMEOUT_MS 15000
@@ -50,12 +54,16 @@ struct sbx_sandbox {
 	struct sbx_netproxy *proxy;   /* mode "allowlist": the workspace's proxy, kept across
 	                                 restarts (a reset changes the sandbox, not the policy) */
 	int root_fd;                  /* O_PATH fd of workdir, for paths beneath it */
-	char **placeholders;          /* protected paths missing at start (see below) */
+	char *placeholders;           /* the journal note of the placeholders made (see below) */
 	const struct sbx_sandbox_options *opts; /* owned by the backend, outlives sb */
 	int ctl;
 	pid_t pid;                    /* the outer init process (direct) or bwrap, our child */
 	int pidfd;                    /* instead, for a sandbox that was a spare: a pidfd of its
 	                                 outer process, which is no child of ours */
+	int outer_pidfd;              /* direct mode: a pidfd of the outer process, from READY's
+	                                 init_pid, opened while READY says it lives: the warden
+	                                 joins the sandbox's namespaces through it (a pid alone
+	                                 could be reused once the tidier reaps the outer) */
 	uint32_t flags;
 	char cgroup_note[244];
 	struct sbx_runclient_set live;
@@ -140,8 +148,18 @@ static int parse_binds(const char *backend, const sbx_json *v, struct sbx_sandbo
 
 static int parse_protected(const char *backend, const sbx_json *v, struct sbx_sandbox_options *o)
 {
+	char why[128];
+
 	if (v->type != SBX_JSON_ARRAY)
 		return option_error(backend, "protected_paths", "expected an array");
+	/* Each entry is a mount (and, under bubblewrap, a walk of the mount table): 20,000 took
+	 * 36 s and then failed as a start timeout. Within the cap a sandbox starts in a fraction
+	 * of a second. */
+	if (v->n > SBX_PROTECTED_PATHS_MAX) {
+		snprintf(why, sizeof why, "at most %d entries (this has %zu): each is a mount in the "
+		         "sandbox", SBX_PROTECTED_PATHS_MAX, v->n);
+		return option_error(backend, "protected_paths", why);
+	}
 	if (!(o->protected_paths = calloc(v->n + 1, sizeof *o->protected_paths)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	for (size_t i = 0; i < v->n; i++) {
@@ -150,6 +168,9 @@ static int parse_protected(const char *backend, const sbx_json *v, struct sbx_sa
 
 		if (r < 0)
 			return r;
+		if (strlen(*p) >= PATH_MAX)
+			return option_error(backend, "protected_paths", "an entry is longer than 4095 "
+			                    "bytes");
 		if ((*p)[0] == '/' || !strcmp(*p, "..") || !strncmp(*p, "../", 3) || strstr(*p, "/../"))
 			return option_error(backend, "protected_paths",
 			                    "entries are relative to /workspace, without '..'");
@@ -209,6 +230,15 @@ static int parse_option(const char *backend, const char *key, const sbx_json *v,
 		o->detached = v->b;
 		return 0;
 	}
+	if (!strcmp(key, "idle_ttl_s")) {
+		double secs = v->type == SBX_JSON_INT ? (double)v->i
+		              : v->type == SBX_JSON_NUMBER ? v->d : -1;
+		if (!(secs >= 0 && secs <= 1e9))
+			return option_error(backend, key, "expected a number of seconds >= 0");
+		o->idle_ttl_ms = (int64_t)(secs * 1000);
+		o->idle_ttl_set = true;
+		return 0;
+	}
 	if (allow_mode && !strcmp(key, "prestart")) {
 		if (v->type != SBX_JSON_BOOL)
 			return option_error(backend, key, "expected true or false");
@@ -253,6 +283,11 @@ int sbx_sandbox_parse_options(const char *backend, const char *options_json, boo
 	for (size_t i = 0; r == 0 && i < root->n; i++)
 		r = parse_option(backend, root->keys[i], root->items[i], allow_mode, o);
 	sbx_json_free(root);
+	if (r == 0 && o->idle_ttl_set && !o->detached)
+		r = option_error(backend, "idle_ttl_s", "only a detached sandbox stops by itself (set "
+		                 "'detached': true)");
+	if (r == 0 && o->detached && !o->idle_ttl_set)
+		o->idle_ttl_ms = SBX_SANDBOX_IDLE_TTL_MS;
 	if (r == 0 && !o->hostname && !(o->hostname = strdup("agentsbx")))
 		r = sbx_fail(-SBX_ENOMEM, "out of memory");
 	if (r < 0)
@@ -411,6 +446,8 @@ static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
 	}
 	if (sb->cfg.read_only)
 		sbx_buf_puts(&b, "\"workspace_readonly\":true,");
+	if (o->detached && o->idle_ttl_ms > 0)
+		sbx_buf_printf(&b, "\"idle_ttl_ms\":%lld,", (long long)o->idle_ttl_ms);
 	if (sb->mode == SBX_SANDBOX_DIRECT || bwrap_caps_tmpfs(sb))
 		sbx_quota_spec_keys(&b, &sb->cfg);
 	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s,"
@@ -504,75 +541,45 @@ static const char *const *protected_list(const struct sbx_sandbox *sb)
 	                                 : sbx_default_protected_paths;
 }
 
-/* Protected entries missing when the sandbox starts get read-only placeholders (the init makes
- * them when it builds the root; for bubblewrap, prepare_placeholders does), so they can't be
- * created from inside. They are noted here and removed after the sandbox stops if still empty,
- * so the user's directory ends as it began. */
-static void note_missing_protected(struct sbx_sandbox *sb)
+/* Protected entries missing when the sandbox starts get empty read-only placeholders, which
+ * the init or bubblewrap binds read-only onto themselves, so they can't be created from
+ * inside. They are made here, for both, and noted in the workspace's journal before they
+ * exist (util/journal.h): they go when the sandbox stops — here at close, by the sandbox's
+ * tidier when it ends otherwise (its host killed, its idle TTL), or, when both died, at the
+ * next open — and only while they are still the empty entries made here. */
+static void make_placeholders(struct sbx_sandbox *sb)
 {
+	const char *const *list = protected_list(sb);
 	size_t n = 0;
+	sbx_journal *j = NULL;
 
-	sbx_strv_free(sb->placeholders);
-	sb->placeholders = NULL;
-	for (const char *const *p = protected_list(sb); *p; p++)
+	free(SBX_TAKE_PTR(sb->placeholders));
+	while (list[n])
 		n++;
-	if (!(sb->placeholders = calloc(n + 1, sizeof *sb->placeholders)))
+	_cleanup_free_ char **paths = calloc(n + 1, sizeof *paths);
+	_cleanup_free_ bool *dirs = calloc(n + 1, sizeof *dirs);
+	if (!paths || !dirs || sbx_journal_open(sb->root_fd, SBX_JOURNAL_WORKSPACE, &j) < 0) {
+		sbx_error_clear();    /* best effort: the sandbox makes them itself then */
 		return;
-	n = 0;
-	for (const char *const *p = protected_list(sb); *p; p++) {
-		_cleanup_free_ char *rel = without_dir_mark(*p);
-		int fd = rel ? sbx_path_open(sb->root_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0) : 0;
-
-		if (fd >= 0) {
-			close(fd);
-			continue;
-		}
-		sb->placeholders[n++] = SBX_TAKE_PTR(rel);
 	}
-}
-
-/* For bubblewrap: an empty directory (entries written "name/") or an empty read-only file. */
-static void prepare_placeholders(struct sbx_sandbox *sb)
-{
-	for (char **p = sb->placeholders; p && *p; p++) {
-		_cleanup_free_ char *name = NULL;
-		int dirfd = -1;
-		bool dir = false;
-
-		for (const char *const *q = protected_list(sb); *q; q++)
-			if (!strncmp(*q, *p, strlen(*p)) && (*q)[strlen(*p)] == '/')
-				dir = true;
-		if (sbx_path_open_parent(sb->root_fd, *p, false, &dirfd, &name) < 0)
-			continue;     /* no parent: nothing there to protect */
-		/* 0755: bubblewrap binds it read-only for the sandbox; the host keeps writing. */
-		if (dir)
-			mkdirat(dirfd, name, 0755);
-		else
-			close(openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			             0444));
-		close(dirfd);
+	for (size_t i = 0; i < n; i++) {
+		paths[i] = without_dir_mark(list[i]);
+		dirs[i] = list[i][0] && list[i][strlen(list[i]) - 1] == '/';
+		if (!paths[i])
+			break;
 	}
+	if (sbx_journal_make_placeholders(j, (const char *const *)paths, dirs, sb->opts->detached,
+	                                  &sb->placeholders) < 0)
+		sbx_error_clear();
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	sbx_journal_free(j);
 }
 
 static void remove_placeholders(struct sbx_sandbox *sb)
 {
-	for (char **p = sb->placeholders; p && *p; p++) {
-		_cleanup_free_ char *name = NULL;
-		struct stat st;
-		int dirfd = -1;
-
-		if (sbx_path_open_parent(sb->root_fd, *p, false, &dirfd, &name) < 0)
-			continue;
-		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			if (S_ISDIR(st.st_mode))
-				unlinkat(dirfd, name, AT_REMOVEDIR);   /* only if still empty */
-			else if (S_ISREG(st.st_mode) && st.st_size == 0)
-				unlinkat(dirfd, name, 0);
-		}
-		close(dirfd);
-	}
-	sbx_strv_free(sb->placeholders);
-	sb->placeholders = NULL;
+	sbx_journal_undo(sb->root_fd, SBX_JOURNAL_WORKSPACE, sb->placeholders);
+	free(SBX_TAKE_PTR(sb->placeholders));
 }
 
 static void bwrap_system_dirs(struct argv_builder *a, struct string_pool *pool,
@@ -707,7 +714,7 @@ static void bind_fd(struct argv_builder *a, struct string_pool *pool, struct fd_
  *    be renamed, so ".git" cannot be moved aside and replaced by a fresh one with new hooks;
  *  - a regular file on the way (a worktree's ".git" file, which names the real git
  *    directory) decides where the rest resolves: it is bound read-only, and the walk ends;
- *  - the path itself, when it exists (prepare_placeholders made what was missing), is
+ *  - the path itself, when it exists (make_placeholders made what was missing), is
  *    bound read-only;
  *  - a symlink ends the walk: binding over it would follow it. */
 static void bwrap_protect_one(struct argv_builder *a, struct string_pool *pool,
@@ -803,17 +810,68 @@ static void bwrap_workspace(struct argv_builder *a, struct string_pool *pool,
 		bwrap_protected(a, pool, fds, sb);
 }
 
-static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
-                               struct string_pool *pool, struct fd_list *fds)
+/* A bind source inside the workspace (the MCP run folder, a caller's bind below the workdir)
+ * goes to bubblewrap as an fd opened beneath the workspace, as the init opens it in direct
+ * mode: bubblewrap would follow a link in the path anywhere on the host. */
+static int bwrap_workspace_bind(struct argv_builder *a, struct string_pool *pool,
+                                struct fd_list *fds, const struct sbx_sandbox *sb,
+                                const struct sbx_bind *b, const char *rel)
+{
+	int fd = sbx_path_open(sb->root_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+	struct stat st;
+	char msg[512];
+
+	if (fd >= 0 && (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode) || S_ISCHR(st.st_mode) ||
+	                S_ISBLK(st.st_mode))) {
+		close(fd);
+		return sbx_fail(-SBX_EINVAL, "%s: bind source %s: a link or a device node is not "
+		                "allowed", sb->who, b->source);
+	}
+	if (fd < 0) {
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(fd, "%s: bind source %s: %s", sb->who, b->source, msg);
+	}
+	bind_fd(a, pool, fds, b->writable ? "--bind-fd" : "--ro-bind-fd", fd, b->dest);
+	return 0;
+}
+
+static int bwrap_binds(struct argv_builder *a, struct string_pool *pool, struct fd_list *fds,
+                       const struct sbx_sandbox *sb)
+{
+	const struct sbx_sandbox_options *o = sb->opts;
+	int r;
+
+	for (size_t i = 0; i < o->n_binds; i++) {
+		const char *in_ws = path_below(o->binds[i].source, sb->workdir);
+
+		if (init_makes_bind(sb, i)) {
+			bwrap_mount_point(a, sb, i);
+			continue;
+		}
+		if (in_ws && (r = bwrap_workspace_bind(a, pool, fds, sb, &o->binds[i], in_ws)) < 0)
+			return r;
+		if (!in_ws)
+			args3(a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
+			      o->binds[i].dest);
+	}
+	return 0;
+}
+
+/* bubblewrap's command line in *out (caller frees), or a negative code with the message. */
+static int bwrap_argv(const struct sbx_sandbox *sb, const char *init, struct string_pool *pool,
+                      struct fd_list *fds, const char ***out)
 {
 	struct argv_builder a = { 0 };
 	const struct sbx_sandbox_options *o = sb->opts;
+	int r;
 
 	/* --unshare-all only tries the user namespace; --disable-userns needs one for sure. */
 	/* The outer process that starts bwrap and watches the host (helpers/init/main.c). */
 	arg(&a, init);
 	if (o->detached)
 		arg(&a, "--detached");
+	if (sb->placeholders)
+		args3(&a, "--tidy", sb->placeholders, NULL);   /* its outer process tidies */
 	/* As root: the outer process starts bubblewrap as the range's first host ids. */
 	if (sb->idmap.on) {
 		char *ids = NULL;
@@ -844,12 +902,9 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	args3(&a, "--dev", "/dev", NULL);
 	args3(&a, "--tmpfs", "/tmp", NULL);
 	bwrap_workspace(&a, pool, fds, sb);
-	for (size_t i = 0; i < o->n_binds; i++) {
-		if (init_makes_bind(sb, i))
-			bwrap_mount_point(&a, sb, i);
-		else
-			args3(&a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
-			      o->binds[i].dest);
+	if ((r = bwrap_binds(&a, pool, fds, sb)) < 0) {
+		free(a.v);
+		return r;
 	}
 	args3(&a, "--ro-bind", init, BWRAP_INIT_PATH);
 	args3(&a, "--chdir", SBX_SANDBOX_ROOT, NULL);
@@ -857,9 +912,10 @@ static const char **bwrap_argv(const struct sbx_sandbox *sb, const char *init,
 	args3(&a, "1", "--mode", "inside");
 	if (a.oom) {
 		free(a.v);
-		return NULL;
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
-	return a.v;
+	*out = a.v;
+	return 0;
 }
 
 /* Reads what bubblewrap said on stderr, for the error message. */
@@ -884,6 +940,30 @@ static void reap(pid_t pid, int *status)
 		;
 }
 
+/* Whether process pid is in this process's mount namespace. */
+static bool in_our_mount_ns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+	return stat(path, &a) == 0 && stat("/proc/self/ns/mnt", &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Direct mode: READY names the process the host waits for, the tidier (helpers/init/tidy.c),
+ * which stays in the host's namespaces, or the outer process itself when there is no tidier.
+ * The outer, in the sandbox's user and mount namespaces, is the tidier's only child. Opened
+ * while READY says the sandbox lives, so the pid names it and no later process. */
+static int open_outer_pidfd(pid_t ready_pid)
+{
+	pid_t outer = in_our_mount_ns(ready_pid) ? sbx_warden_first_child(ready_pid) : ready_pid;
+
+	if (outer <= 0 || in_our_mount_ns(outer))
+		return -1;
+	return (int)syscall(SYS_pidfd_open, outer, 0);
+}
+
 /* Waits for READY (0), ERROR or the init's early death (negative, with the message). */
 static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 {
@@ -904,6 +984,10 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 	ssize_t got = recv(sb->ctl, &msg, sizeof msg, 0);
 	if (got == (ssize_t)sizeof msg.ready && msg.kind == SBX_INIT_READY) {
 		sb->flags = msg.ready.flags;
+		if (sb->outer_pidfd >= 0)
+			close(SBX_TAKE_FD(sb->outer_pidfd));
+		if (sb->mode == SBX_SANDBOX_DIRECT && msg.ready.init_pid > 0)
+			sb->outer_pidfd = open_outer_pidfd(msg.ready.init_pid);
 		memcpy(sb->cgroup_note, msg.ready.cgroup_note, sizeof sb->cgroup_note);
 		sb->cgroup_note[sizeof sb->cgroup_note - 1] = '\0';
 		return 0;
@@ -924,23 +1008,19 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 }
 
 /* The fds a start hands the init (init_proto.h: 3 control, 4 spec, 5 workspace, 6 seccomp
- * program, 7 proxy bridge, 8 state folder; -1 leaves a number closed) and, from fd 9 on,
- * bubblewrap's bind fds or the binds' idmapped mounts. */
+ * program, 7 proxy bridge, 8 idmapped workspace, 9 state folder; -1 leaves a number closed)
+ * and, from fd 10 on, bubblewrap's bind fds or the binds' idmapped mounts. */
 struct init_fds {
-	int ctl, spec, workspace, bridge, state;
+	int ctl, spec, workspace, bridge, tree, state;
 	const struct fd_list *extra;
 };
 
 static int spawn_init(enum sbx_sandbox_mode mode, bool detached, const char *init,
-                      const char *const *bwrap, const struct init_fds *f, int err_fd,
-                      pid_t *pid)
+                      const char *const *bwrap, const char *tidy, const struct init_fds *f,
+                      int err_fd, pid_t *pid)
 {
-	static const char *const direct_argv[] = { INIT_NAME, "--proto", "1", "--mode", "direct",
-	                                           NULL };
-	static const char *const detached_argv[] = { INIT_NAME, "--detached", "--proto", "1",
-	                                             "--mode", "direct", NULL };
-	static const char *const prestarted_argv[] = { INIT_NAME, "--prestarted", "--proto", "1",
-	                                               "--mode", "direct", NULL };
+	const char *direct[10];
+	size_t k = 0;
 	const size_t own = SBX_INIT_FIRST_TREE_FD - SBX_INIT_CONTROL_FD;
 	size_t n = own + (f->extra ? f->extra->n : 0);
 	int *fds = malloc(n * sizeof *fds), err;
@@ -953,13 +1033,26 @@ static int spawn_init(enum sbx_sandbox_mode mode, bool detached, const char *ini
 	/* fd 6: the seccomp program the spec announced (built before the spec was). */
 	fds[3] = mode == SBX_SANDBOX_DIRECT ? seccomp_program() : -1;
 	fds[4] = f->bridge;
-	fds[5] = f->state;
+	fds[5] = f->tree;
+	fds[6] = f->state;
 	if (n > own)
 		memcpy(fds + own, f->extra->v, f->extra->n * sizeof *fds);
-	err = sbx_spawn_with_fds(init, mode == SBX_SANDBOX_BWRAP ? bwrap
-	                         : detached ? detached_argv
-	                         : f->workspace < 0 ? prestarted_argv /* a spare: no workspace yet */
-	                         : direct_argv, fds, n, err_fd,
+	direct[k++] = INIT_NAME;
+	if (detached)
+		direct[k++] = "--detached";
+	else if (f->workspace < 0)
+		direct[k++] = "--prestarted";   /* a spare: no workspace yet */
+	if (tidy) {
+		/* The placeholders' note, for the tidier (helpers/init/tidy.c). */
+		direct[k++] = "--tidy";
+		direct[k++] = tidy;
+	}
+	direct[k++] = "--proto";
+	direct[k++] = "1";
+	direct[k++] = "--mode";
+	direct[k++] = "direct";
+	direct[k] = NULL;
+	err = sbx_spawn_with_fds(init, mode == SBX_SANDBOX_BWRAP ? bwrap : direct, fds, n, err_fd,
 	                         pid);
 	free(fds);
 	return err;
@@ -982,17 +1075,21 @@ static int idmap_failure(const struct sbx_sandbox *sb, int dir_fd, const char *w
 	                sb->idmap.source, sb->who);
 }
 
-/* The workspace as a start hands it over: the directory, or (as a host range) its idmapped
+static int dup_root(const struct sbx_sandbox *sb, int *out)
+{
+	if ((*out = fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return sbx_fail(sbx_errno_code(errno), "%s: dup: %s", sb->who, strerror(errno));
+	return 0;
+}
+
+/* The workspace as the sandbox gets it: the directory, or (as a host range) its idmapped
  * mount, the one made when the users were decided or a new one. */
 static int workspace_fd_for(struct sbx_sandbox *sb, int *out)
 {
 	int r;
 
-	if (!sb->idmap.on) {
-		if ((*out = fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3)) < 0)
-			return sbx_fail(sbx_errno_code(errno), "%s: dup: %s", sb->who, strerror(errno));
-		return 0;
-	}
+	if (!sb->idmap.on)
+		return dup_root(sb, out);
 	if (sb->ws_tree >= 0) {
 		*out = SBX_TAKE_FD(sb->ws_tree);
 		return 0;
@@ -1002,7 +1099,7 @@ static int workspace_fd_for(struct sbx_sandbox *sb, int *out)
 }
 
 /* As a host range, a capped workspace's state folder as the host sees it (init_proto.h,
- * fd 8); else -1. */
+ * fd 9); else -1. */
 static int state_fd_for(const struct sbx_sandbox *sb, int *out)
 {
 	int r;
@@ -1107,21 +1204,24 @@ static int init_fds_open(struct sbx_sandbox *sb, struct init_fds *f, struct fd_l
 {
 	int r;
 
-	*f = (struct init_fds){ .ctl = -1, .spec = -1, .workspace = -1, .bridge = -1, .state = -1,
-	                        .extra = trees };
-	if ((r = workspace_fd_for(sb, &f->workspace)) < 0 || (r = state_fd_for(sb, &f->state)) < 0)
+	*f = (struct init_fds){ .ctl = -1, .spec = -1, .workspace = -1, .bridge = -1, .tree = -1,
+	                        .state = -1, .extra = trees };
+	/* fd 5 is the host's view in any case: the tidier's (helpers/init/tidy.c). */
+	if ((r = dup_root(sb, &f->workspace)) < 0 ||
+	    (sb->idmap.on && (r = workspace_fd_for(sb, &f->tree)) < 0) ||
+	    (r = state_fd_for(sb, &f->state)) < 0)
 		return r;
 	return sb->idmap.on ? bind_trees_for(sb, trees) : 0;
 }
 
 static void init_fds_close(struct init_fds *f)
 {
-	const int fds[] = { f->spec, f->workspace, f->bridge, f->state };
+	const int fds[] = { f->spec, f->workspace, f->bridge, f->tree, f->state };
 
 	for (size_t i = 0; i < SBX_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	*f = (struct init_fds){ .ctl = -1, .spec = -1, .workspace = -1, .bridge = -1,
+	*f = (struct init_fds){ .ctl = -1, .spec = -1, .workspace = -1, .bridge = -1, .tree = -1,
 	                        .state = -1 };
 }
 
@@ -1136,9 +1236,7 @@ static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 	struct init_fds f;
 	int sv[2], p[2], r, err;
 
-	note_missing_protected(sb);
-	if (sb->mode == SBX_SANDBOX_BWRAP && !sb->idmap.on)
-		prepare_placeholders(sb);   /* the init does this itself when it builds the root */
+	make_placeholders(sb);
 	if (!(spec = build_spec(sb, false)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((r = init_fds_open(sb, &f, &extra)) < 0)
@@ -1158,13 +1256,12 @@ static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 		err_read = p[0];
 		err_write = p[1];
 	}
-	if (sb->mode == SBX_SANDBOX_BWRAP && !(argv = bwrap_argv(sb, init, &pool, &extra))) {
-		r = sbx_fail(-SBX_ENOMEM, "out of memory");
+	if (sb->mode == SBX_SANDBOX_BWRAP && (r = bwrap_argv(sb, init, &pool, &extra, &argv)) < 0)
 		goto out;
-	}
 	if (sb->proxy && (r = sbx_netproxy_bridge(sb->proxy, &f.bridge)) < 0)
 		goto out;
-	err = spawn_init(sb->mode, sb->opts->detached, init, argv, &f, err_write, &sb->pid);
+	err = spawn_init(sb->mode, sb->opts->detached, init, argv, sb->placeholders, &f, err_write,
+	                 &sb->pid);
 	pool_free(&pool);
 	pool = (struct string_pool){ 0 };
 	fd_list_close(&extra);
@@ -1263,10 +1360,10 @@ static void prestart(char *shape)
 	}
 	struct fd_list trees = { 0 };
 	const struct init_fds fds = { .ctl = child_ctl, .spec = spec_fd, .workspace = -1,
-	                              .bridge = -1, .state = -1, .extra = &trees };
+	                              .bridge = -1, .tree = -1, .state = -1, .extra = &trees };
 
 	if (spec_bind_trees("prestart", spec, &trees) < 0 ||
-	    spawn_init(SBX_SANDBOX_DIRECT, false, init, NULL, &fds, err_write, &first) != 0) {
+	    spawn_init(SBX_SANDBOX_DIRECT, false, init, NULL, NULL, &fds, err_write, &first) != 0) {
 		fd_list_close(&trees);
 		close(SBX_TAKE_FD(child_ctl));   /* no spare holds it: the discard need not wait */
 		sbx_spare_discard(&s);
@@ -1310,7 +1407,7 @@ static int launch_from_spare(struct sbx_sandbox *sb, const char *shape)
 	}
 	sb->pidfd = SBX_TAKE_FD(s.pidfd);
 	sb->ctl = SBX_TAKE_FD(s.ctl);
-	note_missing_protected(sb);
+	make_placeholders(sb);
 	r = send_activation(sb, &activate);
 	if (r == 0)
 		r = wait_ready(sb, s.err_fd);
@@ -1369,9 +1466,11 @@ static void free_sandbox(struct sbx_sandbox *sb)
 {
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
+	if (sb->outer_pidfd >= 0)
+		close(sb->outer_pidfd);
 	sbx_netproxy_stop(sb->proxy);
 	sbx_runclient_set_destroy(&sb->live);
-	sbx_strv_free(sb->placeholders);
+	free(sb->placeholders);
 	if (sb->root_fd >= 0)
 		close(sb->root_fd);
 	if (sb->files_root >= 0)
@@ -1416,7 +1515,12 @@ static int attach_or_launch(struct sbx_sandbox *sb)
 		memcpy(sb->cgroup_note, ready.cgroup_note, sizeof sb->cgroup_note);
 		return 0;
 	}
-	if (r != -SBX_ENOENT || (r = launch(sb)) < 0)
+	if (r != -SBX_ENOENT)
+		return r;
+	/* None runs, and none can start while we hold the lock: the placeholders of one that
+	 * ended go before ours are made (its tidier may have been killed with it). */
+	sbx_journal_sweep(sb->root_fd, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_DETACHED);
+	if ((r = launch(sb)) < 0)
 		return r;
 	/* The first half of the detached init has exited (helpers/init/main.c, leave_host). */
 	reap(sb->pid, &status);
@@ -1513,6 +1617,39 @@ static int start_proxy(struct sbx_sandbox *sb, const sbx_backend_config *cfg)
 	return sbx_netproxy_start(sb->who, &s, &sb->proxy);
 }
 
+/* The backstop for cgroups whose sandbox and tidier were both killed (helpers/init/tidy.c):
+ * swept before a sandbox that makes one starts, and once by every process that starts any
+ * (only root, or a delegated cgroup v2 tree, can have made them). */
+static pthread_once_t cgroup_sweep_once = PTHREAD_ONCE_INIT;
+
+static void sweep_cgroups_once(void)
+{
+	sbx_cgroup_sweep();
+}
+
+static void sweep_dead_cgroups(const sbx_backend_config *cfg)
+{
+	if (cfg->limits.memory_bytes || cfg->limits.pids)
+		sbx_cgroup_sweep();
+	else
+		pthread_once(&cgroup_sweep_once, sweep_cgroups_once);
+}
+
+/* Enough file descriptors to start a sandbox? Short of them, every step failed in its own
+ * way, and the probes that followed took that for a host without namespaces. Needed here:
+ * the init's channels, the spec and bubblewrap's bind fds; in the init (the limit is
+ * inherited): its own, every /etc entry it pins and each protected path's pins. */
+static int check_fds(const char *who, const struct sbx_sandbox_options *o)
+{
+	int protected = 0;
+
+	for (const char *const *p = o->protected_paths ? (const char *const *)o->protected_paths
+	                                               : sbx_default_protected_paths; *p; p++)
+		protected++;
+	return sbx_fd_headroom(who, "start the sandbox", 12 + protected,
+	                       48 + 2 * protected + (int)o->n_binds);
+}
+
 int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
                       const struct sbx_sandbox_options *o, enum sbx_sandbox_mode mode,
                       struct sbx_sandbox **out)
@@ -1530,6 +1667,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	sb->ctl = -1;
 	sb->pid = -1;
 	sb->pidfd = -1;
+	sb->outer_pidfd = -1;
 	sb->root_fd = -1;
 	sb->files_root = -1;
 	sb->ws_tree = -1;
@@ -1559,6 +1697,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 		free_sandbox(sb);
 		return r;
 	}
+	sweep_dead_cgroups(&sb->cfg);
 	if ((r = sb->opts->detached ? attach_or_launch(sb) : launch(sb)) < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "%s", sbx_last_error());
@@ -1742,7 +1881,8 @@ int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
 		return r;
 	}
 	sbx_backend_config cfg = { .size = sizeof cfg, .id = "probe", .workdir = dir,
-	                           .network_mode = "none" };
+	                           .network_mode = "none", .audit_dir_fd = -1,
+	                           .state_dir_fd = -1 };
 	r = sbx_sandbox_start("probe", &cfg, &o, mode, &sb);
 	if (r == 0) {
 		describe_mode(mode, sb, detail, len);
@@ -1845,7 +1985,7 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 	}
 	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0 ||
 	    (r = sbx_quota_check(name, cfg, w->opts.detached)) < 0 ||
-	    (r = sbx_mcp_sandbox_binds(w->workdir, !sbx_quota_disk_bytes(cfg), &w->opts.binds,
+	    (r = sbx_mcp_sandbox_binds(cfg, !sbx_quota_disk_bytes(cfg), &w->opts.binds,
 	                               &w->opts.n_binds)) < 0) {
 		free_ws(w);
 		return r;
@@ -1854,6 +1994,16 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 		free_ws(w);
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox needs "
 		                "a 'workdir' (a temporary one is removed at close)", name);
+	}
+	if (w->opts.detached && SBX_BACKEND_CONFIG_HAS(cfg, state_dir) && cfg->state_dir) {
+		free_ws(w);
+		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox keeps "
+		                "its socket in the workdir's state folder, which this workdir cannot "
+		                "hold (the library may not write it)", name);
+	}
+	if ((r = check_fds(name, &w->opts)) < 0) {
+		free_ws(w);
+		return r;
 	}
 	if (start_as_probe(name, cfg, &w->opts, &w->sb)) {
 		*state = w;
@@ -1905,6 +2055,36 @@ const char *const *sbx_sandbox_backend_protected(void *state)
 
 	return w->opts.protected_paths ? (const char *const *)w->opts.protected_paths
 	                               : sbx_default_protected_paths;
+}
+
+/* A pidfd (the caller's to close) of a process in the sandbox's mount namespace: in direct
+ * mode the outer process (it made the namespaces, and the init shares them); under
+ * bubblewrap, bwrap's child (the init, --as-pid-1), which stays ours while bwrap, our child,
+ * is unreaped. A detached sandbox's outer process is no longer ours to name: none (-1). */
+static int pidfd_in_sandbox(const struct sbx_sandbox *sb)
+{
+	pid_t init;
+
+	if (sb->opts->detached)
+		return -1;
+	if (sb->mode == SBX_SANDBOX_BWRAP) {
+		init = sb->pid > 0 ? sbx_warden_first_child(sbx_warden_first_child(sb->pid)) : -1;
+		return init > 0 ? (int)syscall(SYS_pidfd_open, init, 0) : -1;
+	}
+	return sb->outer_pidfd >= 0 ? fcntl(sb->outer_pidfd, F_DUPFD_CLOEXEC, 3) : -1;
+}
+
+int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths)
+{
+	struct sandbox_ws *w = state;
+	int target;
+
+	if (!rel_paths || !rel_paths[0])
+		return 0;
+	if ((target = pidfd_in_sandbox(w->sb)) < 0)
+		return sbx_fail(-SBX_ENOSYS, "%s: no process to bind through (detached sandbox)",
+		                w->sb->who);
+	return sbx_warden_bind(w->sb->who, target, rel_paths);
 }
 
 const char *sbx_sandbox_backend_host_dir(void *state)

@@ -20,17 +20,27 @@ enum sbx_sandbox_mode {
 };
 
 #define SBX_BWRAP_PATH "/usr/bin/bwrap"
+/* A detached sandbox's idle TTL unless its config says otherwise: the manager's default. */
+#define SBX_SANDBOX_IDLE_TTL_MS (3600 * 1000LL)
+
+/* Each protected path is a mount in the sandbox: more than this is refused, naming the key
+ * (256 start in about 0.1 s directly and 0.4 s through bubblewrap on a 2-vCPU VM). */
+#define SBX_PROTECTED_PATHS_MAX 256
 
 /* The backend's config object ("ns": {...} or "bwrap": {...}):
  *   mode             "auto" | "direct" | "bwrap"   (ns only)
  *   rootfs           string   directory used read-only as the root instead of the host's
  *   binds            array    [{"source": host path, "dest": path inside, "writable": false}]
- *   protected_paths  array    paths under /workspace kept read-only (replaces the defaults)
+ *   protected_paths  array    paths under /workspace kept read-only (replaces the defaults);
+ *                             at most SBX_PROTECTED_PATHS_MAX
  *   landlock         bool     default true
  *   hostname         string   default "agentsbx"
  *   detached         bool     default false: the sandbox outlives the process that opened it;
  *                             a later open of the same workdir (any process of the same uid)
  *                             attaches to it, and closing only detaches (sandbox_attach.h)
+ *   idle_ttl_s       number   a detached sandbox stops itself once no host has held it for
+ *                             this many seconds (helpers/init/server.c); default 3600, 0 =
+ *                             never (the workspace manager sets its ttl_s)
  *   subid_user       string   default "agentsbx": as root, the sandbox's ids are this user's
  *                             subordinate range (/etc/subuid, /etc/subgid), else a fixed one
  *   root_inside      string   "unprivileged" (default) | "allow-host-root": as root, where the
@@ -45,6 +55,8 @@ struct sbx_sandbox_options {
 	bool landlock;
 	char *hostname;
 	bool detached;
+	int64_t idle_ttl_ms;          /* detached: the init's idle TTL (0: none) */
+	bool idle_ttl_set;
 	bool prestart;                /* direct mode: keep the next sandbox half-built when the
 	                                 process opens them one after another (default on) */
 	char *subid_user;             /* as root: whose /etc/subuid range the sandbox runs as
@@ -113,6 +125,8 @@ const char *const *sbx_sandbox_backend_env(void *state);
 /* The ops table of a sandbox backend: only its name, probe and open differ. */
 /* The paths the sandbox keeps read-only for commands (the configured list or the default). */
 const char *const *sbx_sandbox_backend_protected(void *state);
+/* The git guard's read-only binds in the running sandbox (sandbox_warden.h). */
+int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths);
 
 #define SBX_SANDBOX_BACKEND_OPS(backend_name, probe_fn, open_fn)                               \
 	{                                                                                      \
@@ -137,5 +151,6 @@ const char *const *sbx_sandbox_backend_protected(void *state);
 		.set_network = sbx_sandbox_backend_set_network,                                \
 		.base_env = sbx_sandbox_backend_env,                                           \
 		.files_root_fd = sbx_sandbox_backend_files_root,                               \
+		.protect_now = sbx_sandbox_backend_protect_now,                                \
 	}
 #endif

@@ -2,9 +2,12 @@
  *
  * The socket lives in the workspace's state folder, which every sandbox binds read-only by
  * default: commands inside can see it but not replace it, and the init refuses their
- * connections. Its directory is checked like any private directory (ours, 0700, no symlink)
- * and reached by fd: the socket's path is /proc/self/fd/N/sock, which also keeps it under the
- * 108 bytes a Unix socket address allows, however deep the workdir. */
+ * connections. Its directory is checked like any private directory (ours, 0700, no symlink
+ * anywhere on the way: util/statedir.h) and reached by fd: the socket's path is
+ * /proc/self/fd/N/sock, which also keeps it under the 108 bytes a Unix socket address
+ * allows, however deep the workdir. The lock that decides between attaching and launching
+ * is a host lock (util/hostlock.h) of the run folder: a lock file in it, which commands
+ * inside could open and flock, would let a command stop every process that attaches. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,7 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -23,33 +25,33 @@
 #include "util/fdpass.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/journal.h"
+#include "util/hostlock.h"
 #include "util/sandbox_attach.h"
+#include "util/statedir.h"
 
 #define RUN_DIR "run"
 #define SOCKET_NAME "sock"
-#define LOCK_NAME "lock"
+/* A holder starts a sandbox meanwhile (15 s at most for READY, then its socket). */
+#define LOCK_TIMEOUT_MS 30000
 #define ANSWER_TIMEOUT_MS 5000
 #define STOP_TIMEOUT_MS 5000
 
 int sbx_attach_open_run_dir(int root_fd, bool create, int *run_fd)
 {
-	_cleanup_close_ int state = -1, run = -1;
+	_cleanup_close_ int run = -1;
 	struct stat st;
+	char msg[512];
+	int r;
 
 	*run_fd = -1;
-	state = openat(root_fd, SBX_STATE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (state < 0)
-		return errno == ENOENT && !create ? -SBX_ENOENT
-		       : sbx_fail(sbx_errno_code(errno), "detached sandbox: open %s: %s",
-		                  SBX_STATE_DIR, strerror(errno));
-	if (create && mkdirat(state, RUN_DIR, 0700) < 0 && errno != EEXIST)
-		return sbx_fail(sbx_errno_code(errno), "detached sandbox: mkdir %s/%s: %s",
-		                SBX_STATE_DIR, RUN_DIR, strerror(errno));
-	run = openat(state, RUN_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (run < 0)
-		return errno == ENOENT && !create ? -SBX_ENOENT
-		       : sbx_fail(sbx_errno_code(errno), "detached sandbox: open %s/%s: %s",
-		                  SBX_STATE_DIR, RUN_DIR, strerror(errno));
+	r = sbx_statedir_open(root_fd, RUN_DIR, create ? 0700 : 0, &run);
+	if (r == -SBX_ENOENT && !create)
+		return r;
+	if (r < 0) {
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(r, "detached sandbox: %s", msg);
+	}
 	if (fstat(run, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077))
 		return sbx_fail(-SBX_EACCES, "detached sandbox: %s/%s must be a directory of uid %u "
 		                "closed to others (mode 0700)", SBX_STATE_DIR, RUN_DIR,
@@ -60,19 +62,13 @@ int sbx_attach_open_run_dir(int root_fd, bool create, int *run_fd)
 
 int sbx_attach_lock(int run_fd, int *lock_fd)
 {
-	int fd = openat(run_fd, LOCK_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	char msg[512];
+	int r = sbx_hostlock_take(run_fd, "attach", LOCK_TIMEOUT_MS, lock_fd);
 
-	if (fd < 0)
-		return sbx_fail(sbx_errno_code(errno), "detached sandbox: open the lock: %s",
-		                strerror(errno));
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR) {
-			int r = sbx_fail(sbx_errno_code(errno), "detached sandbox: flock: %s",
-			                 strerror(errno));
-			close(fd);
-			return r;
-		}
-	*lock_fd = fd;
+	if (r < 0) {
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(r, "detached sandbox: the lock of its run folder: %s", msg);
+	}
 	return 0;
 }
 
@@ -251,6 +247,8 @@ int sbx_sandbox_destroy_detached(const char *workdir, const char *id, bool *stop
 	unlinkat(run, SOCKET_NAME, 0);
 	if ((ready.flags & SBX_INIT_HAS_CGROUP) && id)
 		sbx_cgroup_cleanup(id);
+	/* Its tidier removed its placeholders on its way out; this is for one killed first. */
+	sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_DETACHED);
 	if (stopped)
 		*stopped = true;
 	return 0;

@@ -15,8 +15,9 @@
  * -SBX_ENOENT when absent and !create. */
 int sbx_attach_open_run_dir(int root_fd, bool create, int *run_fd);
 
-/* The run directory's lock (an exclusive flock), held while one process decides between
- * attaching and launching, or stops the sandbox: two processes never start two sandboxes. */
+/* The run directory's lock (a host lock, util/hostlock.h: no command inside can hold it),
+ * held while one process decides between attaching and launching, or stops the sandbox:
+ * two processes never start two sandboxes. Waits 30 s at most for another holder. */
 int sbx_attach_lock(int run_fd, int *lock_fd);
 
 /* Connects to the running sandbox (as root: whatever unprivileged uid it runs as, see

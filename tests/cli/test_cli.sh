@@ -43,6 +43,13 @@ check "flags override the config file" "hi $work/ws" "$out"
 grep -Eq '^local +available' "$work/doctor"; check "doctor lists local" 0 $?
 grep -Eq '^ns +' "$work/doctor"; check "doctor lists ns" 0 $?
 grep -Eq '^  local +host$' "$work/doctor"; check "doctor: local only shares the host's network" 0 $?
+# The seccomp baseline, counted: whatever Docker's profile refuses is refused, all of it.
+grep -Eq '^seccomp baseline .*: [0-9]+ system calls and [0-9]+ argument rules refused$' \
+  "$work/doctor"; check "doctor counts the seccomp baseline" 0 $?
+grep -Eq "^  Docker's default profile refuses ([0-9]+) of the [0-9]+ system calls known for .*: all \1 refused here$" \
+  "$work/doctor"; check "doctor: all of Docker's refusals held" 0 $?
+grep -q "^  Docker's argument rules: all [0-9]* held here$" "$work/doctor"
+check "doctor: Docker's argument rules held" 0 $?
 "$cli" doctor --config '{"network":{"mode":"host"}}' >"$work/doctor-host"
 check "doctor --config runs" 0 $?
 grep -q 'network mode "host" — EXPOSED' "$work/doctor-host"; check "doctor reports host exposure" 0 $?
@@ -72,6 +79,20 @@ grep -q 'File does not exist' "$work/out"; check "tool error printed" 0 $?
 "$cli" tool --workdir "$work/tw" Read '{bad' >/dev/null; check "bad JSON is a tool error" 1 $?
 "$cli" tool Bash 2>/dev/null; check "tool without args" 125 $?
 "$cli" tool --session ../x Bash '{"command":"true"}' 2>/dev/null; check "bad session" 125 $?
+
+# The git guard's warning: what a command planted for the host's git is named on stderr.
+mkdir "$work/gw"
+"$cli" exec --workdir "$work/gw" -- sh -c 'mkdir -p r/.git/hooks && echo x > r/.git/hooks/pre-commit' \
+  2>"$work/gw-err"
+check "exec with a planted hook exits 0" 0 $?
+grep -q 'warning: 1 item(s) left in git repositories' "$work/gw-err" &&
+  grep -q 'r/.git/hooks/pre-commit (hook' "$work/gw-err"
+check "exec warns of the quarantined hook" 0 $?
+test ! -e "$work/gw/r/.git/hooks/pre-commit"; check "the hook is gone" 0 $?
+"$cli" tool --workdir "$work/gw" Bash '{"command":"mkdir -p s/.git/hooks && echo x > s/.git/hooks/x"}' \
+  >"$work/gw-out" 2>"$work/gw-err"
+grep -q 's/.git/hooks/x (hook' "$work/gw-err"; check "tool warns of the quarantined hook" 0 $?
+grep -q '"git_quarantined":1' "$work/gw-out"; check "the Bash result says so" 0 $?
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

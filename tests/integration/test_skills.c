@@ -151,7 +151,7 @@ START_TEST(add_from_folder)
 
 	char *json = skills_json();
 	ck_assert_str_eq(json, "[{\"name\":\"PDF Tools\",\"description\":\"Work with PDF files.\","
-	                 "\"dir\":\"skills/PDF_Tools\"}]");
+	                 "\"dir\":\"skills/PDF_Tools\",\"trusted\":true}]");
 	sbx_free(json);
 	/* Commands inside see it: the script runs, the link leads to the doc. */
 	char *out = run_inside("cd skills/PDF_Tools && scripts/run.sh x && cat link && "
@@ -277,7 +277,7 @@ START_TEST(add_from_archives)
 	}
 	char *json = skills_json();
 	ck_assert_ptr_nonnull(strstr(json, "{\"name\":\"skill 11\",\"description\":\"From an "
-	                             "archive.\",\"dir\":\"skills/skill_11\"}"));
+	                             "archive.\",\"dir\":\"skills/skill_11\",\"trusted\":true}"));
 	sbx_free(json);
 	char *folder = skills_folder();
 	ck_assert_ptr_null(strstr(folder, ".staging"));
@@ -422,8 +422,8 @@ START_TEST(list_skips_what_is_no_skill)
 	bt_put(ws, "skills/.hidden/SKILL.md", "---\nname: hidden\ndescription: d\n---\n", 0);
 	char *json = skills_json();
 	ck_assert_str_eq(json, "[{\"name\":\"alpha\",\"description\":\"First.\",\"dir\":"
-	                 "\"skills/alpha\"},{\"name\":\"beta\",\"description\":\"Second.\","
-	                 "\"dir\":\"skills/beta\"}]");
+	                 "\"skills/alpha\",\"trusted\":true},{\"name\":\"beta\",\"description\":\"Second.\","
+	                 "\"dir\":\"skills/beta\",\"trusted\":true}]");
 	sbx_free(json);
 
 	/* Removal is by name, not by dir. */
@@ -436,7 +436,7 @@ START_TEST(list_skips_what_is_no_skill)
 	ck_assert_int_eq(sbx_skill_remove(ws, NULL), -SBX_EINVAL);
 	json = skills_json();
 	ck_assert_str_eq(json, "[{\"name\":\"beta\",\"description\":\"Second.\",\"dir\":"
-	                 "\"skills/beta\"}]");
+	                 "\"skills/beta\",\"trusted\":true}]");
 	sbx_free(json);
 	ck_assert_int_eq(sbx_skill_remove(ws, "beta"), 0);
 	json = skills_json();
@@ -484,9 +484,9 @@ START_TEST(duplicate_names_and_dir_clashes)
 	ck_assert_int_eq(sbx_skill_add(ws, test_path_at(src, "four"), NULL), 0);
 	char *json = skills_json();
 	ck_assert_str_eq(json, "[{\"name\":\"a b\",\"description\":\"Spaces.\",\"dir\":"
-	                 "\"skills/a_b\"},{\"name\":\"a_b\",\"description\":\"Underscore.\","
-	                 "\"dir\":\"skills/a_b_1\"},{\"name\":\"x.y\",\"description\":\"Dot.\","
-	                 "\"dir\":\"skills/x_y_1\"}]");
+	                 "\"skills/a_b\",\"trusted\":true},{\"name\":\"a_b\",\"description\":\"Underscore.\","
+	                 "\"dir\":\"skills/a_b_1\",\"trusted\":true},{\"name\":\"x.y\",\"description\":\"Dot.\","
+	                 "\"dir\":\"skills/x_y_1\",\"trusted\":true}]");
 	sbx_free(json);
 }
 END_TEST

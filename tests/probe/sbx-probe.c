@@ -1,7 +1,7 @@
 /* sbx-probe: run by the tests inside a sandbox, it tries what the sandbox should refuse and
  * prints what happened, one line per probe:
  *
- *   sbx-probe [caps] [nnp] [securebits] [landlock-OP PATH...] [syscall NAME...]
+ *   sbx-probe [caps] [nnp] [securebits] [landlock-OP PATH...] [baseline] [syscall NAME...]
  *
  *   caps                 "CapInh <hex>", "CapPrm ...", "CapEff", "CapBnd", "CapAmb"
  *   nnp                  "nnp <PR_GET_NO_NEW_PRIVS>"
@@ -9,8 +9,14 @@
  *   landlock-OP PATH     "landlock-OP PATH <OK|errno name>", OP one of write (create a new
  *                        file), append, truncate, read, mkdir, mkfifo, symlink, unlink;
  *                        landlock-rename FROM TO
+ *   setuid-status PATH   runs PATH (a setuid-root program) stopped at its first write to
+ *                        the terminal, and prints "setuid-state", "setuid-Uid" and
+ *                        "setuid-CapEff" of that process from /proc
+ *   baseline             the walk of the seccomp baseline's table, one line per call
+ *                        (baseline.c)
  *   syscall NAME...      "NAME <OK|errno name|absent|unsupported|signal-NAME>" for every
- *                        remaining argument
+ *                        remaining argument: the probes below, and baseline.c's argument
+ *                        probes (personality-*, family-N, netlink-P, mknod-*, ...)
  *
  * The system calls are made raw with deliberately bad arguments (bubblewrap's try-syscall
  * trick): when the sandbox lets a call through, the kernel rejects the arguments (EFAULT,
@@ -40,6 +46,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "probe.h"
+
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
 #endif
@@ -53,12 +61,6 @@
 #define TIOCLINUX 0x541C
 #endif
 
-/* Outcomes that are not an errno. */
-#define PR_OK 0
-#define PR_ABSENT (-1)
-#define PR_UNSUPPORTED (-2)
-#define PR_SIGNAL_BASE (-1000)   /* PR_SIGNAL_BASE - signo */
-
 #define SOCK_TYPE_INVALID 11     /* SOCK_MAX: rejected before any module is loaded */
 #define HIGH_BITS 0x100000000UL  /* the CVE-2019-10063 bypass: the kernel drops them */
 #define ALL_FLAGS (~0UL)
@@ -71,32 +73,42 @@ static int result_of(long ret)
 	return ret >= 0 ? PR_OK : errno;
 }
 
-static void print_outcome(const char *name, int outcome)
+int probe_result_of(long ret)
 {
+	return result_of(ret);
+}
+
+const char *probe_outcome_name(int outcome)
+{
+	static char buf[64];
 	const char *n;
 
-	if (outcome == PR_OK) {
-		printf("%s OK\n", name);
-	} else if (outcome == PR_ABSENT) {
-		printf("%s absent\n", name);
-	} else if (outcome == PR_UNSUPPORTED) {
-		printf("%s unsupported\n", name);
-	} else if (outcome <= PR_SIGNAL_BASE) {
+	if (outcome == PR_OK)
+		return "OK";
+	if (outcome == PR_ABSENT)
+		return "absent";
+	if (outcome == PR_UNSUPPORTED)
+		return "unsupported";
+	if (outcome <= PR_SIGNAL_BASE) {
 		n = sigabbrev_np(PR_SIGNAL_BASE - outcome);
-		printf("%s signal-SIG%s\n", name, n ? n : "?");
-	} else {
-		n = strerrorname_np(outcome);
-		if (n)
-			printf("%s %s\n", name, n);
-		else
-			printf("%s E%d\n", name, outcome);
+		snprintf(buf, sizeof buf, "signal-SIG%s", n ? n : "?");
+		return buf;
 	}
+	if ((n = strerrorname_np(outcome)))
+		return n;
+	snprintf(buf, sizeof buf, "E%d", outcome);
+	return buf;
+}
+
+void probe_print(const char *name, int outcome)
+{
+	printf("%s %s\n", name, probe_outcome_name(outcome));
 	fflush(stdout);
 }
 
-/* Runs fn in a child and returns its outcome, so that a call the kernel unexpectedly honours
- * (a clone that succeeds, an `int $0x80` the kernel cannot take) only affects the child. */
-static int in_child(int (*fn)(void))
+/* A call the kernel unexpectedly honours (a clone that succeeds, an `int $0x80` the kernel
+ * cannot take) only affects the child. */
+int probe_in_child(int (*fn)(void))
 {
 	int status;
 	pid_t pid = fork();
@@ -232,13 +244,13 @@ static int c_clone_newnet(void) { return clone_with(CLONE_NEWNET); }
 static int c_clone_newipc(void) { return clone_with(CLONE_NEWIPC); }
 static int c_clone_newuts(void) { return clone_with(CLONE_NEWUTS); }
 static int c_clone_newcgroup(void) { return clone_with(CLONE_NEWCGROUP); }
-static int p_clone_newuser(void) { return in_child(c_clone_newuser); }
-static int p_clone_newns(void) { return in_child(c_clone_newns); }
-static int p_clone_newpid(void) { return in_child(c_clone_newpid); }
-static int p_clone_newnet(void) { return in_child(c_clone_newnet); }
-static int p_clone_newipc(void) { return in_child(c_clone_newipc); }
-static int p_clone_newuts(void) { return in_child(c_clone_newuts); }
-static int p_clone_newcgroup(void) { return in_child(c_clone_newcgroup); }
+static int p_clone_newuser(void) { return probe_in_child(c_clone_newuser); }
+static int p_clone_newns(void) { return probe_in_child(c_clone_newns); }
+static int p_clone_newpid(void) { return probe_in_child(c_clone_newpid); }
+static int p_clone_newnet(void) { return probe_in_child(c_clone_newnet); }
+static int p_clone_newipc(void) { return probe_in_child(c_clone_newipc); }
+static int p_clone_newuts(void) { return probe_in_child(c_clone_newuts); }
+static int p_clone_newcgroup(void) { return probe_in_child(c_clone_newcgroup); }
 
 /* 0x1 is no unshare flag: the kernel refuses the whole call. */
 static int unshare_with(unsigned long ns_flag)
@@ -255,7 +267,7 @@ static int p_unshare_newcgroup(void) { return unshare_with(CLONE_NEWCGROUP); }
 static int p_unshare_newtime(void) { return unshare_with(CLONE_NEWTIME); }
 
 static int c_clone3(void) { return result_of(syscall(SYS_clone3, NULL, 0)); }
-static int p_clone3(void) { return in_child(c_clone3); }
+static int p_clone3(void) { return probe_in_child(c_clone3); }
 
 static int tty_ioctl(unsigned long request)
 {
@@ -358,7 +370,7 @@ static int c_x32_ptrace(void)
 {
 	return result_of(syscall(X32_BIT | X32_PTRACE, PTRACE_PEEKDATA, -1, 0, 0));
 }
-#define IA32_PROBE(fn) static int p_##fn(void) { return in_child(c_##fn); }
+#define IA32_PROBE(fn) static int p_##fn(void) { return probe_in_child(c_##fn); }
 #else
 #define IA32_PROBE(fn) static int p_##fn(void) { return PR_ABSENT; }
 #endif
@@ -377,7 +389,7 @@ IA32_PROBE(x32_ptrace)
 /* ---- probes that must keep working ------------------------------------------------------ */
 
 static int c_exit_zero(void) { return PR_OK; }
-static int p_fork(void) { return in_child(c_exit_zero); }
+static int p_fork(void) { return probe_in_child(c_exit_zero); }
 
 /* A plain clone, as fork and posix_spawn make it. */
 static int p_clone(void)
@@ -416,6 +428,16 @@ static int p_ioctl_tiocgwinsz(void)
 	if (fd < 0)
 		return PR_UNSUPPORTED;
 	return result_of(ioctl(fd, TIOCGWINSZ, &ws));
+}
+
+/* FIONREAD is TIOCINQ, 0x541B: next to TIOCLINUX, as TIOCGWINSZ is next to TIOCSTI. */
+static int p_ioctl_fionread(void)
+{
+	int n, fd = controlling_pty();
+
+	if (fd < 0)
+		return PR_UNSUPPORTED;
+	return result_of(ioctl(fd, FIONREAD, &n));
 }
 
 struct syscall_probe {
@@ -459,17 +481,23 @@ static const struct syscall_probe syscall_probes[] = {
 	{ "x32-getpid", p_x32_getpid }, { "x32-ptrace", p_x32_ptrace },
 	{ "fork", p_fork }, { "clone", p_clone }, { "unshare-files", p_unshare_files },
 	{ "getpid", p_getpid }, { "socket-inet", p_socket_inet }, { "socket-unix", p_socket_unix },
-	{ "ioctl-tiocgwinsz", p_ioctl_tiocgwinsz },
+	{ "ioctl-tiocgwinsz", p_ioctl_tiocgwinsz }, { "ioctl-fionread", p_ioctl_fionread },
 };
 
 static void probe_syscall(const char *name)
 {
+	int (*arg_probe)(void);
+
 	for (size_t i = 0; i < sizeof syscall_probes / sizeof syscall_probes[0]; i++) {
 		if (strcmp(syscall_probes[i].name, name) == 0) {
 			errno = 0;
-			print_outcome(name, syscall_probes[i].fn());
+			probe_print(name, syscall_probes[i].fn());
 			return;
 		}
+	}
+	if ((arg_probe = probe_arg_probe(name))) {
+		probe_print(name, arg_probe());
+		return;
 	}
 	printf("%s unknown\n", name);
 	usage_errors++;
@@ -493,6 +521,68 @@ static void probe_caps(void)
 			printf("%s %s\n", key, value);
 	}
 	fclose(f);
+}
+
+/* The program is started in a background process group of our terminal with TOSTOP set:
+ * its first write to the terminal stops it (SIGTTOU), however soon it would have exited, and
+ * its credentials can be read while it is stopped. */
+static void print_status_of(pid_t pid)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re"))) {
+		printf("setuid-state %s\n", strerrorname_np(errno));
+		return;
+	}
+	while (fgets(line, sizeof line, f)) {
+		char key[16], value[200];
+
+		if ((!strncmp(line, "State:", 6) || !strncmp(line, "Uid:", 4) ||
+		     !strncmp(line, "CapEff:", 7)) &&
+		    sscanf(line, "%15[^:]:%*[ \t]%199[^\n]", key, value) == 2) {
+			for (char *t = value; *t; t++)
+				if (*t == '\t')
+					*t = ' ';
+			printf("setuid-%s %s\n", strcmp(key, "State") ? key : "state", value);
+		}
+	}
+	fclose(f);
+}
+
+static void probe_setuid_status(const char *program)
+{
+	int status, fd = controlling_pty();
+	struct termios t;
+	pid_t pid;
+
+	if (fd < 0 || tcgetattr(fd, &t) < 0) {
+		printf("setuid-state unsupported\n");
+		return;
+	}
+	t.c_lflag |= TOSTOP;
+	tcsetattr(fd, TCSANOW, &t);
+	fflush(stdout);
+	if ((pid = fork()) < 0) {
+		printf("setuid-state %s\n", strerrorname_np(errno));
+		return;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		signal(SIGTTOU, SIG_DFL);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		execl(program, program, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	if (waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status))
+		print_status_of(pid);
+	else
+		printf("setuid-state ended 0x%x\n", (unsigned)status);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 }
 
 static void probe_nnp(void)
@@ -571,7 +661,7 @@ static void print_fs_outcome(const char *name, const char *path, int outcome)
 	char label[4096];
 
 	snprintf(label, sizeof label, "%s %s", name, path);
-	print_outcome(label, outcome);
+	probe_print(label, outcome);
 }
 
 /* Returns how many arguments it used, or 0 when argv[0] is not a Landlock probe. */
@@ -583,7 +673,7 @@ static int probe_fs(char **argv, int argc)
 		if (argc < 3)
 			return -1;
 		snprintf(label, sizeof label, "%s %s %s", argv[0], argv[1], argv[2]);
-		print_outcome(label, result_of(rename(argv[1], argv[2])));
+		probe_print(label, result_of(rename(argv[1], argv[2])));
 		return 3;
 	}
 	for (size_t i = 0; i < sizeof fs_probes / sizeof fs_probes[0]; i++) {
@@ -604,7 +694,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s [caps] [nnp] [securebits] [landlock-OP PATH...] "
-		        "[syscall NAME...]\n", argv[0]);
+		        "[setuid-status PATH] [baseline] [syscall NAME...]\n", argv[0]);
 		return 2;
 	}
 	while (i < argc) {
@@ -621,6 +711,10 @@ int main(int argc, char **argv)
 			probe_nnp();
 		} else if (strcmp(argv[i], "securebits") == 0) {
 			probe_securebits();
+		} else if (strcmp(argv[i], "baseline") == 0) {
+			probe_baseline();
+		} else if (strcmp(argv[i], "setuid-status") == 0 && i + 1 < argc) {
+			probe_setuid_status(argv[++i]);
 		} else if ((used = probe_fs(argv + i, argc - i)) != 0) {
 			if (used < 0) {
 				fprintf(stderr, "%s: %s needs its path(s)\n", argv[0], argv[i]);

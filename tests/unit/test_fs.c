@@ -43,9 +43,17 @@ static void setup(void)
 	fds_at_start = test_count_fds();
 }
 
+/* The same tests on a file system without O_TMPFILE: named temporary files from the start. */
+static void named_setup(void)
+{
+	setup();
+	sbx_fs_force_named_temp(true);
+}
+
 static void teardown(void)
 {
 	sbx_path_force_fallback(false);
+	sbx_fs_force_named_temp(false);
 	close(dirfd_);
 	/* Tests leave unreadable directories behind on purpose. */
 	char *cmd = NULL;
@@ -292,6 +300,69 @@ START_TEST(write_failure_leaves_nothing)
 		close(fd);
 		ck_assert(!test_has_temp_files(test_path_at(dir, "ro")));
 	}
+}
+END_TEST
+
+/* What an atomic write tells its notes (util/journal.h keeps them): every temporary name,
+ * before it exists, with the inode it will have; each note forgotten once the name is gone. */
+struct note_log {
+	int notes, with_inode, forgotten, existed_when_noted;
+	char last[NAME_MAX + 1];
+	ino_t last_ino;
+};
+
+static void *log_note(void *ctx, int dirfd, const char *name, int fd)
+{
+	struct note_log *l = ctx;
+	struct stat now, fst;
+	const struct stat *st = fd >= 0 && fstat(fd, &fst) == 0 ? &fst : NULL;
+
+	l->notes++;
+	l->with_inode += st != NULL;
+	l->existed_when_noted += fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0;
+	snprintf(l->last, sizeof l->last, "%s", name);
+	l->last_ino = st ? st->st_ino : 0;
+	return l;
+}
+
+static void log_forget(void *ctx, void *handle)
+{
+	struct note_log *l = ctx;
+
+	ck_assert_ptr_eq(handle, l);
+	l->forgotten++;
+}
+
+START_TEST(write_notes_its_temporary_names)
+{
+	struct note_log l = { 0 };
+	const struct sbx_fs_temp_notes notes = { .note = log_note, .forget = log_forget, .ctx = &l };
+	struct stat st;
+	bool named = _i == 1;
+
+	sbx_fs_force_named_temp(named);
+	ck_assert_int_eq(sbx_fs_write_atomic_noted(&notes, dirfd_, "f", "one", 3, 0, 0), 0);
+	ck_assert_str_eq(test_slurp(test_path_at(dir, "f")), "one");
+	ck_assert_int_eq(stat(test_path_at(dir, "f"), &st), 0);
+	/* Unnamed: one note, with the inode, before the link; named: before the create and again
+	 * with the inode. Never after the name appeared, and all forgotten. */
+	ck_assert_int_eq(l.notes, named ? 2 : 1);
+	ck_assert_int_eq(l.with_inode, 1);
+	ck_assert_int_eq(l.existed_when_noted, named ? 1 : 0);
+	ck_assert_int_eq(l.forgotten, l.notes);
+	ck_assert_uint_eq(l.last_ino, st.st_ino);
+	ck_assert(strncmp(l.last, ".f.sbx-", 7) == 0 && strlen(l.last) == 13);
+	ck_assert(!test_has_temp_files(dir));
+	/* Exclusive and unnamed: linked as its own name, no temporary name to note. */
+	memset(&l, 0, sizeof l);
+	ck_assert_int_eq(sbx_fs_write_atomic_noted(&notes, dirfd_, "g", "two", 3, 0,
+	                                           SBX_WRITE_EXCL), 0);
+	ck_assert_int_eq(l.notes, named ? 2 : 0);
+	ck_assert_int_eq(l.forgotten, l.notes);
+	ck_assert_int_eq(sbx_fs_write_atomic_noted(&notes, dirfd_, "g", "two", 3, 0,
+	                                           SBX_WRITE_EXCL), -SBX_EEXIST);
+	ck_assert(!test_has_temp_files(dir));
+	expect_no_fd_leak();
 }
 END_TEST
 
@@ -870,6 +941,8 @@ static const sbx_backend_ops remote_ops = {
 static sbx_workspace remote_ws = {
 	.ops = &remote_ops,
 	.root_fd = -1,
+	.state_fd = -1,
+	.state_root_fd = -1,
 };
 
 START_TEST(api_remote_backend_gets_normalised_paths)
@@ -934,6 +1007,18 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, empty_dir_keeps_the_dir);
 	tcase_add_test(tc, empty_dir_does_not_unlock_the_top);
 	tcase_add_test(tc, temp_dirs);
+	tcase_add_loop_test(tc, write_notes_its_temporary_names, 0, 2);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("named_temp");
+	tcase_add_checked_fixture(tc, named_setup, teardown);
+	tcase_add_test(tc, write_creates_and_replaces);
+	tcase_add_test(tc, write_long_names);
+	tcase_add_test(tc, write_excl);
+	tcase_add_test(tc, write_replaces_symlinks_never_follows);
+	tcase_add_test(tc, write_refuses);
+	tcase_add_test(tc, write_failure_leaves_nothing);
+	tcase_add_test(tc, write_keeps_owner_as_root);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("file_api");

@@ -8,15 +8,18 @@
  * nothing), and — when the tests run as real root — directly in the initial namespace. A
  * setup the host cannot give (no user namespaces, not root) is skipped with the reason.
  *
- * Two kinds of evidence per rule: with the real filter the call fails with EPERM (clone3:
- * ENOSYS); with the filter built for a distinctive errno (EHWPOISON, which no kernel check
- * returns) the call fails with that errno — proving the filter answered and not a kernel
- * permission check — while the same call without a filter reaches the kernel and fails some
- * other way. */
+ * Two kinds of evidence per refused call: with the real filter the call fails with EPERM
+ * (clone3 and calls newer than the table: ENOSYS); with the filter built for distinctive
+ * errnos (EHWPOISON for refused calls, ENOTRECOVERABLE for newer ones, which no system call
+ * check returns) the call fails with that errno — proving the filter answered and not a
+ * kernel permission check or a missing call — while the same call without a filter reaches
+ * the kernel and is answered some other way. The calls are the named probes of sbx-probe and
+ * its walk of the whole table (tests/seccomp_walk.c checks the walk). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,7 @@
 #include <unistd.h>
 
 #include "init/sandbox.h"
+#include "seccomp_walk.h"
 #include "support.h"
 
 enum setup { USERNS_OWN_UID, USERNS_ROOT_INSIDE, INITIAL_NS, N_SETUPS };
@@ -42,20 +46,48 @@ static bool raise_ambient_first;
 
 #define MARK_ERRNO EHWPOISON
 #define MARK_NAME "EHWPOISON"
+#define NEWER_MARK_ERRNO ENOTRECOVERABLE
+#define NEWER_MARK_NAME "ENOTRECOVERABLE"
 
-/* Shapes of the refused calls the filter's rule list does not name one by one: high bits
- * set on a truncated argument, and the 32-bit entry points. */
-static const char *const bypass_variants[] = {
-	"tiocsti-high", "tioclinux-high", "vsock-high", NULL,
+/* sbx-probe's named probes of calls the filter refuses (all with EPERM but clone3): the
+ * calls of DESIGN.md §4, the ones issue 15 found reachable, and the argument rules. */
+static const char *const refused_probes[] = {
+	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "keyctl", "add_key",
+	"request_key", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
+	"io_uring_enter", "io_uring_register", "open_by_handle_at", "kexec_load",
+	"kexec_file_load", "init_module", "finit_module", "delete_module", "reboot", "swapon",
+	"swapoff", "acct", "syslog", "mount", "umount", "umount2", "pivot_root", "chroot",
+	"fsopen", "fsconfig", "fsmount", "move_mount", "open_tree", "fspick", "mount_setattr",
+	"setns", "clone-newuser", "clone-newns", "clone-newpid", "clone-newnet", "clone-newipc",
+	"clone-newuts", "clone-newcgroup", "unshare-newuser", "unshare-newns", "unshare-newpid",
+	"unshare-newnet", "unshare-newipc", "unshare-newuts", "unshare-newcgroup",
+	"unshare-newtime", "unshare-files", "clone3", "tiocsti", "tioclinux", "vsock",
+	"personality-addr-no-randomize", "personality-read-implies-exec", "personality-high",
+	"family-0", "family-17", "family-38", "family-40", "family-41", "family-44", "family-46",
+	"netlink-4", "netlink-9", "netlink-12", "netlink-15", "netlink-16", "netlink-31",
+	"mknod-chr", "mknod-blk", "mknodat-chr", "mknodat-blk", "mknodat-whiteout",
+	"mknodat-chr-high", NULL,
 };
+/* Shapes of refused calls with high bits set on an argument the kernel truncates. */
+static const char *const bypass_variants[] = {
+	"tiocsti-high", "tioclinux-high", "vsock-high", "family-vsock-high", "family-alg-high",
+	"family-packet-high", "netlink-netfilter-high", NULL,
+};
+/* The 32-bit tables, refused whole: ia32-getpid is refused too. */
 static const char *const ia32_variants[] = {
-	"ia32-ptrace", "ia32-mount", "ia32-umount", "ia32-unshare-newuser", "ia32-clone-newuser",
-	"ia32-tiocsti", "ia32-vsock", "ia32-socketcall-vsock", NULL,
+	"ia32-getpid", "ia32-ptrace", "ia32-mount", "ia32-umount", "ia32-unshare-newuser",
+	"ia32-clone-newuser", "ia32-tiocsti", "ia32-vsock", "ia32-socketcall-vsock", NULL,
 };
 /* What the filter must not break. */
 static const char *const must_work[] = {
-	"fork", "clone", "unshare-files", "getpid", "socket-inet", "socket-unix",
-	"ioctl-tiocgwinsz", NULL,
+	"fork", "clone", "getpid", "socket-inet", "socket-unix", "ioctl-tiocgwinsz",
+	"ioctl-fionread", "personality-query", "personality-linux32", "netlink-raw-0", NULL,
+};
+/* Calls the argument rules let through to the kernel, which refuses their bad arguments:
+ * the same answer with and without the filter. */
+static const char *const reach_the_kernel[] = {
+	"family-1", "family-2", "family-10", "family-16", "family-inet-high", "netlink-0",
+	"netlink-route-high", "mknod-fifo", "mknodat-fifo", "mknodat-reg", "mknodat-sock", NULL,
 };
 
 /* ---- running the probe in a hardened child ---------------------------------------------- */
@@ -181,7 +213,7 @@ static int apply_hardening(enum apply what, const struct sbx_harden_spec *spec, 
 			snprintf(err, errlen, "no_new_privs: %s", strerror(errno));
 			return -1;
 		}
-		return sbx_seccomp_apply_errno(MARK_ERRNO, err, errlen);
+		return sbx_seccomp_apply_errno(MARK_ERRNO, NEWER_MARK_ERRNO, err, errlen);
 	case APPLY_HARDEN:
 		return sbx_harden_apply(spec, err, errlen);
 	default:
@@ -330,19 +362,16 @@ static void add_names(struct namelist *l, const char *const *names)
 		add_name(l, names[i]);
 }
 
-/* "syscall", every rule of the filter, the bypass shapes, the 32-bit ones, what must work,
- * and the 32-bit control calls. */
+/* "syscall", every named probe, the bypass shapes, the 32-bit ones, what must work and what
+ * reaches the kernel. */
 static void all_syscall_probes(struct namelist *l)
 {
-	const char *name;
-
 	add_name(l, "syscall");
-	for (size_t i = 0; (name = sbx_seccomp_rule_name(i, NULL)); i++)
-		add_name(l, name);
+	add_names(l, refused_probes);
 	add_names(l, bypass_variants);
 	add_names(l, ia32_variants);
 	add_names(l, must_work);
-	add_name(l, "ia32-getpid");
+	add_names(l, reach_the_kernel);
 	add_name(l, "x32-ptrace");
 }
 
@@ -381,77 +410,67 @@ static bool ia32_kernel_support(int setup)
 	return ok;
 }
 
-static const char *errno_name(int e)
-{
-	const char *n = strerrorname_np(e);
-
-	return n ? n : "?";
-}
-
 /* ---- seccomp ------------------------------------------------------------------------------ */
-
-START_TEST(rule_list_names_every_required_rule)
-{
-	static const char *const required[] = {
-		"ptrace", "process_vm_readv", "process_vm_writev", "keyctl", "add_key",
-		"request_key", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup",
-		"io_uring_enter", "io_uring_register", "open_by_handle_at", "kexec_load",
-		"kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
-		"swapon", "swapoff", "acct", "mount", "umount2", "pivot_root", "chroot", "fsopen",
-		"fsconfig", "fsmount", "move_mount", "open_tree", "fspick", "mount_setattr",
-		"setns", "clone-newuser", "clone-newns", "clone-newpid", "clone-newnet",
-		"unshare-newuser", "unshare-newns", "unshare-newnet", "unshare-newtime", "clone3",
-		"tiocsti", "tioclinux", "vsock", NULL,
-	};
-	const char *name;
-	size_t n = 0;
-	int e;
-
-	while ((name = sbx_seccomp_rule_name(n, &e))) {
-		ck_assert_int_eq(e, strcmp(name, "clone3") == 0 ? ENOSYS : EPERM);
-		for (size_t j = 0; j < n; j++)
-			ck_assert_str_ne(sbx_seccomp_rule_name(j, NULL), name);
-		n++;
-	}
-	ck_assert_ptr_null(sbx_seccomp_rule_name(n + 100, &e));
-	for (size_t i = 0; required[i]; i++) {
-		bool found = false;
-
-		for (size_t j = 0; j < n && !found; j++)
-			found = strcmp(sbx_seccomp_rule_name(j, NULL), required[i]) == 0;
-		ck_assert_msg(found, "no rule %s", required[i]);
-	}
-}
-END_TEST
 
 START_TEST(filter_rejects_a_bad_errno)
 {
 	char err[256] = "";
 
-	ck_assert_int_eq(sbx_seccomp_apply_errno(0, err, sizeof err), -EINVAL);
-	ck_assert_int_eq(sbx_seccomp_apply_errno(5000, err, sizeof err), -EINVAL);
+	ck_assert_int_eq(sbx_seccomp_apply_errno(0, ENOSYS, err, sizeof err), -EINVAL);
+	ck_assert_int_eq(sbx_seccomp_apply_errno(5000, ENOSYS, err, sizeof err), -EINVAL);
+	ck_assert_int_eq(sbx_seccomp_apply_errno(EPERM, 0, err, sizeof err), -EINVAL);
 	ck_assert_int_eq(prctl(PR_GET_SECCOMP, 0L, 0L, 0L, 0L), 0);
 }
 END_TEST
 
-/* Every rule is answered by the filter itself, and without the filter the same call reaches
- * the kernel and fails differently (so the probe really makes the call). */
-START_TEST(filter_answers_every_rule_itself)
+/* The exported program is what sbx_seccomp_apply loads, starts with the check of numbers
+ * newer than the table, and fits the kernel's limit. */
+START_TEST(exported_program_has_the_newer_call_check)
+{
+	FILE *f = tmpfile();
+	char err[256] = "";
+	struct stat st;
+	uint32_t first[2];
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_msg(sbx_seccomp_export(fileno(f), err, sizeof err) == 0, "%s", err);
+	ck_assert_int_eq(fstat(fileno(f), &st), 0);
+	ck_assert_int_eq(st.st_size % 8, 0);
+	ck_assert_int_gt(st.st_size / 8, 100);
+	ck_assert_int_le(st.st_size / 8, 4096);
+	ck_assert_int_eq(pread(fileno(f), first, sizeof first, 0), (ssize_t)sizeof first);
+	/* BPF_LD|BPF_W|BPF_ABS of seccomp_data.arch (offset 4) */
+	ck_assert_uint_eq(first[0] & 0xffff, 0x20);
+	ck_assert_uint_eq(first[1], 4);
+	fclose(f);
+}
+END_TEST
+
+static void assert_each(const char *out, int setup, const char *const *names, const char *want)
+{
+	for (size_t i = 0; names[i]; i++)
+		if (!is_absent(out, names[i]))
+			assert_probe(out, setup, names[i], want);
+}
+
+/* Every named probe of a refused call is answered by the filter itself, and without the
+ * filter the same call reaches the kernel and is answered otherwise (so the probe really
+ * makes the call). */
+START_TEST(filter_answers_every_named_probe_itself)
 {
 	struct namelist l = {0};
 	struct sbx_harden_spec spec = {0};
 	char *marked, *bare;
-	const char *name;
 	bool ia32;
-	int e;
 
 	if (!setup_possible(_i))
 		return;
 	all_syscall_probes(&l);
 	bare = run_probe(_i, APPLY_NOTHING, &spec, l.v);
 	marked = run_probe(_i, APPLY_FILTER_MARKED, &spec, l.v);
-	for (size_t i = 0; (name = sbx_seccomp_rule_name(i, &e)); i++) {
-		const char *want = e == EPERM ? MARK_NAME : errno_name(e);
+	for (size_t i = 0; refused_probes[i]; i++) {
+		const char *name = refused_probes[i];
+		const char *want = strcmp(name, "clone3") ? MARK_NAME : "ENOSYS";
 		char *before = probe_value(bare, name);
 
 		if (is_absent(marked, name)) {
@@ -459,25 +478,50 @@ START_TEST(filter_answers_every_rule_itself)
 			continue;
 		}
 		assert_probe(marked, _i, name, want);
-		ck_assert_msg(before && strcmp(before, want) != 0 && strcmp(before, "OK") != 0,
+		ck_assert_msg(before && strcmp(before, want) != 0,
 		              "[%s] %s without the filter gave %s: the probe proves nothing",
 		              setup_names[_i], name, before ? before : "nothing");
 		free(before);
 	}
-	for (size_t i = 0; bypass_variants[i]; i++)
-		assert_probe(marked, _i, bypass_variants[i], MARK_NAME);
+	assert_each(marked, _i, bypass_variants, MARK_NAME);
 	ia32 = ia32_available(bare);
 	if (ia32)
-		assert_probe(marked, _i, "ia32-getpid", "OK");
-	for (size_t i = 0; ia32 && ia32_variants[i]; i++)
-		assert_probe(marked, _i, ia32_variants[i], MARK_NAME);
+		assert_each(marked, _i, ia32_variants, MARK_NAME);
 #if defined(__x86_64__)
 	assert_probe(marked, _i, "x32-ptrace", MARK_NAME);
 #endif
-	for (size_t i = 0; must_work[i]; i++) {
-		assert_probe(bare, _i, must_work[i], "OK");
-		assert_probe(marked, _i, must_work[i], "OK");
+	assert_each(bare, _i, must_work, "OK");
+	assert_each(marked, _i, must_work, "OK");
+	for (size_t i = 0; reach_the_kernel[i]; i++) {
+		char *before = probe_value(bare, reach_the_kernel[i]);
+
+		ck_assert_msg(before && strcmp(before, "OK") && strcmp(before, MARK_NAME),
+		              "[%s] %s without the filter gave %s", setup_names[_i],
+		              reach_the_kernel[i], before ? before : "nothing");
+		assert_probe(marked, _i, reach_the_kernel[i], before);
+		free(before);
 	}
+	free(bare);
+	free(marked);
+}
+END_TEST
+
+/* The walk of the whole table: every refused row, every number without a row and every
+ * control, answered by the filter (markers) or, for controls, by the kernel; without the
+ * filter every refused call is answered by the kernel. */
+START_TEST(filter_answers_the_whole_table_itself)
+{
+	static const char *const args[] = { "baseline", NULL };
+	struct sbx_harden_spec spec = {0};
+	char *marked, *bare, *report;
+
+	if (!setup_possible(_i))
+		return;
+	bare = run_probe(_i, APPLY_NOTHING, &spec, args);
+	marked = run_probe(_i, APPLY_FILTER_MARKED, &spec, args);
+	report = seccomp_walk_check(marked, MARK_NAME, NEWER_MARK_NAME, bare);
+	ck_assert_msg(!report, "[%s] the walk of the table:\n%s", setup_names[_i], report);
+	ck_assert_int_ge(seccomp_walk_controls(marked), 40);
 	free(bare);
 	free(marked);
 }
@@ -485,32 +529,29 @@ END_TEST
 
 /* ---- the whole sequence ------------------------------------------------------------------ */
 
-START_TEST(harden_refuses_every_rule_with_eperm)
+START_TEST(harden_refuses_every_probe_with_eperm)
 {
 	static const char *const tmp_writable[] = { "/tmp", NULL };
+	static const char *const walk_args[] = { "baseline", NULL };
 	struct sbx_harden_spec spec = { .writable_paths = tmp_writable, .landlock = true };
 	struct namelist l = {0};
-	const char *name;
-	char *out, *x32;
+	char *out, *x32, *report;
 	bool ia32;
-	int e;
 
 	if (!setup_possible(_i))
 		return;
 	all_syscall_probes(&l);
 	ia32 = ia32_kernel_support(_i);
 	out = run_probe(_i, APPLY_HARDEN, &spec, l.v);
-	for (size_t i = 0; (name = sbx_seccomp_rule_name(i, &e)); i++)
-		if (!is_absent(out, name))
-			assert_probe(out, _i, name, errno_name(e));
-	for (size_t i = 0; bypass_variants[i]; i++)
-		assert_probe(out, _i, bypass_variants[i], "EPERM");
+	for (size_t i = 0; refused_probes[i]; i++)
+		if (!is_absent(out, refused_probes[i]))
+			assert_probe(out, _i, refused_probes[i],
+			             strcmp(refused_probes[i], "clone3") ? "EPERM" : "ENOSYS");
+	assert_each(out, _i, bypass_variants, "EPERM");
 	if (ia32)
-		assert_probe(out, _i, "ia32-getpid", "OK");
-	for (size_t i = 0; ia32 && ia32_variants[i]; i++)
-		assert_probe(out, _i, ia32_variants[i], "EPERM");
-	/* x32 shares x86_64's AUDIT_ARCH: only the filter's x32 section stops it (the kernel
-	 * here may not even run x32, which would answer ENOSYS — the filter must answer first). */
+		assert_each(out, _i, ia32_variants, "EPERM");
+	/* x32 shares x86_64's AUDIT_ARCH: only the filter stops it (the kernel here may not
+	 * even run x32, which would answer ENOSYS — the filter must answer first). */
 	x32 = probe_value(out, "x32-ptrace");
 #if defined(__x86_64__)
 	ck_assert_msg(x32 && strcmp(x32, "EPERM") == 0, "x32-ptrace gave %s", x32 ? x32 : "nothing");
@@ -518,8 +559,11 @@ START_TEST(harden_refuses_every_rule_with_eperm)
 	ck_assert_msg(x32 && strcmp(x32, "absent") == 0, "x32-ptrace gave %s", x32 ? x32 : "nothing");
 #endif
 	free(x32);
-	for (size_t i = 0; must_work[i]; i++)
-		assert_probe(out, _i, must_work[i], "OK");
+	assert_each(out, _i, must_work, "OK");
+	free(out);
+	out = run_probe(_i, APPLY_HARDEN, &spec, walk_args);
+	report = seccomp_walk_check(out, "EPERM", "ENOSYS", NULL);
+	ck_assert_msg(!report, "[%s] the walk of the table:\n%s", setup_names[_i], report);
 	free(out);
 }
 END_TEST
@@ -896,12 +940,13 @@ static Suite *harden_suite(void)
 	TCase *caps = tcase_create("caps");
 	TCase *landlock = tcase_create("landlock");
 
-	tcase_add_test(seccomp, rule_list_names_every_required_rule);
 	tcase_add_test(seccomp, filter_rejects_a_bad_errno);
-	tcase_add_loop_test(seccomp, filter_answers_every_rule_itself, 0, N_SETUPS);
+	tcase_add_test(seccomp, exported_program_has_the_newer_call_check);
+	tcase_add_loop_test(seccomp, filter_answers_every_named_probe_itself, 0, N_SETUPS);
+	tcase_add_loop_test(seccomp, filter_answers_the_whole_table_itself, 0, N_SETUPS);
 	suite_add_tcase(s, seccomp);
 
-	tcase_add_loop_test(whole, harden_refuses_every_rule_with_eperm, 0, N_SETUPS);
+	tcase_add_loop_test(whole, harden_refuses_every_probe_with_eperm, 0, N_SETUPS);
 	tcase_add_loop_test(whole, harden_leaves_no_capabilities_and_sets_no_new_privs, 0,
 	                    N_SETUPS);
 	tcase_add_test(whole, harden_refuses_a_null_spec);

@@ -137,6 +137,8 @@ const PROTOTYPES = {
   sbx_offload_data: 'int sbx_offload_data(sbx_workspace *ws, const char *media_type, ' +
     'const void *data, size_t len, _Out_ void **url_out)',
 
+  sbx_workspace_git_quarantine:
+    'int sbx_workspace_git_quarantine(sbx_workspace *ws, _Out_ void **json_out)',
   sbx_workspace_set_network:
     'int sbx_workspace_set_network(sbx_workspace *ws, const char *network_json)',
   sbx_manager_open: 'int sbx_manager_open(const char *config_json, _Out_ sbx_manager **out)',

@@ -301,6 +301,7 @@ const operations = {
   toolCall: (ws, sessionId, name, args) =>
     callForString('sbx_tool_call_session', ws, sessionId, name, args),
   instructions: (ws) => callForString('sbx_workspace_instructions', ws),
+  gitQuarantine: (ws) => callForString('sbx_workspace_git_quarantine', ws),
 
   addSkill: (ws, hostPath) => callForString('sbx_skill_add', ws, hostPath),
   addSkillArchive: (ws, data, format) =>

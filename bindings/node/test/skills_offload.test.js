@@ -40,6 +40,7 @@ testOnBackends(test, 'skills: add, list, use, remove', async (t, backend) => {
     assert.equal(skills.length, 1);
     assert.equal(skills[0].name, 'greeter');
     assert.equal(skills[0].description, 'Says hello in a test.');
+    assert.equal(skills[0].trusted, true);
     assert.match(skills[0].dir, /^skills\//);
     assert.ok((await ws.tools()).some((tool) => tool.name === 'Skill'));
     assert.match(await ws.instructions(), /greeter/);

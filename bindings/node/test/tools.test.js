@@ -123,3 +123,20 @@ testOnBackends(test, 'approval: async handlers, and handlers that fail deny',
       await assert.rejects(ws.exec(['true']), { codeName: 'EPERM' });
     });
   });
+
+testOnBackends(test, 'tools: the git guard reports what a command planted', async (t, backend) => {
+  await withWorkspace(backend, async (ws) => {
+    const r = await ws.toolCall('Bash',
+      { command: "mkdir -p r/.git/hooks && printf '#!/bin/sh\\n' > r/.git/hooks/pre-commit" });
+    const report = await ws.gitQuarantine();
+    if (backend === 'local') {
+      // Commands run on the host there: nothing to guard.
+      assert.deepEqual(report, { guarded: false, items: [] });
+      return;
+    }
+    assert.equal(report.guarded, true);
+    assert.deepEqual(report.items.map((i) => i.path), ['r/.git/hooks/pre-commit']);
+    assert.ok(report.items[0].moved_to.startsWith('.agentsbx/quarantine/'));
+    assert.equal(r.metadata.git_quarantined, 1);
+  });
+});

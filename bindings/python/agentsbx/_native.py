@@ -178,6 +178,7 @@ PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "sbx_set_approval_handler": (c_int, [_ws, APPROVAL_FN, c_void_p]),
     "sbx_audit_path": (c_char_p, [_ws]),
     "sbx_workspace_set_network": (c_int, [_ws, c_char_p]),
+    "sbx_workspace_git_quarantine": (c_int, [_ws, _out_ptr]),
     "sbx_manager_open": (c_int, [c_char_p, POINTER(c_void_p)]),
     "sbx_manager_get": (c_int, [c_void_p, c_char_p, c_char_p, c_char_p, c_char_p, POINTER(_ws)]),
     "sbx_manager_get_by_id": (c_int, [c_void_p, c_char_p, POINTER(_ws)]),

@@ -264,6 +264,15 @@ class Workspace(Closing):
         self._call("sbx_workspace_instructions", byref(out), owned=(out,))
         return take_str(out)
 
+    def git_quarantine(self) -> dict[str, Any]:
+        """What the git guard moved out of the workspace's git repositories so far (hooks,
+        configs with keys that run programs, pointers out of the workspace):
+        {"guarded", "kernel_binds", "repositories", "bound", "full_walks", "items": [{"path",
+        "what", "reason", "moved_to", "when", "time"}]}. Since library 1.6."""
+        out = out_pointer()
+        self._call("sbx_workspace_git_quarantine", byref(out), owned=(out,))
+        return take_json(out)  # type: ignore[no-any-return]
+
     # ---- skills ----
 
     def add_skill(self, path: StrPath) -> str:
@@ -284,7 +293,9 @@ class Workspace(Closing):
         self._call("sbx_skill_remove", encode(name))
 
     def skills(self) -> list[dict[str, Any]]:
-        """[{"name", "description", "dir"}], by name."""
+        """[{"name", "description", "dir", "trusted"}], by name. Only trusted skills (added by
+        add_skill/add_skill_archive, unchanged since) reach instructions() and the Skill tool;
+        one a command wrote in skills/ is listed with "trusted": False."""
         out = out_pointer()
         self._call("sbx_skills_json", byref(out), owned=(out,))
         return take_json(out)  # type: ignore[no-any-return]

@@ -52,7 +52,8 @@ def test_add_list_remove_skill(ws: agentsbx.Workspace, tmp_path: Path) -> None:
     assert "Skill" not in [t["name"] for t in ws.tools()]
     assert ws.add_skill(skill_dir(tmp_path)) == "greeter"
     skills = ws.skills()
-    assert [(s["name"], s["description"]) for s in skills] == [("greeter", "Greets people")]
+    assert [(s["name"], s["description"], s["trusted"]) for s in skills] == [
+        ("greeter", "Greets people", True)]
     assert ws.read_file(skills[0]["dir"] + "/run.sh") == b"echo hello\n"
     assert "Skill" in [t["name"] for t in ws.tools()]
     assert "greeter" in ws.instructions()

@@ -134,3 +134,17 @@ def test_audit_log_records_calls(ws: agentsbx.Workspace) -> None:
     with open(path) as f:
         records = [json.loads(line) for line in f]
     assert any(r.get("tool") == "Bash" for r in records)
+
+
+def test_git_quarantine_reports_what_a_command_planted(ws: agentsbx.Workspace,
+                                                       backend: str) -> None:
+    r = ws.tool_call("Bash", {"command": "mkdir -p r/.git/hooks && printf '#!/bin/sh\\n' > "
+                                         "r/.git/hooks/pre-commit"})
+    report = ws.git_quarantine()
+    if backend == "local":      # commands run on the host there: nothing to guard
+        assert report == {"guarded": False, "items": []}
+        return
+    assert report["guarded"] is True
+    assert [i["path"] for i in report["items"]] == ["r/.git/hooks/pre-commit"]
+    assert report["items"][0]["moved_to"].startswith(".agentsbx/quarantine/")
+    assert r["metadata"]["git_quarantined"] == 1

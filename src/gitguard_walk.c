@@ -1,0 +1,516 @@
+/* Finding repositories and checking what their git dirs hold (gitguard.h).
+ *
+ * A git dir is: a ".git" directory (its name compared case-insensitively: the host's file
+ * system may not tell the cases apart), any directory shaped like one (HEAD, objects/ and
+ * refs/: a bare repository), every git dir below modules/ and worktrees/ of another, and
+ * whatever a pointer leads to (commondir, a "gitdir:" file, a .git symlink): git reads config
+ * and hooks there too. In each the guard checks what the host's git would run or follow:
+ * hooks/, config, config.worktree, commondir, and the pointers that lead elsewhere.
+ *
+ * Every directory is opened from its parent's fd with O_NOFOLLOW, so a link a command made
+ * is never followed; pointers are resolved from the root with RESOLVE_BENEATH, the way the
+ * host's git would resolve them but never out of the workspace. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "gitguard_int.h"
+#include "util/buf.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/path.h"
+
+#define STATE_DIR ".agentsbx"
+#define HOOK_HASH_MAX ((off_t)64 << 20)   /* a bigger hook is fingerprinted by its stat */
+
+/* A failure that says nothing about the tree but that we could not look: the check must
+ * fail (and the next one walk everything), never skip what it could not see. */
+static bool out_of_resources(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOMEM;
+}
+
+char *gg_join(const char *rel, const char *name)
+{
+	char *s;
+
+	if (!*rel)
+		return strdup(name);
+	return asprintf(&s, "%s/%s", rel, name) < 0 ? NULL : s;
+}
+
+/* The directory name in dirfd, opened without following a link. One a command made
+ * unreadable or unsearchable for us (chmod 100: git, as the same user, can still run a hook
+ * in it by name) is given u+rwx first: the guard must see all that the host's git could. */
+int gg_openat_dir(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char path[64];
+	struct stat st;
+
+	if (fd >= 0 || errno != EACCES)
+		return fd;
+	_cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0 || fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+		errno = EACCES;
+		return -1;
+	}
+	/* Through the O_PATH fd: the very directory checked, never a link swapped in. */
+	snprintf(path, sizeof path, "/proc/self/fd/%d", pfd);
+	if (chmod(path, (st.st_mode & 07777) | S_IRWXU) < 0) {
+		errno = EACCES;
+		return -1;
+	}
+	return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* One component at a time, for kernels without openat2 (and where a directory on the way
+ * must be made searchable). */
+static int open_dir_walk(int rootfd, const char *rel, int *out)
+{
+	_cleanup_free_ char *copy = strdup(rel);
+	int cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+	char *save = NULL;
+
+	if (!copy || cur < 0) {
+		if (cur >= 0)
+			close(cur);
+		return -SBX_ENOMEM;
+	}
+	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, ".") || !strcmp(c, "..")) {
+			close(cur);
+			return -SBX_EINVAL;
+		}
+		int next = gg_openat_dir(cur, c);
+		int saved = errno;
+		close(cur);
+		if (next < 0)
+			return -saved;
+		cur = next;
+	}
+	*out = cur;
+	return 0;
+}
+
+int gg_open_dir(struct sbx_gitguard *g, const char *rel, int *out)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+
+	for (int tries = 0; tries < 16; tries++) {
+		long fd = syscall(SYS_openat2, g->root_fd, *rel ? rel : ".", &how, sizeof how);
+		if (fd >= 0) {
+			*out = (int)fd;
+			return 0;
+		}
+		if (errno == ENOSYS || errno == EAGAIN || errno == EACCES)
+			break;
+		if (errno != EINTR)
+			return -errno;
+	}
+	return open_dir_walk(g->root_fd, rel, out);
+}
+
+static bool stat_is(int dirfd, const char *name, int flags, mode_t type)
+{
+	struct stat st;
+
+	return fstatat(dirfd, name, &st, flags) == 0 && (st.st_mode & S_IFMT) == type;
+}
+
+/* git's is_git_directory: HEAD, objects/ and refs/ (links followed, as git's access() does:
+ * here a stat only, which reads nothing). */
+bool gg_is_git_dir_shaped(int dirfd)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
+		return false;
+	return stat_is(dirfd, "objects", 0, S_IFDIR) && stat_is(dirfd, "refs", 0, S_IFDIR);
+}
+
+static int entry_type(int dirfd, const struct dirent *e)
+{
+	struct stat st;
+
+	if (e->d_type != DT_UNKNOWN)
+		return e->d_type;
+	if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return DT_UNKNOWN;
+	return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG :
+	       S_ISLNK(st.st_mode) ? DT_LNK : DT_UNKNOWN;
+}
+
+/* Calls fn for each entry of the directory dirfd (a fresh open of it, for the offset). */
+static int each_entry(int dirfd, int (*fn)(int dirfd, const struct dirent *e, void *ud),
+                      void *ud)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int r = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while (r == 0 && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			r = fn(dirfd, e, ud);
+	closedir(d);
+	return r;
+}
+
+/* ---- fingerprints --------------------------------------------------------------------- */
+
+/* "<what>\0<rel>\0<detail>" as the key of an allowance. */
+int gg_key_of(sbx_buf *b, const char *what, const char *rel, const char *detail,
+              size_t detail_len)
+{
+	sbx_buf_append(b, what, strlen(what) + 1);
+	sbx_buf_append(b, rel, strlen(rel) + 1);
+	sbx_buf_append(b, detail, detail_len);
+	return b->oom ? -SBX_ENOMEM : 0;
+}
+
+static int sha256_fd(int fd, char out[65])
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned char md[32], buf[65536];
+	unsigned mdlen = 0;
+	ssize_t n;
+	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+
+	while (ok && (n = read(fd, buf, sizeof buf)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			ok = 0;
+			break;
+		}
+		ok = EVP_DigestUpdate(ctx, buf, (size_t)n);
+	}
+	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen == 32;
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return -SBX_EIO;
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+/* What an entry is, as a string that changes whenever what git would run could: a regular
+ * file's mode and content hash, a link's target, a directory. */
+static int fingerprint(int dirfd, const char *name, sbx_buf *out)
+{
+	struct stat st;
+	char target[4096], hash[65];
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISLNK(st.st_mode)) {
+		ssize_t n = readlinkat(dirfd, name, target, sizeof target - 1);
+		if (n < 0)
+			return -errno;
+		sbx_buf_printf(out, "link:%.*s", (int)n, target);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > HOOK_HASH_MAX) {
+		sbx_buf_printf(out, "%o:%lld:%llu:%lld.%ld", (unsigned)st.st_mode,
+		               (long long)st.st_size, (unsigned long long)st.st_ino,
+		               (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+		return 0;
+	}
+	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	                                             O_NOCTTY | O_CLOEXEC);
+	struct stat fst;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode))
+		return -SBX_EINVAL;
+	if (sha256_fd(fd, hash) < 0)
+		return -SBX_EIO;
+	sbx_buf_printf(out, "file:%o:%s", (unsigned)(fst.st_mode & 07777), hash);
+	return 0;
+}
+
+/* Baseline: allow the entry as it is. Check: quarantine it unless the baseline allowed it. */
+static int judge_entry(struct sbx_gitguard *g, int dirfd, const char *name, const char *what,
+                       const char *rel, const char *reason)
+{
+	sbx_buf fp = { 0 }, key = { 0 };
+	int r = fingerprint(dirfd, name, &fp);
+
+	if (r == -ENOENT) {
+		sbx_buf_free(&fp);
+		return 0;
+	}
+	if (r == 0)
+		r = gg_key_of(&key, what, rel, fp.data ? fp.data : "", fp.len);
+	sbx_buf_free(&fp);
+	if (r == 0 && g->baseline)
+		r = sbx_strset_add(&g->allowed, key.data, key.len) < 0 ? -SBX_ENOMEM : 0;
+	else if (r == 0 ? !sbx_strset_has(&g->allowed, key.data, key.len) : r != -SBX_ENOMEM)
+		r = gg_quarantine(g, dirfd, name, rel, what, reason);
+	sbx_buf_free(&key);
+	return r;
+}
+
+/* ---- hooks ---------------------------------------------------------------------------- */
+
+struct hooks_walk {
+	struct sbx_gitguard *g;
+	const char *hooks_rel;
+};
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int judge_hook(int dirfd, const struct dirent *e, void *ud)
+{
+	struct hooks_walk *w = ud;
+	_cleanup_free_ char *rel = gg_join(w->hooks_rel, e->d_name);
+
+	if (!rel)
+		return -SBX_ENOMEM;
+	/* git runs hooks by their names; a "*.sample" never matches one */
+	if (ends_with(e->d_name, ".sample") && entry_type(dirfd, e) == DT_REG)
+		return 0;
+	return judge_entry(w->g, dirfd, e->d_name, "hook", rel,
+	                   "a hook the host's git would run");
+}
+
+static int check_hooks(struct sbx_gitguard *g, int gfd, const char *grel)
+{
+	_cleanup_free_ char *rel = gg_join(grel, "hooks");
+	_cleanup_close_ int hfd = -1;
+	struct stat st;
+
+	if (!rel)
+		return -SBX_ENOMEM;
+	if (fstatat(gfd, "hooks", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (!S_ISDIR(st.st_mode))
+		return judge_entry(g, gfd, "hooks", "hooks", rel,
+		                   "a hooks folder that is a link or no folder");
+	hfd = gg_openat_dir(gfd, "hooks");
+	if (hfd < 0)
+		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
+	gg_watch_add(g, hfd, rel, GG_WATCH_GIT_SUB, grel);
+	struct hooks_walk w = { g, rel };
+	return each_entry(hfd, judge_hook, &w);
+}
+
+/* ---- git dirs ------------------------------------------------------------------------- */
+
+struct sub_walk {
+	struct sbx_gitguard *g;
+	const char *rel;          /* of the directory walked */
+	const char *gitdir;       /* the git dir it belongs to */
+	unsigned depth;
+	bool every_dir_is_git;    /* worktrees/: each entry is a git dir */
+};
+
+static int walk_modules(struct sbx_gitguard *g, int dirfd, const char *rel, const char *gitdir,
+                        unsigned depth);
+
+static int sub_entry(int dirfd, const struct dirent *e, void *ud)
+{
+	struct sub_walk *w = ud;
+	_cleanup_free_ char *rel = gg_join(w->rel, e->d_name);
+	_cleanup_close_ int fd = -1;
+	int type = entry_type(dirfd, e);
+
+	if (!rel)
+		return -SBX_ENOMEM;
+	if (type == DT_LNK)
+		return judge_entry(w->g, dirfd, e->d_name, "git-link", rel,
+		                   "a link inside a git dir's modules or worktrees");
+	if (type != DT_DIR)
+		return 0;
+	fd = gg_openat_dir(dirfd, e->d_name);
+	if (fd < 0)
+		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
+	/* A submodule's git dir has a HEAD; names with slashes nest ("modules/a/b"). */
+	if (w->every_dir_is_git || stat_is(fd, "HEAD", AT_SYMLINK_NOFOLLOW, S_IFREG))
+		return gg_inspect_git_dir(w->g, rel, w->depth + 1);
+	return walk_modules(w->g, fd, rel, w->gitdir, w->depth + 1);
+}
+
+static int walk_modules(struct sbx_gitguard *g, int dirfd, const char *rel, const char *gitdir,
+                        unsigned depth)
+{
+	struct sub_walk w = { g, rel, gitdir, depth, false };
+
+	if (depth > GG_MAX_DEPTH)
+		return 0;
+	gg_watch_add(g, dirfd, rel, GG_WATCH_GIT_SUB, gitdir);
+	return each_entry(dirfd, sub_entry, &w);
+}
+
+static int check_subdirs(struct sbx_gitguard *g, int gfd, const char *grel, const char *name,
+                         unsigned depth)
+{
+	_cleanup_free_ char *rel = gg_join(grel, name);
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (!rel)
+		return -SBX_ENOMEM;
+	if (fstatat(gfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (!S_ISDIR(st.st_mode))
+		return judge_entry(g, gfd, name, "git-link", rel,
+		                   "modules or worktrees that is a link or no folder");
+	if ((fd = gg_openat_dir(gfd, name)) < 0)
+		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
+	if (!strcmp(name, "modules"))
+		return walk_modules(g, fd, rel, grel, depth);
+	struct sub_walk w = { g, rel, grel, depth, true };
+	gg_watch_add(g, fd, rel, GG_WATCH_GIT_SUB, grel);
+	return each_entry(fd, sub_entry, &w);
+}
+
+static int check_commondir(struct sbx_gitguard *g, int gfd, const char *grel, unsigned depth)
+{
+	_cleanup_free_ char *rel = gg_join(grel, "commondir");
+	struct stat st;
+
+	if (!rel)
+		return -SBX_ENOMEM;
+	if (fstatat(gfd, "commondir", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	if (!S_ISREG(st.st_mode))
+		return judge_entry(g, gfd, "commondir", "pointer", rel,
+		                   "a commondir that is a link or no file");
+	return gg_check_pointer(g, gfd, "commondir", rel, grel, "", false, depth);
+}
+
+static int remember_repo(struct sbx_gitguard *g, const char *rel)
+{
+	int r = sbx_strset_add(&g->repos, rel, strlen(rel));
+
+	if (r == 1 && !sbx_strset_has(&g->bound, rel, strlen(rel)) &&
+	    sbx_strset_add(&g->to_bind, rel, strlen(rel)) < 0)
+		return -SBX_ENOMEM;
+	return r < 0 ? r : 0;
+}
+
+int gg_inspect_git_dir(struct sbx_gitguard *g, const char *rel, unsigned depth)
+{
+	_cleanup_close_ int gfd = -1;
+	int r;
+
+	if (depth > 32 || sbx_strset_has(&g->inspected, rel, strlen(rel)))
+		return 0;
+	if (sbx_strset_add(&g->inspected, rel, strlen(rel)) < 0 || remember_repo(g, rel) < 0)
+		return -SBX_ENOMEM;
+	if ((r = gg_open_dir(g, rel, &gfd)) < 0)
+		return out_of_resources(-r) ? r : 0;   /* gone, or a link now: its parent's check */
+	gg_watch_add(g, gfd, rel, GG_WATCH_GIT_DIR, rel);
+	if ((r = check_hooks(g, gfd, rel)) < 0 ||
+	    (r = gg_check_config(g, gfd, rel, "config")) < 0 ||
+	    (r = gg_check_config(g, gfd, rel, "config.worktree")) < 0 ||
+	    (r = check_commondir(g, gfd, rel, depth)) < 0 ||
+	    (r = check_subdirs(g, gfd, rel, "modules", depth)) < 0 ||
+	    (r = check_subdirs(g, gfd, rel, "worktrees", depth)) < 0)
+		return r;
+	return 0;
+}
+
+/* ---- ordinary directories ------------------------------------------------------------- */
+
+struct dir_walk {
+	struct sbx_gitguard *g;
+	const char *rel;
+	unsigned depth;
+	bool descend;
+};
+
+static int check_dot_git(struct sbx_gitguard *g, int dirfd, const char *dir_rel,
+                         const char *name, int type, unsigned depth)
+{
+	_cleanup_free_ char *rel = gg_join(dir_rel, name);
+
+	if (!rel)
+		return -SBX_ENOMEM;
+	switch (type) {
+	case DT_DIR:
+		return gg_inspect_git_dir(g, rel, depth);
+	case DT_REG:
+		return gg_check_pointer(g, dirfd, name, rel, dir_rel, "gitdir: ", false, depth);
+	case DT_LNK:
+		return gg_check_pointer(g, dirfd, name, rel, dir_rel, "", true, depth);
+	default:
+		return 0;
+	}
+}
+
+static int dir_entry(int dirfd, const struct dirent *e, void *ud)
+{
+	struct dir_walk *w = ud;
+	int type = entry_type(dirfd, e);
+
+	if (!*w->rel && !strcmp(e->d_name, STATE_DIR))
+		return 0;             /* the library's own (and the quarantine in it) */
+	if (strcasecmp(e->d_name, ".git") == 0)
+		return check_dot_git(w->g, dirfd, w->rel, e->d_name, type, w->depth);
+	if (type != DT_DIR || !w->descend)
+		return 0;
+	_cleanup_free_ char *rel = gg_join(w->rel, e->d_name);
+	_cleanup_close_ int fd = gg_openat_dir(dirfd, e->d_name);
+	if (!rel)
+		return -SBX_ENOMEM;
+	if (fd < 0)   /* else: gone, or a link now */
+		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
+	return gg_walk_dir(w->g, fd, rel, w->depth + 1);
+}
+
+int gg_walk_dir(struct sbx_gitguard *g, int dirfd, const char *rel, unsigned depth)
+{
+	struct dir_walk w = { g, rel, depth, true };
+
+	if (depth > GG_MAX_DEPTH) {
+		if (!g->walk_limited)
+			gg_audit_event(g, "depth-limit", rel);
+		g->walk_limited = true;
+		return 0;
+	}
+	if (*rel && gg_is_git_dir_shaped(dirfd))
+		return gg_inspect_git_dir(g, rel, 0);
+	gg_watch_add(g, dirfd, rel, GG_WATCH_DIR, NULL);
+	if (!*rel && gg_is_git_dir_shaped(dirfd) && gg_inspect_git_dir(g, "", 0) < 0)
+		return -SBX_ENOMEM;
+	return each_entry(dirfd, dir_entry, &w);
+}
+
+int gg_recheck_dir(struct sbx_gitguard *g, const char *rel)
+{
+	_cleanup_close_ int fd = -1;
+	struct dir_walk w = { g, rel, 0, false };
+
+	if (gg_open_dir(g, rel, &fd) < 0)
+		return 0;
+	if (*rel && gg_is_git_dir_shaped(fd))
+		return gg_inspect_git_dir(g, rel, 0);
+	return each_entry(fd, dir_entry, &w);
+}

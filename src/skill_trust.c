@@ -1,0 +1,213 @@
+/* Which skills the library added (skills.h: sbx_skill_record_*).
+ *
+ * skills/ is a folder of the workspace, and a workspace's commands can write it: a command
+ * that wrote skills/x/SKILL.md had its description appear in sbx_workspace_instructions(),
+ * a path into the harness's own system prompt. So only sbx_skill_add and
+ * sbx_skill_add_archive make trusted skills: each records the skill's folder, name and the
+ * SHA-256 of its SKILL.md in the state folder (.agentsbx/skills.json), which no command can
+ * write (the sandboxes bind the state folder read-only; a backend without host files keeps it
+ * through its file API). A skill whose SKILL.md is not the one recorded for its folder, byte
+ * for byte, is untrusted: kept out of the prompt, the Skill tool and its list, and reported
+ * with "trusted": false by sbx_skills_json. sbx_skill_remove drops the record.
+ *
+ *   {"version": 1, "skills": {"skills/<dir>": {"name": "...", "sha256": "<hex>"}, ...}}
+ *
+ * A record that is missing, too large or unreadable trusts nothing (a forged or broken
+ * record must never trust more). Writers of one process take the skills lock; writers of
+ * several processes the state folder's host lock "skills" (util/hostlock.h), and the record
+ * is replaced atomically, so readers need no lock. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "skills.h"
+#include "util/buf.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/hostlock.h"
+#include "util/json.h"
+#include "util/statedir.h"
+
+#define RECORD_NAME "skills.json"
+#define RECORD_PATH SBX_STATE_DIR_NAME "/" RECORD_NAME
+#define RECORD_MAX ((size_t)1 << 20)
+#define LOCK_TIMEOUT_MS 5000
+
+int sbx_skill_sha256(const char *text, size_t len, char hex[65])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (!EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+		return sbx_fail(-SBX_EIO, "SHA-256 failed");
+	for (unsigned i = 0; i < mdlen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+/* ---- reading ------------------------------------------------------------------------- */
+
+static int read_record_text(sbx_workspace *ws, char **text, size_t *len)
+{
+	_cleanup_close_ int dir = -1;
+	int r;
+
+	if (ws->state_fd < 0) {
+		if (!ws->ops->file_read)
+			return -SBX_ENOSYS;
+		return ws->ops->file_read(ws->state, RECORD_PATH, text, len);
+	}
+	if ((r = sbx_state_dir(ws, NULL, 0, &dir)) < 0)
+		return r;
+	return sbx_statedir_read(dir, RECORD_NAME, RECORD_MAX, text, len);
+}
+
+sbx_json *sbx_skill_record_parse(const char *text, size_t len)
+{
+	sbx_json *doc = NULL;
+	const sbx_json *skills;
+	char err[64];
+
+	if (len > RECORD_MAX || sbx_json_parse(text, len, &doc, err, sizeof err) < 0)
+		return NULL;
+	skills = sbx_json_get(doc, "skills");
+	if (!skills || skills->type != SBX_JSON_OBJECT) {
+		sbx_json_free(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+sbx_json *sbx_skill_record_load(sbx_workspace *ws)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	sbx_json *doc = NULL;
+
+	if (read_record_text(ws, &text, &len) == 0)
+		doc = sbx_skill_record_parse(text, len);
+	sbx_error_clear();
+	return doc;
+}
+
+/* The entry of dir in the record, or NULL. */
+static const sbx_json *entry_of(const sbx_json *record, const char *dir)
+{
+	const sbx_json *skills = record ? sbx_json_get(record, "skills") : NULL;
+	const sbx_json *e = skills ? sbx_json_get(skills, dir) : NULL;
+
+	return e && e->type == SBX_JSON_OBJECT ? e : NULL;
+}
+
+static const char *string_of(const sbx_json *obj, const char *key)
+{
+	const sbx_json *v = sbx_json_get(obj, key);
+
+	return v && v->type == SBX_JSON_STRING && strlen(v->str) == v->len ? v->str : NULL;
+}
+
+bool sbx_skill_record_trusts(const sbx_json *record, const char *dir, const char *name,
+                             const char *sha256)
+{
+	const sbx_json *e = entry_of(record, dir);
+	const char *n = e ? string_of(e, "name") : NULL, *h = e ? string_of(e, "sha256") : NULL;
+
+	return n && h && !strcmp(n, name) && !strcmp(h, sha256);
+}
+
+/* ---- writing ------------------------------------------------------------------------- */
+
+static void put_entry(sbx_buf *b, const char *name, const char *sha256)
+{
+	sbx_buf_puts(b, ":{\"name\":");
+	sbx_buf_json_string(b, name, strlen(name));
+	sbx_buf_puts(b, ",\"sha256\":");
+	sbx_buf_json_string(b, sha256, strlen(sha256));
+	sbx_buf_puts(b, "}");
+}
+
+int sbx_skill_record_render(const sbx_json *old, const char *dir, const char *name,
+                            const char *sha256, sbx_buf *b)
+{
+	const sbx_json *skills = old ? sbx_json_get(old, "skills") : NULL;
+	bool first = true;
+
+	sbx_buf_puts(b, "{\"version\":1,\"skills\":{");
+	for (size_t i = 0; skills && i < skills->n; i++) {
+		const sbx_json *e = skills->items[i];
+		const char *n = e->type == SBX_JSON_OBJECT ? string_of(e, "name") : NULL;
+		const char *h = e->type == SBX_JSON_OBJECT ? string_of(e, "sha256") : NULL;
+
+		if (!n || !h || strlen(skills->keys[i]) != skills->key_lens[i] ||
+		    !strcmp(skills->keys[i], dir))
+			continue;
+		sbx_buf_puts(b, first ? "" : ",");
+		sbx_buf_json_string(b, skills->keys[i], skills->key_lens[i]);
+		put_entry(b, n, h);
+		first = false;
+	}
+	if (name) {
+		sbx_buf_puts(b, first ? "" : ",");
+		sbx_buf_json_string(b, dir, strlen(dir));
+		put_entry(b, name, sha256);
+	}
+	sbx_buf_puts(b, "}}\n");
+	return b->oom ? sbx_fail(-SBX_ENOMEM, "out of memory") : 0;
+}
+
+static int write_remote(sbx_workspace *ws, const sbx_buf *b)
+{
+	int r;
+
+	if (!ws->ops->file_write || !ws->ops->file_mkdir)
+		return sbx_fail(-SBX_ENOSYS, "backend '%s' has no file API to keep the record of "
+		                "its skills with", ws->ops->name);
+	if ((r = ws->ops->file_mkdir(ws->state, SBX_STATE_DIR_NAME, 0755)) < 0 && r != -SBX_EEXIST)
+		return r;
+	return ws->ops->file_write(ws->state, RECORD_PATH, b->data, b->len, 0600, 0);
+}
+
+/* Read, change, write back: under the caller's skills lock and, on the host, the state
+ * folder's host lock. */
+static int update(sbx_workspace *ws, const char *dir, const char *name, const char *sha256)
+{
+	_cleanup_close_ int state = -1, lock = -1;
+	sbx_buf b = { 0 };
+	sbx_json *old;
+	int r;
+
+	if (ws->state_fd >= 0) {
+		if ((r = sbx_state_dir(ws, NULL, 0755, &state)) < 0 ||
+		    (r = sbx_hostlock_take(state, "skills", LOCK_TIMEOUT_MS, &lock)) < 0)
+			return r;
+	}
+	old = sbx_skill_record_load(ws);
+	r = sbx_skill_record_render(old, dir, name, sha256, &b);
+	sbx_json_free(old);
+	if (r == 0)
+		r = state >= 0 ? sbx_fs_write_atomic(state, RECORD_NAME, b.data, b.len, 0600, 0)
+		               : write_remote(ws, &b);
+	sbx_buf_free(&b);
+	if (r < 0) {
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(r, "the record of the workspace's skills (%s): %s", RECORD_PATH, msg);
+	}
+	return 0;
+}
+
+int sbx_skill_record_add(sbx_workspace *ws, const char *dir, const char *name,
+                         const char *sha256)
+{
+	return update(ws, dir, name, sha256);
+}
+
+int sbx_skill_record_remove(sbx_workspace *ws, const char *dir)
+{
+	return update(ws, dir, NULL, NULL);
+}

@@ -1,0 +1,32 @@
+/* Locks between the host processes that share a workspace, kept where no sandbox reaches.
+ *
+ * flock(2) needs only a read-only fd, and a workspace's commands can read most of what the
+ * library keeps there (the state folder is bound read-only into the sandbox; the workspace
+ * itself is theirs): a lock on one of those files is a lock a command can take and hold,
+ * and every host call that waits for it waits for the command. So the library locks only
+ * lock files of its own, one per object (named after the object's device and inode, and a
+ * tag saying what for), in a folder of this user's alone: $XDG_RUNTIME_DIR/agentsbx/locks
+ * where that is the user's, else /tmp/agentsbx-<uid>/locks (a sandbox has a /tmp of its
+ * own, and sees neither). Nothing waits for them without a deadline.
+ *
+ * A lock file nobody holds is removed by the first take of each process (sbx_hostlock_sweep),
+ * under its own lock; a taker that opened it meanwhile finds it unlinked once it has it, and
+ * takes a fresh one - so the folder does not keep a file for every object ever locked. */
+#ifndef SBX_UTIL_HOSTLOCK_H
+#define SBX_UTIL_HOSTLOCK_H
+
+/* Takes the exclusive lock of the object object_fd refers to (any fd: O_PATH will do) for
+ * the purpose tag ([a-z], a few letters), waiting at most timeout_ms for another holder.
+ * 0 with the lock's fd in *lock_fd (close it to release); -SBX_ETIMEDOUT when another
+ * process held it all that time; another negative code when the lock folder is unusable
+ * (its message says why). */
+int sbx_hostlock_take(int object_fd, const char *tag, int timeout_ms, int *lock_fd);
+
+/* The folder the lock files are in (for messages and tests), or NULL when it cannot be made;
+ * valid until the next call. */
+const char *sbx_hostlock_dir(void);
+
+/* Removes the lock files nobody holds now (done once per process by itself; for tests). */
+void sbx_hostlock_sweep(void);
+
+#endif

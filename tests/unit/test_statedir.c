@@ -1,0 +1,247 @@
+/* The state folder's helpers (util/statedir.h) and host locks (util/hostlock.h): a link or a
+ * file planted at any level is refused by name and nothing is made through it; files are
+ * opened without blocking; a host lock excludes other holders (threads and processes alike),
+ * gives up at its deadline, and lives outside the workspace. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <agentsbx/agentsbx.h>
+#include "support.h"
+#include "util/cleanup.h"
+#include "util/error.h"
+#include "util/hostlock.h"
+#include "util/statedir.h"
+
+static char *tmp;
+static char ws[PATH_MAX / 2], outside[PATH_MAX / 2];
+static int root = -1;
+
+static void setup(void)
+{
+	tmp = test_mkdtemp();
+	snprintf(ws, sizeof ws, "%s/ws", tmp);
+	snprintf(outside, sizeof outside, "%s/outside", tmp);
+	ck_assert_int_eq(mkdir(ws, 0755), 0);
+	ck_assert_int_eq(mkdir(outside, 0755), 0);
+	root = open(ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(root, 0);
+}
+
+static void teardown(void)
+{
+	close(root);
+	test_rm_rf(tmp);
+	free(tmp);
+}
+
+static bool outside_is_empty(void)
+{
+	char *out = NULL;
+	bool empty;
+
+	ck_assert_int_ge(asprintf(&out, "%s/mcp", outside), 0);
+	empty = !test_exists(out);
+	free(out);
+	return empty && !test_exists(test_path_at(outside, "run"));
+}
+
+START_TEST(test_makes_and_opens_the_folders)
+{
+	int fd = -1;
+	struct stat st;
+
+	ck_assert_int_eq(sbx_statedir_open(root, NULL, 0, &fd), -SBX_ENOENT);
+	ck_assert_int_eq(sbx_statedir_open(root, "mcp", 0700, &fd), 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(st.st_mode & 0777, 0700);
+	close(fd);
+	ck_assert_int_eq(test_mode_of(test_path_at(ws, ".agentsbx")), 0755);
+	ck_assert_int_eq(sbx_statedir_open(root, "a/b", 0700, &fd), 0);
+	close(fd);
+	ck_assert(test_exists(test_path_at(ws, ".agentsbx/a/b")));
+	ck_assert_int_eq(sbx_statedir_open(root, "../x", 0700, &fd), -SBX_EINVAL);
+	ck_assert_int_eq(sbx_statedir_open(root, "a/./b", 0700, &fd), -SBX_EINVAL);
+}
+END_TEST
+
+START_TEST(test_a_link_at_the_top_is_refused_and_nothing_made_outside)
+{
+	int fd = -1;
+
+	ck_assert_int_eq(symlink(outside, test_path_at(ws, ".agentsbx")), 0);
+	ck_assert_int_eq(sbx_statedir_open(root, "mcp", 0700, &fd), -SBX_ELOOP);
+	ck_assert_msg(strstr(sbx_last_error(), ".agentsbx is a symbolic link") &&
+	              strstr(sbx_last_error(), outside), "%s", sbx_last_error());
+	ck_assert_int_eq(fd, -1);
+	ck_assert(outside_is_empty());
+	ck_assert_int_eq(sbx_statedir_open(root, NULL, 0755, &fd), -SBX_ELOOP);
+}
+END_TEST
+
+START_TEST(test_a_link_below_is_refused_and_nothing_made_outside)
+{
+	int fd = -1;
+
+	ck_assert_int_eq(mkdir(test_path_at(ws, ".agentsbx"), 0755), 0);
+	ck_assert_int_eq(symlink(outside, test_path_at(ws, ".agentsbx/mcp")), 0);
+	ck_assert_int_eq(sbx_statedir_open(root, "mcp", 0700, &fd), -SBX_ELOOP);
+	ck_assert_msg(strstr(sbx_last_error(), ".agentsbx/mcp is a symbolic link"), "%s",
+	              sbx_last_error());
+	/* A link inside the workspace is no better than one out of it. */
+	ck_assert_int_eq(mkdir(test_path_at(ws, "sub"), 0755), 0);
+	ck_assert_int_eq(symlink("../sub", test_path_at(ws, ".agentsbx/run")), 0);
+	ck_assert_int_eq(sbx_statedir_open(root, "run/x", 0700, &fd), -SBX_ELOOP);
+	ck_assert(!test_exists(test_path_at(ws, "sub/x")));
+	ck_assert(outside_is_empty());
+	/* A file where a folder belongs. */
+	test_put_file(ws, ".agentsbx/tools", "", 0644);
+	ck_assert_int_eq(sbx_statedir_open(root, "tools", 0700, &fd), -SBX_ENOTDIR);
+	ck_assert_msg(strstr(sbx_last_error(), ".agentsbx/tools is not a directory"), "%s",
+	              sbx_last_error());
+}
+END_TEST
+
+START_TEST(test_files_are_regular_and_never_block)
+{
+	int dir = -1, fd;
+	char *data = NULL;
+	size_t len = 0;
+
+	ck_assert_int_eq(sbx_statedir_open(root, NULL, 0755, &dir), 0);
+	ck_assert_int_eq(sbx_statedir_read(dir, "absent", 100, &data, &len), -SBX_ENOENT);
+	ck_assert_int_eq(mkfifo(test_path_at(ws, ".agentsbx/fifo"), 0600), 0);
+	/* Neither a reader nor a writer waits for the other end. */
+	ck_assert_int_eq(sbx_statedir_read(dir, "fifo", 100, &data, &len), -SBX_EINVAL);
+	fd = sbx_statedir_open_file(dir, "fifo", O_WRONLY | O_APPEND | O_CREAT, 0600);
+	ck_assert_int_eq(fd, -SBX_EINVAL);
+	ck_assert_int_eq(symlink(test_path_at(outside, "f"), test_path_at(ws, ".agentsbx/link")), 0);
+	fd = sbx_statedir_open_file(dir, "link", O_WRONLY | O_CREAT, 0600);
+	ck_assert_int_eq(fd, -SBX_ELOOP);
+	ck_assert(!test_exists(test_path_at(outside, "f")));
+	test_put_file(ws, ".agentsbx/big", "0123456789", 0600);
+	ck_assert_int_eq(sbx_statedir_read(dir, "big", 4, &data, &len), -SBX_EFBIG);
+	ck_assert_int_eq(sbx_statedir_read(dir, "big", 100, &data, &len), 0);
+	ck_assert_str_eq(data, "0123456789");
+	free(data);
+	close(dir);
+}
+END_TEST
+
+/* ---- host locks ---------------------------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+START_TEST(test_a_host_lock_excludes_and_gives_up_at_its_deadline)
+{
+	int a = -1, b = -1;
+	_cleanup_close_ int obj = open(ws, O_PATH | O_CLOEXEC);
+
+	ck_assert_int_eq(sbx_hostlock_take(obj, "test", 1000, &a), 0);
+	int64_t t0 = now_ms();
+	ck_assert_int_eq(sbx_hostlock_take(obj, "test", 200, &b), -SBX_ETIMEDOUT);
+	ck_assert_int_ge(now_ms() - t0, 200);
+	ck_assert_int_eq(b, -1);
+	ck_assert_msg(strstr(sbx_last_error(), "more than 200 ms"), "%s", sbx_last_error());
+	/* Another purpose of the same object is another lock. */
+	ck_assert_int_eq(sbx_hostlock_take(obj, "other", 0, &b), 0);
+	close(b);
+	/* Released, it is free again; and another process meets the same lock. */
+	pid_t child = fork();
+	if (child == 0) {
+		int c = -1;
+		_exit(sbx_hostlock_take(obj, "test", 0, &c) == -SBX_ETIMEDOUT ? 0 : 1);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	close(a);
+	ck_assert_int_eq(sbx_hostlock_take(obj, "test", 0, &b), 0);
+	close(b);
+}
+END_TEST
+
+/* The lock file of fd's object for tag (as hostlock.c names it). */
+static const char *lock_file(int fd, const char *tag)
+{
+	static char path[2][PATH_MAX];
+	static int k;
+	struct stat st;
+	char *p = path[k++ % 2];
+
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	snprintf(p, PATH_MAX, "%s/%x-%x-%llx.%s.lock", sbx_hostlock_dir(), major(st.st_dev),
+	         minor(st.st_dev), (unsigned long long)st.st_ino, tag);
+	return p;
+}
+
+/* Lock files nobody holds are swept; a held one stays, and still excludes. */
+START_TEST(test_unheld_lock_files_are_swept)
+{
+	_cleanup_close_ int obj = open(ws, O_PATH | O_CLOEXEC), other = open(tmp, O_PATH | O_CLOEXEC);
+	int held = -1, b = -1;
+
+	ck_assert_int_eq(sbx_hostlock_take(obj, "held", 0, &held), 0);
+	ck_assert_int_eq(sbx_hostlock_take(other, "free", 0, &b), 0);
+	close(b);
+	ck_assert(test_exists(lock_file(obj, "held")) && test_exists(lock_file(other, "free")));
+	sbx_hostlock_sweep();
+	ck_assert(test_exists(lock_file(obj, "held")));
+	ck_assert(!test_exists(lock_file(other, "free")));
+	ck_assert_int_eq(sbx_hostlock_take(obj, "held", 0, &b), -SBX_ETIMEDOUT);
+	close(held);
+	ck_assert_int_eq(sbx_hostlock_take(obj, "held", 0, &b), 0);
+	close(b);
+}
+END_TEST
+
+START_TEST(test_host_locks_live_outside_the_workspace)
+{
+	const char *dir = sbx_hostlock_dir();
+	struct stat st;
+
+	ck_assert_ptr_nonnull(dir);
+	ck_assert_int_eq(lstat(dir, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(st.st_uid, geteuid());
+	ck_assert_int_eq(st.st_mode & 077, 0);
+	ck_assert_ptr_null(strstr(dir, ws));
+}
+END_TEST
+
+static Suite *make_suite(void)
+{
+	Suite *s = suite_create("statedir");
+	TCase *tc = tcase_create("statedir");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_makes_and_opens_the_folders);
+	tcase_add_test(tc, test_a_link_at_the_top_is_refused_and_nothing_made_outside);
+	tcase_add_test(tc, test_a_link_below_is_refused_and_nothing_made_outside);
+	tcase_add_test(tc, test_files_are_regular_and_never_block);
+	tcase_add_test(tc, test_a_host_lock_excludes_and_gives_up_at_its_deadline);
+	tcase_add_test(tc, test_unheld_lock_files_are_swept);
+	tcase_add_test(tc, test_host_locks_live_outside_the_workspace);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(make_suite());
+}
