@@ -2060,15 +2060,19 @@ const char *const *sbx_sandbox_backend_protected(void *state)
 /* A pidfd (the caller's to close) of a process in the sandbox's mount namespace: in direct
  * mode the outer process (it made the namespaces, and the init shares them); under
  * bubblewrap, bwrap's child (the init, --as-pid-1), which stays ours while bwrap, our child,
- * is unreaped. A detached sandbox's outer process is no longer ours to name: none (-1). */
+ * is unreaped. As a host range with placeholders to tidy, our child is the tidier that stayed
+ * root, and the outer process its child (helpers/init/main.c, drop_to_users). A detached
+ * sandbox's outer process is no longer ours to name: none (-1). */
 static int pidfd_in_sandbox(const struct sbx_sandbox *sb)
 {
-	pid_t init;
+	pid_t init, outer = sb->pid;
 
 	if (sb->opts->detached)
 		return -1;
 	if (sb->mode == SBX_SANDBOX_BWRAP) {
-		init = sb->pid > 0 ? sbx_warden_first_child(sbx_warden_first_child(sb->pid)) : -1;
+		if (outer > 0 && sb->idmap.on && sb->placeholders)
+			outer = sbx_warden_first_child(outer);
+		init = outer > 0 ? sbx_warden_first_child(sbx_warden_first_child(outer)) : -1;
 		return init > 0 ? (int)syscall(SYS_pidfd_open, init, 0) : -1;
 	}
 	return sb->outer_pidfd >= 0 ? fcntl(sb->outer_pidfd, F_DUPFD_CLOEXEC, 3) : -1;
