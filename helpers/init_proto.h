@@ -10,7 +10,18 @@
  *         (sbx_seccomp_export); without it the init builds the filter itself;
  *   fd 7: (network mode "allowlist") a bridge channel to the workspace's proxy
  *         (proxy_proto.h): the init forks a bridge that listens on the spec's proxy_port on
- *         the sandbox's loopback and hands every connection over through it.
+ *         the sandbox's loopback and hands every connection over through it;
+ *   fd 8: (spec key "users") the workspace as a detached, idmapped clone of the directory,
+ *         which the init attaches at /workspace as it is (fd 5 stays the directory as the
+ *         host sees it: what the tidier tidies through);
+ *   fd 9: (spec key "state_mount") a detached mount of the host's state folder, as the
+ *         host sees it (no idmap): a capped workspace binds it in (helpers/init/quota.c);
+ *   fds from 10: (spec key "users") detached idmapped mounts for binds whose spec entry
+ *         names one ("tree_fd"), attached instead of binding their source.
+ * With the spec key "users" (the host is root: util/idmap.h) the sandbox's ids 0..count-1
+ * are the host range it gives. In "inside" mode fds 8 and up pass through bubblewrap (it
+ * closes none it does not know), and the init attaches them in a user and mount namespace
+ * of its own (quota.c).
  * In "direct" mode the init creates the namespaces and the root itself. In "inside" mode
  * something else (bubblewrap) already did, and the init only hardens itself and serves.
  *
@@ -34,6 +45,10 @@
 #define SBX_INIT_WORKSPACE_FD 5
 #define SBX_INIT_SECCOMP_FD 6
 #define SBX_INIT_BRIDGE_FD 7
+#define SBX_INIT_WORKSPACE_TREE_FD 8
+#define SBX_INIT_STATE_FD 9
+#define SBX_INIT_FIRST_TREE_FD 10
+#define SBX_INIT_MAX_TREES 32
 
 #define SBX_INIT_SPAWN_FDS 5
 #define SBX_INIT_PAYLOAD_MAX (8u << 20)
@@ -63,8 +78,11 @@ enum sbx_init_kind {
  * everything but the workspace and waits.
  *  SBX_INIT_ACTIVATE  host → init, once: a struct sbx_init_spawn header whose other fields are
  *                     zero, carrying one fd: the O_PATH workspace directory (as fd 5 would
- *                     have). The init binds it, finishes, hardens and answers READY or ERROR
- *                     as an ordinary start does. If the channel closes first, the init exits. */
+ *                     have; with "users" its idmapped mount, as fd 8), and a second, the
+ *                     state folder's mount (as fd 9 would have),
+ *                     when the spec says "state_mount". The init binds them, finishes,
+ *                     hardens and answers READY or ERROR as an ordinary start does. If the
+ *                     channel closes first, the init exits. */
 #define SBX_INIT_ACTIVATE 0x12
 
 /* A pre-started sandbox is no child of the host: its first process forks and exits at once

@@ -124,15 +124,18 @@ static int namespace_flags(const struct init_state *st)
 
 /* The workspace: fd 5, or for a pre-started sandbox the fd its activation brings. The
  * library opened it in the host's mount namespace; the root builder reopens it in ours. */
-static int receive_workspace(const struct init_state *st, int *fd, char *err, size_t errlen)
+static int receive_workspace(const struct init_state *st, int *fd, int *state_fd, char *err,
+                             size_t errlen)
 {
 	int r;
 
 	if (!st->spec.prestart) {
-		*fd = SBX_INIT_WORKSPACE_FD;
+		*fd = st->spec.has_users ? SBX_INIT_WORKSPACE_TREE_FD : SBX_INIT_WORKSPACE_FD;
+		*state_fd = st->spec.state_mount ? SBX_INIT_STATE_FD : -1;
 		return 0;
 	}
-	r = sbx_init_await_activation(SBX_INIT_CONTROL_FD, SBX_INIT_PRESTART_IDLE_MS, fd);
+	r = sbx_init_await_activation(SBX_INIT_CONTROL_FD, SBX_INIT_PRESTART_IDLE_MS, fd,
+	                              st->spec.state_mount ? state_fd : NULL);
 	if (r < 0)
 		snprintf(err, errlen, "waiting for the workspace: %s",
 		         r == -EPIPE ? "the host closed the channel" :
@@ -145,6 +148,15 @@ static const char *const *protected_paths_of(const struct init_state *st)
 {
 	return st->spec.protected_paths ? (const char *const *)st->spec.protected_paths
 	                                : sbx_default_protected_paths;
+}
+
+/* The detached mounts the host gave for binds (init_proto.h): attached or not, no process of
+ * the sandbox may inherit them. */
+static void close_trees(const struct sbx_init_spec *spec)
+{
+	for (size_t i = 0; i < spec->n_binds; i++)
+		if (spec->binds[i].tree_fd > 2)
+			close(spec->binds[i].tree_fd);
 }
 
 /* The init's own setup inside the new namespaces (direct mode). Everything that does not
@@ -162,20 +174,30 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 		.workspace_bytes = st->spec.workspace_bytes,
 		.tmp_bytes = st->spec.tmp_bytes,
 		.files_root = &st->files_root,
+		.workspace_tree = st->spec.has_users,
 	};
 	struct sbx_rootfs_stage *stage = NULL;
-	int workspace_fd = -1;
-	int r = sbx_rootfs_prepare(&rs, &stage, err, errlen);
+	int workspace_fd = -1, state_fd = -1, r;
+
+	/* With "users" the workspace comes idmapped on fd 8; fd 5, the host's view of it, is the
+	 * tidier's (init_proto.h) and no fd of the init's. */
+	if (st->spec.has_users && !st->spec.prestart)
+		close(SBX_INIT_WORKSPACE_FD);
+	r = sbx_rootfs_prepare(&rs, &stage, err, errlen);
 
 	if (r == 0 && !st->spec.share_network)
 		r = sbx_net_loopback_up(err, errlen);
 	if (r == 0)
-		r = receive_workspace(st, &workspace_fd, err, errlen);
+		r = receive_workspace(st, &workspace_fd, &state_fd, err, errlen);
+	rs.state_fd = state_fd > 2 ? state_fd : 0;
 	if (r == 0)
 		r = sbx_rootfs_finish(&rs, stage, workspace_fd, err, errlen);
 	sbx_rootfs_stage_free(stage);
 	if (workspace_fd >= 0)
 		close(workspace_fd);
+	if (state_fd >= 0)
+		close(state_fd);
+	close_trees(&st->spec);
 	return r;
 }
 
@@ -236,9 +258,18 @@ static int enter_own_mounts(struct init_state *st, char *err, size_t errlen)
 		.binds = st->spec.binds,
 		.n_binds = st->spec.n_binds,
 		.protected_paths = protected_paths_of(st),
+		.workspace_tree = st->spec.has_users ? SBX_INIT_WORKSPACE_TREE_FD : 0,
+		.workspace_readonly = st->spec.workspace_readonly,
+		.state_fd = st->spec.state_mount ? SBX_INIT_STATE_FD : 0,
 	};
+	int r = sbx_quota_enter_inside(&q, &st->files_root, err, errlen);
 
-	return sbx_quota_enter_inside(&q, &st->files_root, err, errlen);
+	if (st->spec.has_users)
+		close(SBX_INIT_WORKSPACE_TREE_FD);
+	if (st->spec.state_mount)
+		close(SBX_INIT_STATE_FD);
+	close_trees(&st->spec);
+	return r;
 }
 
 /* After READY: the workspace of our own, for the host's file operations (init_proto.h). */
@@ -343,6 +374,14 @@ static bool prestarted;
  * (util/journal.h), which the tidier removes when the sandbox ends. */
 static const char *tidy_note;
 
+/* The caller's own ids, or (the host is root) the host range the spec gives. */
+static int enter_user_namespace(const struct init_state *st, char *err, size_t errlen)
+{
+	if (st->spec.has_users)
+		return sbx_userns_enter_range(&st->spec.users, namespace_flags(st), err, errlen);
+	return sbx_userns_enter(getuid(), getgid(), namespace_flags(st), err, errlen);
+}
+
 static int start_direct(struct init_state *st)
 {
 	struct sbx_tidy tidy = { .report = -1 };
@@ -367,7 +406,7 @@ static int start_direct(struct init_state *st)
 	if (st->flags & SBX_INIT_HAS_CGROUP)
 		sbx_tidy_report_cgroup(&tidy);
 	sbx_tidy_done_reporting(&tidy);
-	if (sbx_userns_enter(getuid(), getgid(), namespace_flags(st), err, sizeof err) < 0) {
+	if (enter_user_namespace(st, err, sizeof err) < 0) {
 		send_error("%s", err);
 		return 1;
 	}
@@ -386,6 +425,11 @@ static int start_direct(struct init_state *st)
 		 * (Closed here, before wait_for_init opens fds that could take its number.) */
 		if (st->spec.proxy_port)
 			close(SBX_INIT_BRIDGE_FD);
+		if (st->spec.has_users)
+			close(SBX_INIT_WORKSPACE_TREE_FD);
+		if (st->spec.state_mount)
+			close(SBX_INIT_STATE_FD);
+		close_trees(&st->spec);
 		return wait_for_init(init, host);   /* holds lifeline[1] until it exits */
 	}
 	close(lifeline[1]);
@@ -418,25 +462,89 @@ static void close_from(unsigned first, unsigned last)
 		close((int)fd);
 }
 
-static void close_inherited_fds(bool direct, bool keep_bridge)
+/* Closes every fd above 2 that is not in keep (ascending). */
+static void close_all_but(const int *keep, size_t n)
 {
-	close_from(direct ? SBX_INIT_SECCOMP_FD + 1 : SBX_INIT_WORKSPACE_FD,
-	           keep_bridge ? SBX_INIT_BRIDGE_FD - 1 : ~0U);
-	if (keep_bridge)
-		close_from(SBX_INIT_BRIDGE_FD + 1, ~0U);
+	unsigned next = 3;
+
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned)keep[i] > next)
+			close_from(next, (unsigned)keep[i] - 1);
+		next = (unsigned)keep[i] + 1;
+	}
+	close_from(next, ~0U);
+}
+
+static int compare_fds(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* The protocol's fds this init has by its spec (spec NULL: only 3 and 4, and in direct mode
+ * 5 and 6). */
+static void close_inherited_fds(bool direct, const struct sbx_init_spec *spec)
+{
+	int keep[8 + SBX_INIT_MAX_TREES];
+	size_t n = 0;
+
+	keep[n++] = SBX_INIT_CONTROL_FD;
+	keep[n++] = SBX_INIT_SPEC_FD;
+	if (direct)
+		keep[n++] = SBX_INIT_WORKSPACE_FD;
+	if (direct)
+		keep[n++] = SBX_INIT_SECCOMP_FD;
+	if (spec && spec->proxy_port)
+		keep[n++] = SBX_INIT_BRIDGE_FD;
+	if (spec && spec->has_users)
+		keep[n++] = SBX_INIT_WORKSPACE_TREE_FD;
+	if (spec && spec->state_mount)
+		keep[n++] = SBX_INIT_STATE_FD;
+	for (size_t i = 0; spec && i < spec->n_binds && n < sizeof keep / sizeof *keep; i++)
+		if (spec->binds[i].tree_fd > 2)
+			keep[n++] = spec->binds[i].tree_fd;
+	qsort(keep, n, sizeof *keep, compare_fds);
+	close_all_but(keep, n);
 }
 
 /* "bwrap" mode: the outer process of a sandbox bubblewrap builds. It starts bwrap (the
  * arguments after "--") with our fds and then only waits, as direct mode's outer process does:
  * bwrap's --die-with-parent is sound with this single-threaded parent (it would fire when the
  * host's *thread* ended), and the host is watched through a pidfd. */
+/* "--users UID:GID" (bwrap mode, the host is root): bubblewrap runs as that unprivileged host
+ * user and maps it to 0 inside (--uid 0 --gid 0); the init attaches the idmapped workspace
+ * itself (quota.c). 0 when not given. */
+static struct sbx_id_range bwrap_users;
+
+/* As root's bubblewrap sandbox (--users) this process gives up root before it starts
+ * bubblewrap, and a tidier that stays root is split off first, as in direct mode: the
+ * placeholders and the journal are root's. */
+static int drop_to_users(char *err, size_t errlen)
+{
+	struct sbx_tidy tidy = { .report = -1 };
+	int r;
+
+	if (tidy_note && (r = sbx_tidy_split(tidy_note, "", &tidy)) < 0)
+		return snprintf(err, errlen, "fork the tidier: %s", strerror(-r)), -1;
+	sbx_tidy_done_reporting(&tidy);
+	tidy_note = NULL;      /* the tidier's now */
+	return sbx_drop_to_host_ids(bwrap_users.uid, bwrap_users.gid, err, errlen);
+}
+
 static int start_bwrap(char **bwrap_argv)
 {
 	int host = detached ? -1 : watch_host(), status;
-	/* This process is outside bubblewrap's namespaces: it is its own tidier (tidy.c). */
-	int root = fcntl(SBX_INIT_WORKSPACE_FD, F_DUPFD_CLOEXEC, 16);
+	char err_text[300];
 	pid_t pid;
-	int err = posix_spawn(&pid, bwrap_argv[0], NULL, NULL, bwrap_argv, environ);
+	int err, root;
+
+	if (bwrap_users.uid && drop_to_users(err_text, sizeof err_text) < 0) {
+		send_error("%s", err_text);
+		return 1;
+	}
+	/* Otherwise this process is outside bubblewrap's namespaces: it is its own tidier
+	 * (tidy.c). */
+	root = fcntl(SBX_INIT_WORKSPACE_FD, F_DUPFD_CLOEXEC, 16);
+	err = posix_spawn(&pid, bwrap_argv[0], NULL, NULL, bwrap_argv, environ);
 
 	if (err) {
 		send_error("start %s: %s", bwrap_argv[0], strerror(err));
@@ -480,6 +588,23 @@ static int leave_host_keeping_watch(void)
 	return r;
 }
 
+static int parse_users(const char *text, struct sbx_id_range *out)
+{
+	unsigned long uid, gid;
+	char *end;
+
+	errno = 0;
+	uid = strtoul(text, &end, 10);
+	if (errno || end == text || *end != ':' || !uid || uid > UINT32_MAX - 1)
+		return -1;
+	text = end + 1;
+	gid = strtoul(text, &end, 10);
+	if (errno || end == text || *end || !gid || gid > UINT32_MAX - 1)
+		return -1;
+	*out = (struct sbx_id_range){ (uint32_t)uid, (uint32_t)gid, 1 };
+	return 0;
+}
+
 /* "p-" and hex digits: a note of the journal, never a path. */
 static bool note_name_ok(const char *name)
 {
@@ -494,7 +619,8 @@ static int usage(const char *why)
 {
 	fprintf(stderr, "agentsbx-init: %s\nusage: agentsbx-init [--detached|--prestarted] "
 	        "[--tidy NOTE] --proto %d --mode direct|inside\n"
-	        "       agentsbx-init [--detached] [--tidy NOTE] --proto %d --mode bwrap -- "
+	        "       agentsbx-init [--detached] [--tidy NOTE] [--users UID:GID] --proto %d "
+	        "--mode bwrap -- "
 	        "BWRAP_ARGV...\n"
 	        "(started by libagentsbx; see helpers/init_proto.h)\n", why, SBX_INIT_PROTO_VERSION,
 	        SBX_INIT_PROTO_VERSION);
@@ -569,7 +695,16 @@ int main(int argc, char **argv)
 		if (!note_name_ok(tidy_note))
 			return usage("--tidy: not a journal note's name");
 	}
+	if (argc > 2 && !strcmp(argv[1], "--users")) {
+		if (parse_users(argv[2], &bwrap_users) < 0)
+			return usage("--users: expected UID:GID, neither 0");
+		argv += 2;
+		argc -= 2;
+	}
 	bool bwrap = argc > 6 && !strcmp(argv[4], "bwrap") && !strcmp(argv[5], "--");
+
+	if (bwrap_users.uid && !bwrap)
+		return usage("--users is for --mode bwrap");
 
 	if ((argc != 5 && !bwrap) || strcmp(argv[1], "--proto") || strcmp(argv[2], "1") ||
 	    strcmp(argv[3], "--mode") ||
@@ -589,14 +724,14 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	/* The spec says whether fd 7 is a bridge channel to keep. */
 	if (read_spec(&st, err, sizeof err) < 0) {
-		close_inherited_fds(st.direct, false);
+		close_inherited_fds(st.direct, NULL);
 		send_error("%s", err);
 		return 1;
 	}
 	/* Started by socket, the bridge channel is the host's second message. */
 	if (started_by_socket && st.spec.proxy_port && receive_bridge() < 0)
 		return 1;
-	close_inherited_fds(st.direct, st.spec.proxy_port != 0);
+	close_inherited_fds(st.direct, &st.spec);
 	if (st.spec.proxy_port && fstat(SBX_INIT_BRIDGE_FD, &sb) < 0) {
 		send_error("mode \"allowlist\" without a bridge channel on fd %d", SBX_INIT_BRIDGE_FD);
 		return 1;

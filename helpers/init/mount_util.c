@@ -29,6 +29,12 @@ struct mount_attr {
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000
 #endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
 
 bool sbx_mount_force_fallback;
 
@@ -549,9 +555,19 @@ static int split_rel(const char *rel, char *buf, size_t len, const char **parent
 	return 0;
 }
 
-int sbx_bind_at(int basefd, int src_fd, const char *rel, unsigned long flags, char *err,
-                size_t errlen)
+static int move_onto(int tree_fd, int dst_fd)
 {
+	if (syscall(SYS_move_mount, tree_fd, "", dst_fd, "",
+	            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Binds (or, for a tree, attaches) src_fd at rel beneath basefd and remounts it. */
+static int place_at(int basefd, int src_fd, bool tree, const char *rel, unsigned long flags,
+                    char *err, size_t errlen)
+{
+	const char *what = tree ? "attach" : "bind";
 	_cleanup_close_ int parent_fd = -1, mp = -1;
 	const char *parent, *name;
 	char buf[PATH_MAX];
@@ -559,26 +575,38 @@ int sbx_bind_at(int basefd, int src_fd, const char *rel, unsigned long flags, ch
 	int r;
 
 	if (fstat(src_fd, &st) < 0)
-		return sbx_init_fail(err, errlen, -errno, "bind /%s: fstat of the source: %s", rel,
-		                     strerror(errno));
+		return sbx_init_fail(err, errlen, -errno, "%s /%s: fstat of the source: %s", what,
+		                     rel, strerror(errno));
 	r = split_rel(rel, buf, sizeof buf, &parent, &name);
 	if (r == 0)
 		r = sbx_mkdirs_beneath(basefd, parent, &parent_fd);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "bind /%s: create the parent directories: %s",
-		                     rel, strerror(-r));
+		return sbx_init_fail(err, errlen, r, "%s /%s: create the parent directories: %s",
+		                     what, rel, strerror(-r));
 	r = sbx_mountpoint_at(parent_fd, name, S_ISDIR(st.st_mode), &mp);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "bind /%s: create the mount point: %s", rel,
+		return sbx_init_fail(err, errlen, r, "%s /%s: create the mount point: %s", what, rel,
 		                     strerror(-r));
-	r = sbx_bind_fds(src_fd, mp);
+	r = tree ? move_onto(src_fd, mp) : sbx_bind_fds(src_fd, mp);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "bind /%s: %s", rel, strerror(-r));
+		return sbx_init_fail(err, errlen, r, "%s /%s: %s", what, rel, strerror(-r));
 	r = sbx_remount_tree_at(parent_fd, name, flags);
 	if (r < 0)
 		return sbx_init_fail(err, errlen, r, "remount /%s%s: %s", rel,
 		                     (flags & MS_RDONLY) ? " read-only" : "", strerror(-r));
 	return 0;
+}
+
+int sbx_bind_at(int basefd, int src_fd, const char *rel, unsigned long flags, char *err,
+                size_t errlen)
+{
+	return place_at(basefd, src_fd, false, rel, flags, err, errlen);
+}
+
+int sbx_attach_at(int basefd, int tree_fd, const char *rel, unsigned long flags, char *err,
+                  size_t errlen)
+{
+	return place_at(basefd, tree_fd, true, rel, flags, err, errlen);
 }
 
 int sbx_mount_new_at(int basefd, const char *rel, const char *fstype, unsigned long flags,

@@ -75,4 +75,10 @@ int sbx_mount_new_at(int basefd, const char *rel, const char *fstype, unsigned l
 int sbx_bind_at(int basefd, int src_fd, const char *rel, unsigned long flags, char *err,
                 size_t errlen);
 
+/* sbx_bind_at for a detached mount tree (open_tree's OPEN_TREE_CLONE, made by the host:
+ * an idmapped workspace, say): attached at rel with move_mount(2), then remounted with
+ * flags. The tree fd then names the attached mount. */
+int sbx_attach_at(int basefd, int tree_fd, const char *rel, unsigned long flags, char *err,
+                  size_t errlen);
+
 #endif

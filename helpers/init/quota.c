@@ -13,9 +13,20 @@
  * In "inside" mode (bubblewrap built the root; Debian's bwrap 0.8.0 cannot size a tmpfs and
  * leaves the init no capabilities) the init first enters a user and mount namespace of its
  * own, nested in bubblewrap's, where it may mount. The binds bubblewrap made below /tmp and
- * /workspace are carried over onto the new file systems by cloning them first. */
+ * /workspace are carried over onto the new file systems by cloning them first.
+ *
+ * The same namespace serves a sandbox whose host is root (init_proto.h, "users"): bubblewrap,
+ * run as the unprivileged host uid, cannot attach the idmapped workspace the host made, nor
+ * reach a workdir below a directory only root may enter. The init attaches it here as direct
+ * mode does, with the binds that come from it or are idmapped themselves, and protects its
+ * paths; bubblewrap made only their mount points.
+ *
+ * As root, the state folder of a capped workspace comes as a detached mount of the host's
+ * own view (fd 9): the host writes its audit log there, and through an idmapped state folder
+ * its root would have no id to write as. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,21 +88,32 @@ static int clone_tree(int dirfd, const char *rel, int *out)
 	return 0;
 }
 
-int sbx_quota_make_workspace(int basefd, int host_ws_fd, uint64_t bytes, int *files_root,
-                             char *err, size_t errlen)
+/* The host's state folder into the capped workspace: its detached mount, or a bind. */
+static int place_state_dir(int basefd, int host_ws_fd, int state_fd, char *err, size_t errlen)
 {
-	_cleanup_close_ int state = -1, ws = -1;
+	_cleanup_close_ int state = -1;
+
+	if (state_fd > 2)
+		return sbx_attach_at(basefd, state_fd, SBX_SANDBOX_ROOT "/" SBX_STATE_DIR + 1,
+		                     TMPFS_FLAGS, err, errlen);
+	state = openat(host_ws_fd, SBX_STATE_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (state < 0)
+		return sbx_init_fail(err, errlen, -errno, "workspace: the state folder %s: %s",
+		                     SBX_STATE_DIR, strerror(errno));
+	return sbx_bind_at(basefd, state, SBX_SANDBOX_ROOT "/" SBX_STATE_DIR + 1, TMPFS_FLAGS, err,
+	                   errlen);
+}
+
+int sbx_quota_make_workspace(int basefd, int host_ws_fd, int state_fd, uint64_t bytes,
+                             int *files_root, char *err, size_t errlen)
+{
+	_cleanup_close_ int ws = -1;
 	int r = sbx_quota_mount_tmpfs(basefd, SBX_SANDBOX_ROOT + 1, "0755", TMPFS_FLAGS, bytes,
 	                              err, errlen);
 
 	if (r < 0)
 		return r;
-	state = openat(host_ws_fd, SBX_STATE_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (state < 0)
-		return sbx_init_fail(err, errlen, -errno, "workspace: the state folder %s: %s",
-		                     SBX_STATE_DIR, strerror(errno));
-	r = sbx_bind_at(basefd, state, SBX_SANDBOX_ROOT "/" SBX_STATE_DIR + 1, TMPFS_FLAGS, err,
-	                errlen);
+	r = place_state_dir(basefd, host_ws_fd, state_fd, err, errlen);
 	if (r < 0)
 		return r;
 	r = clone_tree(basefd, SBX_SANDBOX_ROOT + 1, files_root);
@@ -129,6 +151,13 @@ static bool below(const char *path, const char *top, const char **rest)
 	return true;
 }
 
+/* A bind the init makes itself, not bubblewrap: one from the idmapped workspace, or of an
+ * idmapped mount of its own. */
+static bool made_by_init(const struct sbx_quota_inside *q, const struct sbx_bind *b)
+{
+	return q->workspace_tree > 2 && (b->in_workspace || b->tree_fd > 2);
+}
+
 /* Clones every bind below top, before a new file system hides them. */
 static int clone_binds_below(const struct sbx_quota_inside *q, const char *top,
                              struct carried *out, size_t *n, char *err, size_t errlen)
@@ -139,7 +168,7 @@ static int clone_binds_below(const struct sbx_quota_inside *q, const char *top,
 		struct stat st;
 		int r;
 
-		if (!below(q->binds[i].dest, top, &rest))
+		if (made_by_init(q, &q->binds[i]) || !below(q->binds[i].dest, top, &rest))
 			continue;
 		r = clone_tree(AT_FDCWD, q->binds[i].dest, &out[*n].fd);
 		if (r < 0)
@@ -195,11 +224,81 @@ static int inside_workspace(const struct sbx_quota_inside *q, int tmpfd, int hos
                             struct carried *c, size_t n, int *files_root, char *err,
                             size_t errlen)
 {
-	int r = sbx_quota_make_workspace(tmpfd, host_ws, q->workspace_bytes, files_root, err,
-	                                 errlen);
+	int r = sbx_quota_make_workspace(tmpfd, host_ws, q->state_fd, q->workspace_bytes,
+	                                 files_root, err, errlen);
 
 	if (r == 0)
 		r = attach_carried(tmpfd, SBX_SANDBOX_ROOT "/" + 1, c, n, err, errlen);
+	if (r == 0)
+		r = sbx_protect_paths(tmpfd, q->protected_paths, err, errlen);
+	if (r == 0 && syscall(SYS_move_mount, tmpfd, SBX_SANDBOX_ROOT + 1, AT_FDCWD,
+	                      SBX_SANDBOX_ROOT, 0) < 0)
+		r = sbx_init_fail(err, errlen, -errno, "move the workspace to %s: %s",
+		                  SBX_SANDBOX_ROOT, strerror(errno));
+	if (r == 0)
+		unlinkat(tmpfd, SBX_SANDBOX_ROOT + 1, AT_REMOVEDIR);
+	return r;
+}
+
+/* Where a bind's dest lands while the new /tmp is tmpfd and the workspace still sits at its
+ * "workspace": below either, or (a mount point bubblewrap made) below the root. */
+static int bind_place(const char *dest, int rootfd, int tmpfd, int *base, char *rel,
+                      size_t len)
+{
+	const char *rest;
+
+	if (below(dest, SBX_SANDBOX_ROOT, &rest)) {
+		*base = tmpfd;
+		return snprintf(rel, len, "%s/%s", SBX_SANDBOX_ROOT + 1, rest) < (int)len ? 0 : -1;
+	}
+	*base = below(dest, "/tmp", &rest) ? tmpfd : rootfd;
+	return snprintf(rel, len, "%s", *base == tmpfd ? rest : dest + 1) < (int)len ? 0 : -1;
+}
+
+/* The binds the init makes (made_by_init): from the workspace's tree, or of their own
+ * idmapped mount. Before the workspace's paths are protected, as in direct mode: a bind
+ * from below a protected path (MCP's run folder in the state folder) must not inherit the
+ * read-only mount laid over it. */
+static int place_init_binds(const struct sbx_quota_inside *q, int rootfd, int tmpfd,
+                            char *err, size_t errlen)
+{
+	for (size_t i = 0; i < q->n_binds; i++) {
+		const struct sbx_bind *b = &q->binds[i];
+		unsigned long flags = b->writable ? TMPFS_FLAGS : TMPFS_FLAGS | MS_RDONLY;
+		_cleanup_close_ int src = -1;
+		char rel[PATH_MAX];
+		int base, r = 0;
+
+		if (!made_by_init(q, b))
+			continue;
+		if (bind_place(b->dest, rootfd, tmpfd, &base, rel, sizeof rel) < 0)
+			return sbx_init_fail(err, errlen, -ENAMETOOLONG, "bind %s: path too long",
+			                     b->dest);
+		if (b->tree_fd > 2) {
+			r = sbx_attach_at(base, b->tree_fd, rel, flags, err, errlen);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if ((r = sbx_open_beneath(q->workspace_tree, b->source, &src)) < 0)
+			return sbx_init_fail(err, errlen, r, "open bind source /workspace/%s: %s",
+			                     b->source, strerror(-r));
+		if ((r = sbx_bind_at(base, src, rel, flags, err, errlen)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The idmapped workspace the host made (init_proto.h, "users"): attached at the new /tmp's
+ * "workspace", given its binds and protections there, and moved to /workspace. */
+static int inside_tree_workspace(const struct sbx_quota_inside *q, int rootfd, int tmpfd,
+                                 char *err, size_t errlen)
+{
+	unsigned long flags = q->workspace_readonly ? TMPFS_FLAGS | MS_RDONLY : TMPFS_FLAGS;
+	int r = sbx_attach_at(tmpfd, q->workspace_tree, SBX_SANDBOX_ROOT + 1, flags, err, errlen);
+
+	if (r == 0)
+		r = place_init_binds(q, rootfd, tmpfd, err, errlen);
 	if (r == 0)
 		r = sbx_protect_paths(tmpfd, q->protected_paths, err, errlen);
 	if (r == 0 && syscall(SYS_move_mount, tmpfd, SBX_SANDBOX_ROOT + 1, AT_FDCWD,
@@ -239,7 +338,7 @@ static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char
 		r = clone_binds_below(q, "/tmp", in_tmp, &n_tmp, err, errlen);
 	if (r == 0 && q->workspace_bytes)
 		r = clone_binds_below(q, SBX_SANDBOX_ROOT, in_ws, &n_ws, err, errlen);
-	if (r == 0 && q->workspace_bytes &&
+	if (r == 0 && q->workspace_bytes && q->state_fd <= 2 &&
 	    (host_ws = open(SBX_SANDBOX_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = sbx_init_fail(err, errlen, -errno, "open %s: %s", SBX_SANDBOX_ROOT,
 		                  strerror(errno));
@@ -247,8 +346,13 @@ static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char
 		r = new_tmp(q, rootfd, "tmp", &tmpfd, err, errlen);
 	if (r == 0 && q->workspace_bytes)
 		r = inside_workspace(q, tmpfd, host_ws, in_ws, n_ws, files_root, err, errlen);
+	else if (r == 0 && q->workspace_tree > 2)
+		r = inside_tree_workspace(q, rootfd, tmpfd, err, errlen);
 	if (r == 0)
 		r = attach_carried(tmpfd, "", in_tmp, n_tmp, err, errlen);
+	/* A capped workspace's idmapped binds (its own workspace has none of them). */
+	if (r == 0 && q->workspace_bytes)
+		r = place_init_binds(q, rootfd, tmpfd, err, errlen);
 	if (r == 0)
 		r = new_tmp(q, rootfd, "dev/shm", &shm, err, errlen);
 	if (in_tmp)
@@ -266,13 +370,16 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 	int r;
 
 	*files_root = -1;
-	if (!q->workspace_bytes && !q->tmp_bytes)
+	if (!q->workspace_bytes && !q->tmp_bytes && q->workspace_tree <= 2)
 		return 0;
-	r = sbx_userns_enter(getuid(), getgid(), CLONE_NEWNS, err, errlen);
+	/* Bubblewrap ran us as the host range's uid (init_proto.h, "users"): that is 0 from
+	 * here on, the uid tools expect. */
+	r = q->workspace_tree > 2 ? sbx_userns_enter_as_root(CLONE_NEWNS, err, errlen)
+	                          : sbx_userns_enter(getuid(), getgid(), CLONE_NEWNS, err, errlen);
 	/* Where the host forbids a namespace below bubblewrap's (Ubuntu's AppArmor profile for
 	 * it can), only a cap the config asked for is worth failing for; the default one gives
 	 * way to bubblewrap's uncapped /tmp. */
-	if (r < 0 && !q->workspace_bytes && !q->tmp_required) {
+	if (r < 0 && !q->workspace_bytes && !q->tmp_required && q->workspace_tree <= 2) {
 		err[0] = '\0';
 		return 0;
 	}
@@ -280,6 +387,11 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 		char why[300];
 
 		snprintf(why, sizeof why, "%s", err);
+		if (q->workspace_tree > 2 && !q->workspace_bytes && !q->tmp_bytes)
+			return sbx_init_fail(err, errlen, r, "users: no namespace of our own below "
+			                     "bubblewrap's to attach the idmapped workspace in (the config key "
+			                     "'root_inside': \"allow-host-root\" runs the sandbox as host "
+			                     "root instead): %s", why);
 		return sbx_init_fail(err, errlen, r, "config: key 'limits.%s': no namespace of our own "
 		                     "below bubblewrap's to mount the capped file system in: %s",
 		                     q->workspace_bytes ? "disk_bytes" : "tmp_bytes", why);

@@ -23,10 +23,10 @@ int sbx_quota_mount_tmpfs(int basefd, const char *rel, const char *mode, unsigne
                           uint64_t bytes, char *err, size_t errlen);
 
 /* The capped workspace at "workspace" beneath basefd (the root being built): a tmpfs of bytes,
- * with host_ws_fd's state folder bound in, and *files_root a clone of that mount tree for the
+ * with host_ws_fd's state folder bound in (or, state_fd > 2, that detached mount attached), and *files_root a clone of that mount tree for the
  * host (see quota.c). Protected paths and later binds come after, and the clone has none. */
-int sbx_quota_make_workspace(int basefd, int host_ws_fd, uint64_t bytes, int *files_root,
-                             char *err, size_t errlen);
+int sbx_quota_make_workspace(int basefd, int host_ws_fd, int state_fd, uint64_t bytes,
+                             int *files_root, char *err, size_t errlen);
 
 /* Inside mode: what bubblewrap could not do. */
 struct sbx_quota_inside {
@@ -38,9 +38,14 @@ struct sbx_quota_inside {
 	                                    carried over onto the new file systems */
 	size_t n_binds;
 	const char *const *protected_paths;
+	int workspace_tree;              /* > 2: the idmapped workspace the host made (the spec's
+	                                    "users"), attached here with the binds that are the
+	                                    init's to make (from it, or with a tree_fd); 0: none */
+	bool workspace_readonly;
+	int state_fd;                    /* > 2: as in sbx_quota_make_workspace; 0: none */
 };
 
-/* With workspace_bytes or tmp_bytes: enters a new user and mount namespace (ours mapped to
+/* With workspace_bytes, tmp_bytes or workspace_tree: enters a new user and mount namespace (ours mapped to
  * ourselves) and mounts the capped /tmp, /dev/shm and workspace there, protecting the
  * workspace's paths again and making it the cwd. *files_root: as sbx_quota_make_workspace,
  * or -1. Neither set: does nothing. */

@@ -212,7 +212,7 @@ static int open_host_path(const struct pins *p, const char *path, int *out)
  * or a swapped-in link between the two opens fails the build instead of binding something
  * else. (An fd of our own namespace comes out of this as itself, without the cost of reading
  * the mount table to tell the two apart.) */
-static int pin_workspace(struct pins *pins, int ws_fd, char *err, size_t errlen)
+static int pin_workspace(struct pins *pins, int ws_fd, bool tree, char *err, size_t errlen)
 {
 	_cleanup_close_ int fd = -1;
 	struct sbx_fd_path p;
@@ -221,6 +221,13 @@ static int pin_workspace(struct pins *pins, int ws_fd, char *err, size_t errlen)
 	ssize_t n;
 	int r;
 
+	/* A detached mount the host made (idmapped: init_proto.h) is attached as it is: it names
+	 * no path, and moving it needs none. */
+	if (tree) {
+		if ((pins->workspace = fcntl(ws_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+			return sbx_init_fail(err, errlen, -errno, "workspace: dup: %s", strerror(errno));
+		return 0;
+	}
 	n = readlink(sbx_fd_path(&p, ws_fd), path, sizeof path - 1);
 	if (n <= 0)
 		return sbx_init_fail(err, errlen, n < 0 ? -errno : -EIO, "workspace: readlink %s: %s",
@@ -418,7 +425,9 @@ static int pin_bind_source(const struct pins *p, const struct sbx_bind *b, int *
 	struct stat st;
 	int r = 0;
 
-	if (b->in_workspace)
+	if (b->tree_fd > 2)
+		r = (fd = fcntl(b->tree_fd, F_DUPFD_CLOEXEC, 3)) < 0 ? -errno : 0;
+	else if (b->in_workspace)
 		r = sbx_open_beneath(p->workspace, b->source, &fd);
 	else if ((fd = open(b->source, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		r = -errno;
@@ -657,10 +666,12 @@ static int mount_extra_binds(int basefd, const struct sbx_rootfs_spec *spec,
                              const struct pins *p, bool late, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < spec->n_binds; i++) {
-		if (bind_is_late(&spec->binds[i]) != late)
+		const struct sbx_bind *b = &spec->binds[i];
+
+		if (bind_is_late(b) != late)
 			continue;
-		int r = sbx_bind_at(basefd, p->binds[i], spec->binds[i].dest + 1,
-		                    spec->binds[i].writable ? RW_FLAGS : RO_FLAGS, err, errlen);
+		int r = (b->tree_fd > 2 ? sbx_attach_at : sbx_bind_at)(basefd, p->binds[i],
+		        b->dest + 1, b->writable ? RW_FLAGS : RO_FLAGS, err, errlen);
 
 		if (r < 0)
 			return r;
@@ -695,11 +706,13 @@ static int build_tree(int basefd, const struct sbx_rootfs_spec *spec, const stru
 static int place_workspace(int basefd, const struct sbx_rootfs_spec *spec,
                            const struct pins *p, char *err, size_t errlen)
 {
+	unsigned long flags = spec->workspace_readonly ? RO_FLAGS : RW_FLAGS;
 	int r = spec->workspace_bytes
-	        ? sbx_quota_make_workspace(basefd, p->workspace, spec->workspace_bytes,
-	                                   spec->files_root, err, errlen)
-	        : sbx_bind_at(basefd, p->workspace, SBX_SANDBOX_ROOT + 1,
-	                      spec->workspace_readonly ? RO_FLAGS : RW_FLAGS, err, errlen);
+	        ? sbx_quota_make_workspace(basefd, p->workspace, spec->state_fd,
+	                                   spec->workspace_bytes, spec->files_root, err, errlen)
+	        : (spec->workspace_tree ? sbx_attach_at : sbx_bind_at)(basefd, p->workspace,
+	                                                                SBX_SANDBOX_ROOT + 1, flags,
+	                                                                err, errlen);
 
 	if (r == 0)
 		r = mount_extra_binds(basefd, spec, p, true, err, errlen);
@@ -841,7 +854,7 @@ int sbx_rootfs_finish(const struct sbx_rootfs_spec *spec, struct sbx_rootfs_stag
 	int r = validate_workspace_fd(workspace_fd, err, errlen);
 
 	if (r == 0)
-		r = pin_workspace(&st->pins, workspace_fd, err, errlen);
+		r = pin_workspace(&st->pins, workspace_fd, spec->workspace_tree, err, errlen);
 	if (r == 0)
 		r = pin_binds(spec, &st->pins, true, err, errlen);
 	if (r == 0)

@@ -29,6 +29,28 @@ int sbx_warden_main(void);
  * the new PID namespace. */
 int sbx_userns_enter(uid_t outer_uid, gid_t outer_gid, int extra_flags, char *err, size_t errlen);
 
+/* The same mapping our uid and gid to 0 inside. Inside bubblewrap (which dropped
+ * CAP_SETFCAP, without which no namespace may map its parent's 0), the init starts as the
+ * host uid itself and becomes uid 0 here (init_proto.h, "users"). */
+int sbx_userns_enter_as_root(int extra_flags, char *err, size_t errlen);
+
+/* A host range the sandbox's ids 0..count-1 map to (the host is root: src/util/idmap.h). */
+struct sbx_id_range {
+	uint32_t uid, gid;        /* host ids of the sandbox's 0 */
+	uint32_t count;
+};
+
+/* The same for a process that is root on the host: drops its supplementary groups, unshares,
+ * has a child it forked before (still in the host's user namespace, where only it may map
+ * other ids) write the range's maps, and becomes uid and gid 0 inside — range->uid and
+ * range->gid on the host, whose root it no longer is. */
+int sbx_userns_enter_range(const struct sbx_id_range *range, int extra_flags, char *err,
+                           size_t errlen);
+
+/* A root process becomes the unprivileged host user uid/gid, without supplementary groups,
+ * for good (bubblewrap is then started unprivileged). */
+int sbx_drop_to_host_ids(uint32_t uid, uint32_t gid, char *err, size_t errlen);
+
 /* rootfs.c ------------------------------------------------------------------------------ */
 
 struct sbx_bind {
@@ -37,6 +59,8 @@ struct sbx_bind {
 	bool writable;
 	bool in_workspace;        /* source names something inside the workspace: resolved
 	                             beneath it, once the workspace is known */
+	int tree_fd;              /* > 2: a detached (idmapped) mount of source, attached at dest
+	                             instead of a bind of source (init_proto.h); 0: none */
 };
 
 struct sbx_rootfs_spec {
@@ -65,6 +89,11 @@ struct sbx_rootfs_spec {
 	uint64_t tmp_bytes;       /* not 0: the size of /tmp and /dev/shm */
 	int *files_root;          /* with workspace_bytes: receives the host's fd of the workspace
 	                             (sbx_quota_make_workspace); the caller closes it */
+	bool workspace_tree;      /* workspace_fd is a detached, idmapped clone of the workspace
+	                             (init_proto.h, "users"): attached as it is, not reopened */
+	int state_fd;             /* > 2, with workspace_bytes: the host's state folder as a
+	                             detached mount, bound into the capped workspace instead of
+	                             the one below workspace_fd; 0: none */
 };
 
 /* Builds the sandbox's root in the current (new) mount namespace and pivots into it: a fresh

@@ -109,6 +109,9 @@ static int receive_request(int ctl, struct spawn_request *req)
 		want--;
 	else if (req->inline_len)
 		want = -1;
+	/* An activation brings the state folder's mount too where the spec says so. */
+	else if (req->head.kind == SBX_INIT_ACTIVATE && req->nfds == 2)
+		want = 2;
 	if (n < (ssize_t)sizeof req->head || req->nfds != want ||
 	    (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		close_request_fds(req);
@@ -297,7 +300,7 @@ static bool serve_message(struct sbx_init_peers *peers, int fd, const sigset_t *
 	return true;
 }
 
-int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd)
+int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd, int *state_fd)
 {
 	struct pollfd pfd = { .fd = ctl, .events = POLLIN };
 	struct spawn_request req;
@@ -315,7 +318,13 @@ int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd)
 		close_request_fds(&req);
 		return -EPROTO;
 	}
+	if ((req.nfds == 2) != (state_fd != NULL)) {
+		close_request_fds(&req);
+		return -EPROTO;
+	}
 	*workspace_fd = req.fds[0];
+	if (state_fd)
+		*state_fd = req.fds[1];
 	return 0;
 }
 

@@ -10,8 +10,9 @@
 int sbx_init_serve(int ctl, uint64_t idle_ttl_ms);
 
 /* A pre-started sandbox: waits up to timeout_ms for the SBX_INIT_ACTIVATE message and returns
- * the workspace fd it carries. Malformed messages are skipped; -EPIPE when the channel closed
- * first, -ETIMEDOUT, or -EPROTO for another request. */
-int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd);
+ * the workspace fd it carries, and the state folder's mount when state_fd is not NULL (the
+ * message must then carry both, else only the first). Malformed messages are skipped;
+ * -EPIPE when the channel closed first, -ETIMEDOUT, or -EPROTO for another request. */
+int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd, int *state_fd);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "init_proto.h"
 #include "spec.h"
 #include "util/json.h"
 
@@ -38,6 +39,8 @@ static int take_bool(const sbx_json *v, const char *key, bool *out, char *err, s
 	return 0;
 }
 
+static int take_tree_fd(const sbx_json *v, struct sbx_bind *b, char *err, size_t errlen);
+
 static int take_binds(const sbx_json *v, struct sbx_init_spec *spec, char *err, size_t errlen)
 {
 	if (v->type != SBX_JSON_ARRAY)
@@ -68,7 +71,41 @@ static int take_binds(const sbx_json *v, struct sbx_init_spec *spec, char *err, 
 		spec->n_binds = i + 1;
 		if (rw && take_bool(rw, "binds.writable", &spec->binds[i].writable, err, errlen) < 0)
 			return -1;
+		if (take_tree_fd(sbx_json_get(b, "tree_fd"), &spec->binds[i], err, errlen) < 0)
+			return -1;
 	}
+	return 0;
+}
+
+static int take_tree_fd(const sbx_json *v, struct sbx_bind *b, char *err, size_t errlen)
+{
+	if (!v)
+		return 0;
+	if (v->type != SBX_JSON_INT || v->i < SBX_INIT_FIRST_TREE_FD ||
+	    v->i >= SBX_INIT_FIRST_TREE_FD + SBX_INIT_MAX_TREES)
+		return bad(err, errlen, "binds.tree_fd", "expected an fd number from 10 to 41");
+	b->tree_fd = (int)v->i;
+	return 0;
+}
+
+/* {"uid": n, "gid": n, "count": n}: ids that are not root's, a range that fits. */
+static int take_users(const sbx_json *v, struct sbx_init_spec *spec, char *err, size_t errlen)
+{
+	const char *const keys[3] = { "uid", "gid", "count" };
+	uint64_t n[3];
+
+	if (v->type != SBX_JSON_OBJECT || v->n != 3)
+		return bad(err, errlen, "users", "expected {\"uid\", \"gid\", \"count\"}");
+	for (int i = 0; i < 3; i++) {
+		const sbx_json *x = sbx_json_get(v, keys[i]);
+
+		if (!x || take_u64(x, "users", &n[i], err, errlen) < 0)
+			return bad(err, errlen, "users", "expected {\"uid\", \"gid\", \"count\"}");
+	}
+	if (!n[0] || !n[1] || !n[2] || n[0] + n[2] > UINT32_MAX || n[1] + n[2] > UINT32_MAX)
+		return bad(err, errlen, "users", "not a range of unprivileged ids");
+	spec->users = (struct sbx_id_range){ (uint32_t)n[0], (uint32_t)n[1], (uint32_t)n[2] };
+	spec->has_users = true;
 	return 0;
 }
 
@@ -138,6 +175,10 @@ static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *sp
 		return take_bool(v, key, &spec->seccomp_program, err, errlen);
 	if (!strcmp(key, "prestart"))
 		return take_bool(v, key, &spec->prestart, err, errlen);
+	if (!strcmp(key, "users"))
+		return take_users(v, spec, err, errlen);
+	if (!strcmp(key, "state_mount"))
+		return take_bool(v, key, &spec->state_mount, err, errlen);
 	if (!strcmp(key, "idle_ttl_ms"))
 		return take_u64(v, key, &spec->idle_ttl_ms, err, errlen);
 	return bad(err, errlen, key, "unknown key");

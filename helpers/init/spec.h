@@ -18,6 +18,12 @@
  *                                than keep bubblewrap's uncapped /tmp)
  *   seccomp_program     bool     fd 6 holds the seccomp program to load
  *   prestart            bool     no workspace yet: build the rest, then wait for ACTIVATE
+ *   users               object   {"uid", "gid", "count"}: the host range the sandbox's ids
+ *                                0..count-1 map to (the host is root); the workspace is
+ *                                then a detached idmapped mount on fd 8 (init_proto.h)
+ *   state_mount         bool     fd 9 holds the host's state folder as a detached mount
+ *   binds[].tree_fd     integer  the fd (from 10) of a detached mount to attach at dest
+ *   host_uid            integer  a uid allowed to connect to a detached sandbox besides ours
  *   idle_ttl_ms         integer  a detached sandbox stops itself once no client has been
  *                                connected for this long (0 / absent = never; server.c)
  * Unknown keys are refused: the backend and the init are built together. */
@@ -50,6 +56,9 @@ struct sbx_init_spec {
 	bool prestart;
 	bool has_host_uid;            /* "host_uid": a uid allowed to connect besides ours */
 	uint64_t host_uid;
+	bool has_users;               /* "users": a host range, not the caller's own ids */
+	struct sbx_id_range users;
+	bool state_mount;
 	uint64_t idle_ttl_ms;         /* 0: a detached sandbox runs until SHUTDOWN */
 };
 

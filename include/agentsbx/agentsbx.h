@@ -193,8 +193,20 @@ typedef struct sbx_workspace sbx_workspace;
  *                       docker.runtime and the registered ones; what gVisor cannot keep
  *                       (limits.pids, network modes "allowlist" and "host", detached with the
  *                       exec server) with -SBX_ECONFIG naming the key
- *                       (backends/docker/README.md)
-
+ *                       (backends/docker/README.md).
+ *                       Since 1.6 the sandbox backends ("ns", "bwrap") also take two keys that
+ *                       matter when the caller is root (docs/security.md, "Users"): its
+ *                       commands are uid 0 inside but unprivileged host ids, and the workdir
+ *                       comes through an idmapped mount, so files stay the caller's.
+ *                        "subid_user"   string, default "agentsbx": whose ranges in
+ *                           /etc/subuid and /etc/subgid the sandbox's ids map to (at most
+ *                           65536 ids); without any, host ids 1879048192..1879113727;
+ *                        "root_inside"  "unprivileged" (default) or "allow-host-root":
+ *                           where the workdir's file system cannot be idmapped, the open
+ *                           fails with -SBX_ENOSYS naming the reason and this key, or runs
+ *                           the sandbox as host root with a warning in the audit log.
+ *                       Callers that are not root keep their own uid inside; both keys are
+ *                       then checked and change nothing.
  * Unknown keys, wrong types and out-of-range values fail with -SBX_ECONFIG and a message that
  * names the key. On success *out is a new handle, released with sbx_workspace_close(). */
 SBX_API int sbx_workspace_open(const char *config_json, sbx_workspace **out);

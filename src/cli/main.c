@@ -14,6 +14,7 @@
 
 #include <agentsbx/agentsbx.h>
 #include "cli/progress.h"
+#include "cli/users.h"
 #include "config.h"
 #include "init/seccomp_table.h"
 #include "internal.h"
@@ -546,6 +547,15 @@ static int print_config_exposure(const struct ws_options *o, const sbx_json *lis
 	return 0;
 }
 
+/* Who the sandbox's processes are on the host (cli/users.c). */
+static int print_users(const struct ws_options *o)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = build_config(o, &text);
+
+	return r != 0 ? r : cli_print_users(text);
+}
+
 /* Prints one line per backend: name, whether it works here, and why (not); then the network
  * modes, and with --config what that configuration exposes. */
 static int cmd_doctor(int argc, char **argv)
@@ -577,6 +587,8 @@ static int cmd_doctor(int argc, char **argv)
 	print_network(list);
 	if (o.config || o.backend)
 		code = print_config_exposure(&o, list);
+	if (code == 0)
+		code = print_users(&o);
 	sbx_json_free(list);
 	return code;
 }

@@ -20,12 +20,14 @@
 #include "proxy_proto.h"
 #include "internal.h"
 #include "mcp/mcp.h"
+#include "util/auditlog.h"
 #include "util/fdlimit.h"
 #include "util/fdpass.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/idmap.h"
 #include "util/journal.h"
 #include "util/json.h"
 #include "util/launch.h"
@@ -67,6 +69,11 @@ struct sbx_sandbox {
 	struct sbx_runclient_set live;
 	int files_root;               /* limits.disk_bytes: the init's fd of the capped workspace
 	                                 (util/quota.h), replaced at every start; else -1 */
+	struct sbx_idmap idmap;       /* the caller is root: the host range the sandbox runs as
+	                                 (util/idmap.h); off for anyone else, or after the
+	                                 root_inside fallback */
+	int ws_tree;                  /* the idmapped workspace made when the users were decided,
+	                                 for the first start; -1 once taken */
 };
 
 /* ---- options ------------------------------------------------------------------------- */
@@ -183,6 +190,23 @@ static int parse_mode(const char *backend, const sbx_json *v, struct sbx_sandbox
 	return option_error(backend, "mode", "expected \"auto\", \"direct\" or \"bwrap\"");
 }
 
+/* A user name as useradd(8) takes them (subuid(5) has no quoting): letters, digits, '_', '-'
+ * and '.', not starting with '-', at most 32. */
+static int parse_subid_user(const char *backend, const sbx_json *v, struct sbx_sandbox_options *o)
+{
+	int r = dup_string(v, backend, "subid_user", &o->subid_user);
+	size_t n = r == 0 ? strlen(o->subid_user) : 0;
+
+	if (r < 0)
+		return r;
+	if (n > 32 || o->subid_user[0] == '-' ||
+	    strspn(o->subid_user, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	                          "0123456789_-.") != n)
+		return option_error(backend, "subid_user", "expected a user name (letters, digits, "
+		                    "'_', '-', '.'; at most 32)");
+	return 0;
+}
+
 static int parse_option(const char *backend, const char *key, const sbx_json *v,
                         bool allow_mode, struct sbx_sandbox_options *o)
 {
@@ -225,6 +249,16 @@ static int parse_option(const char *backend, const char *key, const sbx_json *v,
 		if (v->type != SBX_JSON_BOOL)
 			return option_error(backend, key, "expected true or false");
 		o->landlock = v->b;
+		return 0;
+	}
+	if (!strcmp(key, "subid_user"))
+		return parse_subid_user(backend, v, o);
+	if (!strcmp(key, "root_inside")) {
+		if (v->type != SBX_JSON_STRING || (strcmp(v->str, "unprivileged") &&
+		                                   strcmp(v->str, "allow-host-root")))
+			return option_error(backend, key, "expected \"unprivileged\" or "
+			                    "\"allow-host-root\"");
+		o->allow_host_root = !strcmp(v->str, "allow-host-root");
 		return 0;
 	}
 	return sbx_fail(-SBX_ECONFIG, "config: unknown key '%s.%s'", backend, key);
@@ -273,6 +307,7 @@ void sbx_sandbox_free_options(struct sbx_sandbox_options *o)
 	free(o->protected_paths);
 	free(o->rootfs);
 	free(o->hostname);
+	free(o->subid_user);
 	memset(o, 0, sizeof *o);
 }
 
@@ -336,12 +371,46 @@ static bool bwrap_caps_tmpfs(const struct sbx_sandbox *sb)
 	return sbx_quota_asked(&sb->cfg);
 }
 
+/* ---- users (util/idmap.h) ------------------------------------------------------------- */
+
+/* A bind the sandbox gets as a mount the library made, when it runs as a host range: one
+ * from outside the workdir (those inside come with the idmapped workspace). The init, no
+ * longer the host's root, could reach the source only as far as any user may. */
+static bool bind_needs_tree(const struct sbx_sandbox *sb, size_t i)
+{
+	return sb->idmap.on && !path_below(sb->opts->binds[i].source, sb->workdir);
+}
+
+/* What a host process of ours looks like to the sandbox's init: a uid its namespace does
+ * not map, which the kernel shows as the overflow uid. */
+static unsigned overflow_uid(void)
+{
+	_cleanup_close_ int fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
+	char text[16] = "";
+	unsigned v = 65534;
+
+	if (fd >= 0 && read(fd, text, sizeof text - 1) > 0)
+		sscanf(text, "%u", &v);
+	return v;
+}
+
+static void spec_users(sbx_buf *b, const struct sbx_sandbox *sb)
+{
+	if (!sb->idmap.on)
+		return;
+	sbx_buf_printf(b, "\"users\":{\"uid\":%u,\"gid\":%u,\"count\":%u},\"host_uid\":%u,",
+	               sb->idmap.uid, sb->idmap.gid, sb->idmap.count, overflow_uid());
+	if (sbx_quota_disk_bytes(&sb->cfg))
+		sbx_buf_puts(b, "\"state_mount\":true,");
+}
+
 /* The init's spec. A pre-started init gets the same without the workspace id (it serves
  * any workspace of this shape, and the id only names a cgroup, which such a sandbox has not). */
 static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
 {
 	const struct sbx_sandbox_options *o = sb->opts;
 	sbx_buf b = { 0 };
+	int trees = 0;
 
 	sbx_buf_puts(&b, prestart ? "{\"prestart\":true," : "{");
 	json_key_string(&b, "id", prestart ? "prestarted" : sb->id);
@@ -361,9 +430,12 @@ static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
 		json_key_string(&b, in_ws ? "workspace_source" : "source",
 		                in_ws ? in_ws : o->binds[i].source);
 		json_key_string(&b, "dest", o->binds[i].dest);
+		if (bind_needs_tree(sb, i))
+			sbx_buf_printf(&b, "\"tree_fd\":%d,", SBX_INIT_FIRST_TREE_FD + trees++);
 		sbx_buf_printf(&b, "\"writable\":%s}", o->binds[i].writable ? "true" : "false");
 	}
 	sbx_buf_puts(&b, "],");
+	spec_users(&b, sb);
 	if (o->protected_paths) {
 		sbx_buf_puts(&b, "\"protected\":[");
 		for (char **p = o->protected_paths; *p; p++) {
@@ -568,7 +640,7 @@ static void bwrap_etc(struct argv_builder *a, struct string_pool *pool, bool hav
 /* The fds bubblewrap binds (--bind-fd, --ro-bind-fd): the child gets v[i] as fd
  * BWRAP_FIRST_BIND_FD + i, after the init's own (init_proto.h). Closed by the caller after
  * the start. */
-#define BWRAP_FIRST_BIND_FD (SBX_INIT_BRIDGE_FD + 1)
+#define BWRAP_FIRST_BIND_FD SBX_INIT_FIRST_TREE_FD
 
 struct fd_list {
 	int *v;
@@ -591,6 +663,20 @@ static const char *fd_list_take(struct fd_list *l, struct string_pool *pool, int
 	l->v = v;
 	l->v[l->n++] = fd;
 	return pooled(pool, num);
+}
+
+/* Takes fd (closed on failure). */
+static int fd_list_push(struct fd_list *l, int fd)
+{
+	int *v = realloc(l->v, (l->n + 1) * sizeof *v);
+
+	if (!v) {
+		close(fd);
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	}
+	l->v = v;
+	l->v[l->n++] = fd;
+	return 0;
 }
 
 static void fd_list_close(struct fd_list *l)
@@ -681,6 +767,49 @@ static void bwrap_protected(struct argv_builder *a, struct string_pool *pool,
 		bwrap_protect_one(a, pool, fds, sb->root_fd, *p);
 }
 
+/* Binds the init makes itself when the sandbox runs as a host range (helpers/init/quota.c):
+ * from the idmapped workspace, or idmapped mounts of their own. */
+static bool init_makes_bind(const struct sbx_sandbox *sb, size_t i)
+{
+	return sb->idmap.on && (path_below(sb->opts->binds[i].source, sb->workdir) ||
+	                        bind_needs_tree(sb, i));
+}
+
+/* Such a bind's mount point, where the init cannot make one: outside its own /tmp and
+ * workspace, in bubblewrap's read-only root. A directory, or a file for a file. */
+static void bwrap_mount_point(struct argv_builder *a, const struct sbx_sandbox *sb, size_t i)
+{
+	const struct sbx_bind *b = &sb->opts->binds[i];
+	const char *in_ws = path_below(b->source, sb->workdir);
+	struct stat st;
+	bool dir = true;
+
+	if (!strncmp(b->dest, "/tmp/", 5) || path_below(b->dest, SBX_SANDBOX_ROOT))
+		return;
+	if (in_ws ? fstatat(sb->root_fd, in_ws, &st, AT_SYMLINK_NOFOLLOW) == 0
+	          : lstat(b->source, &st) == 0)
+		dir = S_ISDIR(st.st_mode);
+	if (dir)
+		args3(a, "--dir", b->dest, NULL);
+	else
+		args3(a, "--ro-bind", "/dev/null", b->dest);
+}
+
+/* The workspace: by fd, not by path (the host path can't be swapped under us), with its
+ * protected paths; or, as a host range, only its mount point, for the init's idmapped one. */
+static void bwrap_workspace(struct argv_builder *a, struct string_pool *pool,
+                            struct fd_list *fds, const struct sbx_sandbox *sb)
+{
+	if (sb->idmap.on) {
+		args3(a, "--dir", SBX_SANDBOX_ROOT, NULL);
+		return;
+	}
+	args3(a, sb->cfg.read_only ? "--ro-bind-fd" : "--bind-fd", "5", SBX_SANDBOX_ROOT);
+	/* A capped workspace hides this one; the init protects its paths on the tmpfs. */
+	if (!sbx_quota_disk_bytes(&sb->cfg))
+		bwrap_protected(a, pool, fds, sb);
+}
+
 /* A bind source inside the workspace (the MCP run folder, a caller's bind below the workdir)
  * goes to bubblewrap as an fd opened beneath the workspace, as the init opens it in direct
  * mode: bubblewrap would follow a link in the path anywhere on the host. */
@@ -715,6 +844,10 @@ static int bwrap_binds(struct argv_builder *a, struct string_pool *pool, struct 
 	for (size_t i = 0; i < o->n_binds; i++) {
 		const char *in_ws = path_below(o->binds[i].source, sb->workdir);
 
+		if (init_makes_bind(sb, i)) {
+			bwrap_mount_point(a, sb, i);
+			continue;
+		}
 		if (in_ws && (r = bwrap_workspace_bind(a, pool, fds, sb, &o->binds[i], in_ws)) < 0)
 			return r;
 		if (!in_ws)
@@ -739,6 +872,14 @@ static int bwrap_argv(const struct sbx_sandbox *sb, const char *init, struct str
 		arg(&a, "--detached");
 	if (sb->placeholders)
 		args3(&a, "--tidy", sb->placeholders, NULL);   /* its outer process tidies */
+	/* As root: the outer process starts bubblewrap as the range's first host ids. */
+	if (sb->idmap.on) {
+		char *ids = NULL;
+
+		if (asprintf(&ids, "%u:%u", sb->idmap.uid, sb->idmap.gid) < 0)
+			ids = NULL;
+		args3(&a, "--users", pooled(pool, ids), NULL);
+	}
 	args3(&a, "--proto", "1", NULL);
 	args3(&a, "--mode", "bwrap", "--");
 	args3(&a, SBX_BWRAP_PATH, "--unshare-all", "--unshare-user");
@@ -748,7 +889,11 @@ static int bwrap_argv(const struct sbx_sandbox *sb, const char *init, struct str
 	 * --die-with-parent (PR_SET_PDEATHSIG, which fires when the parent *thread* ends) holds. */
 	args3(&a, "--die-with-parent", "--new-session", NULL);
 	arg(&a, "--as-pid-1");
-	if (!bwrap_caps_tmpfs(sb))
+	/* Unprivileged, it runs the init as that user; the init attaches the workspace in a
+	 * user and mount namespace of its own (helpers/init/quota.c), as for a capped /tmp, and
+	 * is uid 0 there. (Not "--uid 0": bubblewrap drops CAP_SETFCAP, and without it no
+	 * namespace below may map its parent's uid 0.) */
+	if (!bwrap_caps_tmpfs(sb) && !sb->idmap.on)
 		arg(&a, "--disable-userns");
 	args3(&a, "--hostname", o->hostname, NULL);
 	bwrap_system_dirs(&a, pool, o->rootfs);
@@ -756,11 +901,7 @@ static int bwrap_argv(const struct sbx_sandbox *sb, const char *init, struct str
 	args3(&a, "--proc", "/proc", NULL);
 	args3(&a, "--dev", "/dev", NULL);
 	args3(&a, "--tmpfs", "/tmp", NULL);
-	/* The workspace by fd, not by path: the host path can't be swapped under us. */
-	args3(&a, sb->cfg.read_only ? "--ro-bind-fd" : "--bind-fd", "5", SBX_SANDBOX_ROOT);
-	/* A capped workspace hides this one; the init protects its paths on the tmpfs. */
-	if (!sbx_quota_disk_bytes(&sb->cfg))
-		bwrap_protected(&a, pool, fds, sb);
+	bwrap_workspace(&a, pool, fds, sb);
 	if ((r = bwrap_binds(&a, pool, fds, sb)) < 0) {
 		free(a.v);
 		return r;
@@ -866,36 +1007,40 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 	                "ready", sb->who, (unsigned)status);
 }
 
-/* Starts the init (direct) or bubblewrap with the init's fds (init_proto.h: 3 control,
- * 4 spec, 5 workspace, 6 seccomp program, 7 proxy bridge; -1 leaves a number closed) and,
- * from BWRAP_FIRST_BIND_FD on, bubblewrap's bind fds. */
+/* The fds a start hands the init (init_proto.h: 3 control, 4 spec, 5 workspace, 6 seccomp
+ * program, 7 proxy bridge, 8 idmapped workspace, 9 state folder; -1 leaves a number closed)
+ * and, from fd 10 on, bubblewrap's bind fds or the binds' idmapped mounts. */
+struct init_fds {
+	int ctl, spec, workspace, bridge, tree, state;
+	const struct fd_list *extra;
+};
+
 static int spawn_init(enum sbx_sandbox_mode mode, bool detached, const char *init,
-                      const char *const *bwrap, const char *tidy, int ctl, int spec,
-                      int workspace, int bridge, const struct fd_list *binds, int err_fd,
-                      pid_t *pid)
+                      const char *const *bwrap, const char *tidy, const struct init_fds *f,
+                      int err_fd, pid_t *pid)
 {
 	const char *direct[10];
 	size_t k = 0;
-	const size_t own = BWRAP_FIRST_BIND_FD - SBX_INIT_CONTROL_FD;
-	int *fds = malloc((own + binds->n) * sizeof *fds), err;
-	size_t n = own;
+	const size_t own = SBX_INIT_FIRST_TREE_FD - SBX_INIT_CONTROL_FD;
+	size_t n = own + (f->extra ? f->extra->n : 0);
+	int *fds = malloc(n * sizeof *fds), err;
 
 	if (!fds)
 		return ENOMEM;
-	fds[0] = ctl;
-	fds[1] = spec;
-	fds[2] = workspace;
+	fds[0] = f->ctl;
+	fds[1] = f->spec;
+	fds[2] = f->workspace;
 	/* fd 6: the seccomp program the spec announced (built before the spec was). */
 	fds[3] = mode == SBX_SANDBOX_DIRECT ? seccomp_program() : -1;
-	fds[4] = bridge;
-	if (mode == SBX_SANDBOX_BWRAP && binds->n) {
-		memcpy(fds + own, binds->v, binds->n * sizeof *fds);
-		n += binds->n;
-	}
+	fds[4] = f->bridge;
+	fds[5] = f->tree;
+	fds[6] = f->state;
+	if (n > own)
+		memcpy(fds + own, f->extra->v, f->extra->n * sizeof *fds);
 	direct[k++] = INIT_NAME;
 	if (detached)
 		direct[k++] = "--detached";
-	else if (workspace < 0)
+	else if (f->workspace < 0)
 		direct[k++] = "--prestarted";   /* a spare: no workspace yet */
 	if (tidy) {
 		/* The placeholders' note, for the tidier (helpers/init/tidy.c). */
@@ -913,49 +1058,214 @@ static int spawn_init(enum sbx_sandbox_mode mode, bool detached, const char *ini
 	return err;
 }
 
+/* Why the workdir (or a bind's source) cannot be given as an idmapped mount, as an error. */
+static int idmap_failure(const struct sbx_sandbox *sb, int dir_fd, const char *what, int r)
+{
+	char why[256];
+
+	if (!sbx_idmap_unsupported(r))
+		return sbx_fail(sbx_errno_code(-r), "%s: an idmapped mount of %s: %s", sb->who, what,
+		                strerror(-r));
+	sbx_idmap_why(dir_fd, r, why, sizeof why);
+	return sbx_fail(-SBX_ENOSYS, "%s: %s cannot be given to the sandbox through an idmapped "
+	                "mount (%s): as root, the sandbox runs as unprivileged host ids (inside 0 -> "
+	                "host %u, %s), and only such a mount keeps the files there yours; the key "
+	                "'%s.root_inside': \"allow-host-root\" runs it as host root instead, with a "
+	                "warning in the audit log", sb->who, what, why, sb->idmap.uid,
+	                sb->idmap.source, sb->who);
+}
+
+static int dup_root(const struct sbx_sandbox *sb, int *out)
+{
+	if ((*out = fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return sbx_fail(sbx_errno_code(errno), "%s: dup: %s", sb->who, strerror(errno));
+	return 0;
+}
+
+/* The workspace as the sandbox gets it: the directory, or (as a host range) its idmapped
+ * mount, the one made when the users were decided or a new one. */
+static int workspace_fd_for(struct sbx_sandbox *sb, int *out)
+{
+	int r;
+
+	if (!sb->idmap.on)
+		return dup_root(sb, out);
+	if (sb->ws_tree >= 0) {
+		*out = SBX_TAKE_FD(sb->ws_tree);
+		return 0;
+	}
+	r = sbx_idmap_tree(&sb->idmap, sb->root_fd, out);
+	return r < 0 ? idmap_failure(sb, sb->root_fd, sb->workdir, r) : 0;
+}
+
+/* As a host range, a capped workspace's state folder as the host sees it (init_proto.h,
+ * fd 9); else -1. */
+static int state_fd_for(const struct sbx_sandbox *sb, int *out)
+{
+	int r;
+
+	*out = -1;
+	if (!sb->idmap.on || !sbx_quota_disk_bytes(&sb->cfg))
+		return 0;
+	r = sbx_idmap_plain_tree(sb->root_fd, SBX_STATE_DIR, out);
+	return r < 0 ? sbx_fail(sbx_errno_code(-r), "%s: a mount of the state folder %s: %s",
+	                        sb->who, SBX_STATE_DIR, strerror(-r)) : 0;
+}
+
+/* One bind's mount: idmapped, so that the sandbox's root is the owner of what the host's
+ * root owns there; or, for a read-only bind on a file system without idmapped mounts, as the
+ * host has it (its files are then the sandbox's only as far as any user may read them). */
+static int bind_tree(const char *who, const struct sbx_idmap *m, const char *source,
+                     bool writable, int *tree)
+{
+	_cleanup_close_ int src = open(source, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	char why[256];
+	int r;
+
+	if (src < 0)
+		return sbx_fail(sbx_errno_code(errno), "%s: open the bind source %s: %s", who, source,
+		                strerror(errno));
+	r = sbx_idmap_tree(m, src, tree);
+	if (r < 0 && !writable && sbx_idmap_unsupported(r))
+		r = sbx_idmap_plain_tree(src, "", tree);
+	if (r == 0)
+		return 0;
+	if (!sbx_idmap_unsupported(r))
+		return sbx_fail(sbx_errno_code(-r), "%s: a mount of the bind source %s: %s", who,
+		                source, strerror(-r));
+	sbx_idmap_why(src, r, why, sizeof why);
+	return sbx_fail(-SBX_ENOSYS, "config: key '%s.binds': the writable bind source %s cannot "
+	                "be given to the sandbox through an idmapped mount (%s): as root, the "
+	                "sandbox runs as unprivileged host ids; make the bind read-only, or the "
+	                "key '%s.root_inside': \"allow-host-root\" runs it as host root", who,
+	                source, why, who);
+}
+
+/* The mounts of the binds that need one (bind_needs_tree), in the spec's order (which is that
+ * of the fds from SBX_INIT_FIRST_TREE_FD). */
+static int bind_trees_for(const struct sbx_sandbox *sb, struct fd_list *trees)
+{
+	const struct sbx_sandbox_options *o = sb->opts;
+	int r = 0;
+
+	for (size_t i = 0; i < o->n_binds && r == 0; i++) {
+		int tree;
+
+		if (!bind_needs_tree(sb, i))
+			continue;
+		if (trees->n == SBX_INIT_MAX_TREES)
+			r = sbx_fail(-SBX_ECONFIG, "config: key '%s.binds': more than %d binds", sb->who,
+			             SBX_INIT_MAX_TREES);
+		else if ((r = bind_tree(sb->who, &sb->idmap, o->binds[i].source, o->binds[i].writable,
+		                        &tree)) == 0)
+			r = fd_list_push(trees, tree);
+	}
+	return r;
+}
+
+/* The same from the spec itself, for a spare's starter, which has the spec and no sandbox:
+ * the binds whose entry names a "tree_fd". */
+static int spec_bind_trees(const char *who, const char *spec, struct fd_list *trees)
+{
+	const sbx_json *users, *binds;
+	struct sbx_idmap m = { .on = true };
+	sbx_json *root = NULL;
+	char err[128];
+	int r = 0;
+
+	if (sbx_json_parse(spec, strlen(spec), &root, err, sizeof err) < 0)
+		return sbx_fail(-SBX_EPROTO, "%s: the sandbox spec: %s", who, err);
+	users = sbx_json_get(root, "users");
+	binds = sbx_json_get(root, "binds");
+	if (users) {
+		m.uid = (uint32_t)sbx_json_get(users, "uid")->i;
+		m.gid = (uint32_t)sbx_json_get(users, "gid")->i;
+		m.count = (uint32_t)sbx_json_get(users, "count")->i;
+	}
+	for (size_t i = 0; users && binds && i < binds->n && r == 0; i++) {
+		const sbx_json *b = binds->items[i], *rw = sbx_json_get(b, "writable");
+		int tree;
+
+		if (!sbx_json_get(b, "tree_fd"))
+			continue;
+		if (trees->n == SBX_INIT_MAX_TREES)
+			r = sbx_fail(-SBX_ECONFIG, "config: key '%s.binds': more than %d binds", who,
+			             SBX_INIT_MAX_TREES);
+		else if ((r = bind_tree(who, &m, sbx_json_get(b, "source")->str, rw && rw->b,
+		                        &tree)) == 0)
+			r = fd_list_push(trees, tree);
+	}
+	sbx_json_free(root);
+	return r;
+}
+
+/* The fds of this start; *f's fds are then the caller's to close (init_fds_close). */
+static int init_fds_open(struct sbx_sandbox *sb, struct init_fds *f, struct fd_list *trees)
+{
+	int r;
+
+	*f = (struct init_fds){ .ctl = -1, .spec = -1, .workspace = -1, .bridge = -1, .tree = -1,
+	                        .state = -1, .extra = trees };
+	/* fd 5 is the host's view in any case: the tidier's (helpers/init/tidy.c). */
+	if ((r = dup_root(sb, &f->workspace)) < 0 ||
+	    (sb->idmap.on && (r = workspace_fd_for(sb, &f->tree)) < 0) ||
+	    (r = state_fd_for(sb, &f->state)) < 0)
+		return r;
+	return sb->idmap.on ? bind_trees_for(sb, trees) : 0;
+}
+
+static void init_fds_close(struct init_fds *f)
+{
+	const int fds[] = { f->spec, f->workspace, f->bridge, f->tree, f->state };
+
+	for (size_t i = 0; i < SBX_ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	*f = (struct init_fds){ .ctl = -1, .spec = -1, .workspace = -1, .bridge = -1, .tree = -1,
+	                        .state = -1 };
+}
+
 /* Starts the init and waits until it is ready. */
 static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 {
 	_cleanup_free_ char *spec = NULL;
-	_cleanup_close_ int spec_fd = -1, ws_fd = -1, child_ctl = -1, err_read = -1, err_write = -1;
-	_cleanup_close_ int bridge = -1;
+	_cleanup_close_ int child_ctl = -1, err_read = -1, err_write = -1;
 	_cleanup_free_ const char **argv = NULL;
 	struct string_pool pool = { 0 };
-	struct fd_list binds = { 0 };
-	int sv[2], r, err;
+	struct fd_list extra = { 0 };
+	struct init_fds f;
+	int sv[2], p[2], r, err;
 
 	make_placeholders(sb);
 	if (!(spec = build_spec(sb, false)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if ((spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0)
-		return spec_fd;
-	ws_fd = fcntl(sb->root_fd, F_DUPFD_CLOEXEC, 3);
-	if (ws_fd < 0)
-		return sbx_fail(sbx_errno_code(errno), "%s: dup: %s", sb->who, strerror(errno));
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", sb->who, strerror(errno));
+	if ((r = init_fds_open(sb, &f, &extra)) < 0)
+		goto out;
+	if ((f.spec = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0) {
+		r = f.spec;
+		goto out;
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		r = sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", sb->who, strerror(errno));
+		goto out;
+	}
 	sb->ctl = sv[0];
-	child_ctl = sv[1];
+	f.ctl = child_ctl = sv[1];
 	/* What the starter says on stderr explains a failure before the protocol runs. */
-	int p[2];
 	if (pipe2(p, O_CLOEXEC) == 0) {
 		err_read = p[0];
 		err_write = p[1];
 	}
-	if (sb->mode == SBX_SANDBOX_BWRAP && (r = bwrap_argv(sb, init, &pool, &binds, &argv)) < 0) {
-		pool_free(&pool);
-		fd_list_close(&binds);
-		return r;
-	}
-	if (sb->proxy && (r = sbx_netproxy_bridge(sb->proxy, &bridge)) < 0) {
-		pool_free(&pool);
-		fd_list_close(&binds);
-		return r;
-	}
-	err = spawn_init(sb->mode, sb->opts->detached, init, argv, sb->placeholders, child_ctl,
-	                 spec_fd, ws_fd, bridge, &binds, err_write, &sb->pid);
+	if (sb->mode == SBX_SANDBOX_BWRAP && (r = bwrap_argv(sb, init, &pool, &extra, &argv)) < 0)
+		goto out;
+	if (sb->proxy && (r = sbx_netproxy_bridge(sb->proxy, &f.bridge)) < 0)
+		goto out;
+	err = spawn_init(sb->mode, sb->opts->detached, init, argv, sb->placeholders, &f, err_write,
+	                 &sb->pid);
 	pool_free(&pool);
-	fd_list_close(&binds);
+	pool = (struct string_pool){ 0 };
+	fd_list_close(&extra);
+	init_fds_close(&f);
 	if (err) {
 		sb->pid = -1;
 		return sbx_fail(-SBX_EBACKEND, "%s: start %s: %s", sb->who,
@@ -972,6 +1282,11 @@ static int launch_fresh(struct sbx_sandbox *sb, const char *init)
 		                "to enforce it (%s)", sb->cgroup_note[0] ? sb->cgroup_note :
 		                "none could be made");
 	return 0;
+out:
+	pool_free(&pool);
+	fd_list_close(&extra);
+	init_fds_close(&f);
+	return r;
 }
 
 /* Ends the init by closing its channel (it exits, and the kernel empties its PID namespace
@@ -1026,7 +1341,6 @@ static void prestart(char *shape)
 	struct sbx_spare s = { .shape = shape, .pidfd = -1, .ctl = -1, .err_fd = -1 };
 	_cleanup_close_ int spec_fd = -1, child_ctl = -1, err_write = -1;
 	_cleanup_free_ char *init = NULL;
-	struct fd_list no_binds = { 0 };
 	int sv[2], p[2];
 	pid_t first;
 
@@ -1044,17 +1358,36 @@ static void prestart(char *shape)
 		s.err_fd = p[0];
 		err_write = p[1];
 	}
-	if (spawn_init(SBX_SANDBOX_DIRECT, false, init, NULL, NULL, child_ctl, spec_fd, -1, -1,
-	               &no_binds, err_write, &first) != 0) {
+	struct fd_list trees = { 0 };
+	const struct init_fds fds = { .ctl = child_ctl, .spec = spec_fd, .workspace = -1,
+	                              .bridge = -1, .tree = -1, .state = -1, .extra = &trees };
+
+	if (spec_bind_trees("prestart", spec, &trees) < 0 ||
+	    spawn_init(SBX_SANDBOX_DIRECT, false, init, NULL, NULL, &fds, err_write, &first) != 0) {
+		fd_list_close(&trees);
 		close(SBX_TAKE_FD(child_ctl));   /* no spare holds it: the discard need not wait */
 		sbx_spare_discard(&s);
 		return;
 	}
+	fd_list_close(&trees);
 	/* The first process forks the outer one and exits at once; this thread is the one to
 	 * wait for that, not the caller. The outer's pidfd is read when the spare is taken. */
 	int status;
 	reap(first, &status);
 	sbx_spare_park(&s);
+}
+
+/* ACTIVATE with the workspace (and, init_proto.h, the state folder's mount). */
+static int send_activation(struct sbx_sandbox *sb, const struct sbx_init_spawn *activate)
+{
+	int fds[2] = { -1, -1 }, r;
+
+	if ((r = workspace_fd_for(sb, &fds[0])) == 0 && (r = state_fd_for(sb, &fds[1])) == 0)
+		r = sbx_send_with_fds(sb->ctl, activate, sizeof *activate, fds, fds[1] >= 0 ? 2 : 1);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return r;
 }
 
 /* Hands the workspace to a parked spare of this shape and waits for it. 0 when it is ready;
@@ -1075,7 +1408,7 @@ static int launch_from_spare(struct sbx_sandbox *sb, const char *shape)
 	sb->pidfd = SBX_TAKE_FD(s.pidfd);
 	sb->ctl = SBX_TAKE_FD(s.ctl);
 	make_placeholders(sb);
-	r = sbx_send_with_fds(sb->ctl, &activate, sizeof activate, &sb->root_fd, 1);
+	r = send_activation(sb, &activate);
 	if (r == 0)
 		r = wait_ready(sb, s.err_fd);
 	sbx_spare_discard(&s);
@@ -1095,6 +1428,13 @@ static int take_files_root(struct sbx_sandbox *sb)
 		return 0;
 	if ((r = sbx_quota_receive_files_root(sb->ctl, sb->who, &fd)) < 0)
 		return r;
+	/* The sandbox's tmpfs belongs to its user namespace, where the host's root has no id: an
+	 * idmapped view gives it the sandbox's root's (util/idmap.h). */
+	if (sb->idmap.on && (r = sbx_idmap_host_view(fd)) < 0) {
+		close(fd);
+		return sbx_fail(sbx_errno_code(-r), "%s: the host's view of the capped workspace: "
+		                "mount_setattr: %s", sb->who, strerror(-r));
+	}
 	if (sb->files_root >= 0)
 		close(sb->files_root);
 	sb->files_root = fd;
@@ -1135,6 +1475,8 @@ static void free_sandbox(struct sbx_sandbox *sb)
 		close(sb->root_fd);
 	if (sb->files_root >= 0)
 		close(sb->files_root);
+	if (sb->ws_tree >= 0)
+		close(sb->ws_tree);
 	free(sb->workdir);
 	free(sb->id);
 	free(sb->network_mode);
@@ -1197,6 +1539,65 @@ static int restart_detached(struct sbx_sandbox *sb)
 	if ((r = sbx_sandbox_destroy_detached(sb->workdir, sb->id, NULL)) < 0)
 		return r;
 	return attach_or_launch(sb);
+}
+
+/* The fallback's warning, one record in the audit log at each open (the way
+ * util/auditlog.h has helpers write them). */
+static void audit_host_root(const struct sbx_sandbox *sb, const sbx_backend_config *cfg,
+                            const char *why)
+{
+	char now[64];
+	sbx_buf b = { 0 };
+
+	if (!SBX_BACKEND_CONFIG_HAS(cfg, audit_keep) || cfg->audit_dir_fd < 0)
+		return;
+	sbx_auditlog_time(now, sizeof now);
+	sbx_buf_printf(&b, "{\"time\":\"%s\",\"workspace\":", now);
+	sbx_buf_json_string(&b, sb->id, strlen(sb->id));
+	sbx_buf_printf(&b, ",\"kind\":\"users\",\"level\":\"warning\",\"event\":\"host-root\","
+	               "\"rule\":\"%s.root_inside allow-host-root\",\"mapping\":\"inside 0 -> host "
+	               "0\",\"reason\":", sb->who);
+	sbx_buf_json_string(&b, why, strlen(why));
+	sbx_buf_puts(&b, ",\"exposure\":\"commands run as the host's root: whatever gets past "
+	             "the sandbox's other walls owns every root-owned file\"}\n");
+	if (!b.oom)
+		sbx_auditlog_append(cfg->audit_dir_fd, b.data, b.len, cfg->audit_max_bytes,
+		                    cfg->audit_keep);
+	sbx_buf_free(&b);
+}
+
+/* As root: the host range the sandbox runs as, and an idmapped mount of its workdir to prove
+ * the file system takes one (kept for the first start). Where it does not, the open is
+ * refused, or with root_inside "allow-host-root" the sandbox runs as host root, audited. */
+static int decide_users(struct sbx_sandbox *sb, const sbx_backend_config *cfg)
+{
+	char why[320];
+	int r;
+
+	if ((r = sbx_idmap_resolve(sb->who, sb->opts->subid_user, &sb->idmap)) < 0 ||
+	    !sb->idmap.on)
+		return r;
+	r = sbx_idmap_tree(&sb->idmap, sb->root_fd, &sb->ws_tree);
+	if (r < 0 && !sbx_idmap_unsupported(r))
+		return idmap_failure(sb, sb->root_fd, sb->workdir, r);
+	if (r < 0)
+		sbx_idmap_why(sb->root_fd, r, why, sizeof why);
+	else if (sbx_quota_disk_bytes(&sb->cfg) && !sbx_idmap_tmpfs_ok(why, sizeof why))
+		r = -EOPNOTSUPP;   /* the host could not write into the capped workspace */
+	if (r == 0)
+		return 0;
+	if (!sb->opts->allow_host_root)
+		return r == -EOPNOTSUPP
+		       ? sbx_fail(-SBX_ENOSYS, "%s: the capped workspace (limits.disk_bytes) cannot "
+		                  "be served to the host as root (%s); the key '%s.root_inside': "
+		                  "\"allow-host-root\" runs it as host root instead, with a warning in "
+		                  "the audit log", sb->who, why, sb->who)
+		       : idmap_failure(sb, sb->root_fd, sb->workdir, r);
+	if (sb->ws_tree >= 0)
+		close(SBX_TAKE_FD(sb->ws_tree));
+	sb->idmap.on = false;
+	audit_host_root(sb, cfg, why);
+	return 0;
 }
 
 /* Mode "allowlist": the workspace's proxy, before the sandbox that will reach it. The config
@@ -1269,6 +1670,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	sb->outer_pidfd = -1;
 	sb->root_fd = -1;
 	sb->files_root = -1;
+	sb->ws_tree = -1;
 	memcpy(&sb->cfg, cfg, cfg->size < sizeof sb->cfg ? cfg->size : sizeof sb->cfg);
 	sb->workdir = cfg->workdir ? strdup(cfg->workdir) : NULL;
 	sb->id = strdup(cfg->id);
@@ -1291,7 +1693,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 		                "use network mode 'allowlist' (its proxy lives with the host process)",
 		                who);
 	}
-	if ((r = start_proxy(sb, cfg)) < 0) {
+	if ((r = decide_users(sb, cfg)) < 0 || (r = start_proxy(sb, cfg)) < 0) {
 		free_sandbox(sb);
 		return r;
 	}
@@ -1658,15 +2060,19 @@ const char *const *sbx_sandbox_backend_protected(void *state)
 /* A pidfd (the caller's to close) of a process in the sandbox's mount namespace: in direct
  * mode the outer process (it made the namespaces, and the init shares them); under
  * bubblewrap, bwrap's child (the init, --as-pid-1), which stays ours while bwrap, our child,
- * is unreaped. A detached sandbox's outer process is no longer ours to name: none (-1). */
+ * is unreaped. As a host range with placeholders to tidy, our child is the tidier that stayed
+ * root, and the outer process its child (helpers/init/main.c, drop_to_users). A detached
+ * sandbox's outer process is no longer ours to name: none (-1). */
 static int pidfd_in_sandbox(const struct sbx_sandbox *sb)
 {
-	pid_t init;
+	pid_t init, outer = sb->pid;
 
 	if (sb->opts->detached)
 		return -1;
 	if (sb->mode == SBX_SANDBOX_BWRAP) {
-		init = sb->pid > 0 ? sbx_warden_first_child(sbx_warden_first_child(sb->pid)) : -1;
+		if (outer > 0 && sb->idmap.on && sb->placeholders)
+			outer = sbx_warden_first_child(outer);
+		init = outer > 0 ? sbx_warden_first_child(sbx_warden_first_child(outer)) : -1;
 		return init > 0 ? (int)syscall(SYS_pidfd_open, init, 0) : -1;
 	}
 	return sb->outer_pidfd >= 0 ? fcntl(sb->outer_pidfd, F_DUPFD_CLOEXEC, 3) : -1;

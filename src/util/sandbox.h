@@ -40,7 +40,12 @@ enum sbx_sandbox_mode {
  *                             attaches to it, and closing only detaches (sandbox_attach.h)
  *   idle_ttl_s       number   a detached sandbox stops itself once no host has held it for
  *                             this many seconds (helpers/init/server.c); default 3600, 0 =
- *                             never (the workspace manager sets its ttl_s) */
+ *                             never (the workspace manager sets its ttl_s)
+ *   subid_user       string   default "agentsbx": as root, the sandbox's ids are this user's
+ *                             subordinate range (/etc/subuid, /etc/subgid), else a fixed one
+ *   root_inside      string   "unprivileged" (default) | "allow-host-root": as root, where the
+ *                             workdir cannot be idmapped, refuse, or run as host root with a
+ *                             warning in the audit log */
 struct sbx_sandbox_options {
 	enum sbx_sandbox_mode mode;
 	char *rootfs;
@@ -54,6 +59,10 @@ struct sbx_sandbox_options {
 	bool idle_ttl_set;
 	bool prestart;                /* direct mode: keep the next sandbox half-built when the
 	                                 process opens them one after another (default on) */
+	char *subid_user;             /* as root: whose /etc/subuid range the sandbox runs as
+	                                 (NULL: SBX_IDMAP_DEFAULT_USER; util/idmap.h) */
+	bool allow_host_root;         /* root_inside "allow-host-root": where the workdir cannot be
+	                                 idmapped, run as host root (audited) instead of refusing */
 };
 
 int sbx_sandbox_parse_options(const char *backend, const char *options_json, bool allow_mode,

@@ -96,10 +96,17 @@ static int receive_answer(int fd, void *msg, size_t len, const char *who)
 	return 0;
 }
 
+/* Root's sandboxes run as unprivileged host ids (util/idmap.h): which ones depends on the
+ * config of the process that started them, so root takes the init of any uid. What proves the
+ * socket root's is that it lives in this 0700 directory of root's, which the sandbox sees
+ * only through a read-only mount (the state folder is protected). */
+#define ANY_UID ((uid_t)-1)
+
 int sbx_attach_connect(int run_fd, const char *who, struct sbx_init_ready *ready,
                        pid_t *init_pid, int *fd)
 {
-	return sbx_attach_connect_as(run_fd, who, geteuid(), ready, init_pid, fd);
+	return sbx_attach_connect_as(run_fd, who, geteuid() == 0 ? ANY_UID : geteuid(), ready,
+	                             init_pid, fd);
 }
 
 int sbx_attach_connect_as(int run_fd, const char *who, uid_t server_uid,
@@ -125,8 +132,8 @@ int sbx_attach_connect_as(int run_fd, const char *who, uid_t server_uid,
 	}
 	/* Only a process of our own uid can have bound in our 0700 directory; the check costs
 	 * nothing and names the init, whose end tells when the sandbox is gone. */
-	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != server_uid ||
-	    cred.pid <= 0)
+	if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    (server_uid != ANY_UID && cred.uid != server_uid) || cred.pid <= 0)
 		return sbx_fail(-SBX_EPERM, "%s: the detached sandbox's socket belongs to another "
 		                "user", who);
 	/* The init closes a connection it refuses (too many clients) without a word. */
