@@ -207,6 +207,7 @@ int sbx_gitguard_open(sbx_workspace *ws)
 	probe_binds(g);
 	g->baseline = true;
 	r = walk_all(g);
+	gg_restore_modes();
 	g->baseline = false;
 	if (r < 0) {
 		free_guard(g);
@@ -266,6 +267,7 @@ static int check_locked(struct sbx_gitguard *g)
 			r = sbx_strset_each(&d.new_dirs, new_dir, g);
 	}
 	gg_dirty_free(&d);
+	gg_restore_modes();
 	if (r < 0)
 		g->full_next = true;
 	return r;

@@ -174,7 +174,8 @@ static int make_writable(int dirfd)
 {
 	struct stat st;
 
-	if (fstat(dirfd, &st) < 0 || st.st_uid != geteuid())
+	if (fstat(dirfd, &st) < 0 || st.st_uid != geteuid() ||
+	    !gg_remember_mode(dirfd, st.st_mode & 07777))
 		return -1;
 	return fchmod(dirfd, (st.st_mode & 07777) | S_IRWXU);
 }

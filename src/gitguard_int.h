@@ -77,8 +77,14 @@ int gg_inspect_git_dir(struct sbx_gitguard *g, const char *rel, unsigned depth);
 /* openat of a regular file for reading: never a link, never blocking (a FIFO a command put
  * there), never a terminal. The fd, or -errno (-SBX_EINVAL when it is not a regular file). */
 int gg_openat_regular(int dirfd, const char *name);
-/* openat of a directory, O_NOFOLLOW, made u+rwx first if we may not read it (ours only). */
+/* openat of a directory, O_NOFOLLOW, made u+rwx first if we may not read it (ours only);
+ * the mode it had is put back by gg_restore_modes at the end of the check. */
 int gg_openat_dir(int dirfd, const char *name);
+/* Notes that the directory dirfd had mode before the check changed it (gg_restore_modes
+ * puts it back); false when it cannot be noted (then do not change it). */
+bool gg_remember_mode(int dirfd, mode_t mode);
+/* Gives back the modes gg_openat_dir changed during this thread's check. */
+void gg_restore_modes(void);
 /* Opens rel beneath the root as a directory, following no symlink. */
 int gg_open_dir(struct sbx_gitguard *g, const char *rel, int *out);
 /* Whether the directory dirfd is shaped like a git dir (HEAD file, objects/ and refs/). */

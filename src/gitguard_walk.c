@@ -63,19 +63,76 @@ int gg_openat_regular(int dirfd, const char *name)
 	return fd;
 }
 
+/* The directories a check opened up (gg_openat_dir), to be given their modes back when it
+ * ends: the guard must see what the host's git could, but a folder the user (or a command)
+ * closed stays closed. One check runs on one thread, under its guard's lock. */
+struct opened_up {
+	int pfd;                  /* O_PATH fd of the directory itself */
+	mode_t mode;
+};
+static __thread struct opened_up *opened;
+static __thread size_t n_opened, cap_opened;
+
+static bool remember_opened(int pfd, mode_t mode)
+{
+	if (n_opened == cap_opened) {
+		size_t cap = cap_opened ? 2 * cap_opened : 8;
+		struct opened_up *nv = realloc(opened, cap * sizeof *nv);
+
+		if (!nv)
+			return false;
+		opened = nv;
+		cap_opened = cap;
+	}
+	opened[n_opened++] = (struct opened_up){ pfd, mode };
+	return true;
+}
+
+bool gg_remember_mode(int dirfd, mode_t mode)
+{
+	int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+
+	if (fd < 0)
+		return false;
+	if (!remember_opened(fd, mode)) {
+		close(fd);
+		return false;
+	}
+	return true;
+}
+
+void gg_restore_modes(void)
+{
+	char path[64];
+
+	for (size_t i = n_opened; i-- > 0;) {
+		snprintf(path, sizeof path, "/proc/self/fd/%d", opened[i].pfd);
+		(void)chmod(path, opened[i].mode);
+		close(opened[i].pfd);
+	}
+	free(opened);
+	opened = NULL;
+	n_opened = cap_opened = 0;
+}
+
 /* The directory name in dirfd, opened without following a link. One a command made
  * unreadable or unsearchable for us (chmod 100: git, as the same user, can still run a hook
- * in it by name) is given u+rwx first: the guard must see all that the host's git could. */
+ * in it by name) is given u+rwx for the rest of the check: the guard must see all that the
+ * host's git could. Its own mode comes back at the end of the check (gg_restore_modes). */
 int gg_openat_dir(int dirfd, const char *name)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	char path[64];
 	struct stat st;
+	int pfd;
 
 	if (fd >= 0 || errno != EACCES)
 		return fd;
-	_cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (pfd < 0 || fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+	pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0 || fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    !remember_opened(pfd, st.st_mode & 07777)) {
+		if (pfd >= 0)
+			close(pfd);
 		errno = EACCES;
 		return -1;
 	}

@@ -256,6 +256,10 @@ START_TEST(permission_games_do_not_hide_a_hook)
 	expect_item(w, "p/.git/hooks/pre-commit", "exec");
 	expect_item(w, "p/.git/config", "exec");
 	expect_item(w, "q/r/.git/hooks/pre-commit", "exec");
+	/* What the guard opened up to look (as the caller's own user: root needs no such step)
+	 * has its mode back: a folder someone closed stays closed. */
+	const char *modes = host_out(bt_tmp("cd '%s' && stat -c %%a p/.git/hooks p/.git q 2>&1", dir));
+	ck_assert_msg(!strcmp(modes, "100\n500\n100\n"), "modes after the check: %s", modes);
 	ck_assert_int_eq(sbx_workspace_close(w), 0);
 	use_on_host(dir, "p");
 	use_on_host(dir, "q/r");
