@@ -7,6 +7,9 @@
  * and hooks there too. In each the guard checks what the host's git would run or follow:
  * hooks/, config, config.worktree, commondir, and the pointers that lead elsewhere.
  *
+ * A git-shaped folder that is not named .git is walked like any other folder as well: the
+ * host's git run in a subfolder of it takes that subfolder's own .git first.
+ *
  * Every directory is opened from its parent's fd with O_NOFOLLOW, so a link a command made
  * is never followed; pointers are resolved from the root with RESOLVE_BENEATH, the way the
  * host's git would resolve them but never out of the workspace. */
@@ -501,6 +504,7 @@ static int dir_entry(int dirfd, const struct dirent *e, void *ud)
 int gg_walk_dir(struct sbx_gitguard *g, int dirfd, const char *rel, unsigned depth)
 {
 	struct dir_walk w = { g, rel, depth, true };
+	int r;
 
 	if (depth > GG_MAX_DEPTH) {
 		if (!g->walk_limited)
@@ -508,11 +512,12 @@ int gg_walk_dir(struct sbx_gitguard *g, int dirfd, const char *rel, unsigned dep
 		g->walk_limited = true;
 		return 0;
 	}
-	if (*rel && gg_is_git_dir_shaped(dirfd))
-		return gg_inspect_git_dir(g, rel, 0);
 	gg_watch_add(g, dirfd, rel, GG_WATCH_DIR, NULL);
-	if (!*rel && gg_is_git_dir_shaped(dirfd) && gg_inspect_git_dir(g, "", 0) < 0)
-		return -SBX_ENOMEM;
+	/* A folder shaped like a git dir is one (git takes it for a bare repository when it runs
+	 * there or below without a .git of its own), and it stays a folder: git run in a
+	 * subfolder of it uses that subfolder's .git first, so its tree is walked as any other. */
+	if (gg_is_git_dir_shaped(dirfd) && (r = gg_inspect_git_dir(g, rel, 0)) < 0)
+		return r;
 	return each_entry(dirfd, dir_entry, &w);
 }
 
@@ -520,10 +525,12 @@ int gg_recheck_dir(struct sbx_gitguard *g, const char *rel)
 {
 	_cleanup_close_ int fd = -1;
 	struct dir_walk w = { g, rel, 0, false };
+	int r;
 
 	if (gg_open_dir(g, rel, &fd) < 0)
 		return 0;
-	if (*rel && gg_is_git_dir_shaped(fd))
-		return gg_inspect_git_dir(g, rel, 0);
+	/* The root too: made bare-shaped, it is the git dir of the host's git run there. */
+	if (gg_is_git_dir_shaped(fd) && (r = gg_inspect_git_dir(g, rel, 0)) < 0)
+		return r;
 	return each_entry(fd, dir_entry, &w);
 }

@@ -288,6 +288,60 @@ START_TEST(a_flood_of_changes_falls_back_to_a_full_walk)
 }
 END_TEST
 
+/* A folder shaped like a git dir (HEAD, objects/, refs/) is still a folder the user's git
+ * may run in below: git looks for a ".git" in the directory it runs in first, so a repository
+ * in a subfolder of a bare-shaped folder is used as any other. One command makes both. */
+START_TEST(a_repository_below_a_git_shaped_folder_is_found)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, bt_tmp("mkdir -p x/objects x/refs x/proj && echo 'ref: refs/heads/main' > x/HEAD "
+	                 "&& %s", plant_git_dir("x/proj/.git", "shaped")));
+	expect_item(w, "x/proj/.git/hooks/pre-commit", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "x/proj");
+	assert_no_marker();
+}
+END_TEST
+
+/* The workspace root made git-shaped, then a full walk (a renamed folder forces one): the
+ * root is a git dir to the guard from then on, and must stay an ordinary folder too, whose
+ * new subfolders are walked. */
+START_TEST(a_git_shaped_root_still_has_its_new_folders_walked)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, "mkdir -p objects refs a && echo 'ref: refs/heads/main' > HEAD && mv a b");
+	run_ok(w, bt_tmp("mkdir -p later/on && %s", plant_git_dir("later/on/.git", "root-shaped")));
+	expect_item(w, "later/on/.git/hooks/pre-commit", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "later/on");
+	assert_no_marker();
+}
+END_TEST
+
+/* The workspace root made a bare repository by one command (HEAD, objects/, refs/, a config
+ * and hooks at the top): the host's git run at the root, finding no .git, takes the root
+ * itself for its git dir, and would run its alias. */
+START_TEST(the_root_made_a_bare_repository_is_checked)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, bt_tmp("mkdir -p objects refs/heads hooks && echo 'ref: refs/heads/main' > HEAD "
+	                 "&& printf '[core]\\n\\tbare = true\\n[alias]\\n\\tst = \"!touch %1$s/bare-root-alias\"\\n' "
+	                 "> config && printf '#!/bin/sh\\ntouch %1$s/bare-root-hook\\n' > "
+	                 "hooks/pre-receive && chmod +x hooks/pre-receive", markers));
+	expect_item(w, "config", "exec");
+	expect_item(w, "hooks/pre-receive", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, ".");
+	assert_no_marker();
+}
+END_TEST
+
 /* ---- pointers ------------------------------------------------------------------------- */
 
 START_TEST(commondir_modules_worktrees_gitdir_files_links_and_bare_repos)
@@ -646,6 +700,9 @@ static Suite *git_guard_suite(void)
 		ADD(s, planted_hooks_and_config_never_run_at_the_root_or_three_deep);
 		ADD(s, permission_games_do_not_hide_a_hook);
 		ADD(s, a_flood_of_changes_falls_back_to_a_full_walk);
+		ADD(s, a_repository_below_a_git_shaped_folder_is_found);
+		ADD(s, a_git_shaped_root_still_has_its_new_folders_walked);
+		ADD(s, the_root_made_a_bare_repository_is_checked);
 		ADD(s, commondir_modules_worktrees_gitdir_files_links_and_bare_repos);
 		ADD(s, spawned_processes_the_bash_tool_reset_and_close_are_checked);
 		ADD(s, a_forked_child_using_the_library_takes_no_event_from_its_parent);
