@@ -44,6 +44,19 @@ static int read_small(int dirfd, const char *name, char **out)
 	return 0;
 }
 
+/* A link's target, in memory of its own: chains of pointers recurse, and each level's
+ * frame stays small. */
+static int read_link(int dirfd, const char *name, char **out)
+{
+	char buf[GG_MAX_POINTER];
+	ssize_t n = readlinkat(dirfd, name, buf, sizeof buf - 1);
+
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return (*out = strdup(buf)) ? 0 : -SBX_ENOMEM;
+}
+
 /* The root-relative physical path of an fd beneath the root, or NULL when it is not. */
 static char *rel_of_fd(struct sbx_gitguard *g, int fd)
 {
@@ -127,18 +140,13 @@ int gg_check_pointer(struct sbx_gitguard *g, int dirfd, const char *name, const 
                          unsigned depth)
 {
 	_cleanup_free_ char *text = NULL, *target = NULL, *fixed = NULL;
-	char buf[GG_MAX_POINTER];
 	bool from_view;
 	sbx_buf key = { 0 };
 	int r;
 
 	if (is_link) {
-		ssize_t n = readlinkat(dirfd, name, buf, sizeof buf - 1);
-		if (n < 0)
-			return 0;
-		buf[n] = '\0';
-		if (!(text = strdup(buf)))
-			return -SBX_ENOMEM;
+		if ((r = read_link(dirfd, name, &text)) < 0)
+			return r == -SBX_ENOMEM ? r : 0;
 	} else if ((r = read_small(dirfd, name, &text)) < 0) {
 		return r == -SBX_ENOMEM ? r : r == -ENOENT ? 0 :
 		       gg_quarantine(g, dirfd, name, rel, "pointer", "an unreadable pointer file");

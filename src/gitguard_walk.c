@@ -436,8 +436,16 @@ int gg_inspect_git_dir(struct sbx_gitguard *g, const char *rel, unsigned depth)
 	_cleanup_close_ int gfd = -1;
 	int r;
 
-	if (depth > 32 || sbx_strset_has(&g->inspected, rel, strlen(rel)))
+	if (sbx_strset_has(&g->inspected, rel, strlen(rel)))
 		return 0;
+	/* depth counts the pointers and module nestings that led here, never the folders above
+	 * (a repository found by the walk starts a chain at 0). */
+	if (depth > GG_MAX_DEPTH) {
+		if (!g->walk_limited)
+			gg_audit_event(g, "depth-limit", rel);
+		g->walk_limited = true;
+		return 0;
+	}
 	if (sbx_strset_add(&g->inspected, rel, strlen(rel)) < 0 || remember_repo(g, rel) < 0)
 		return -SBX_ENOMEM;
 	if ((r = gg_open_dir(g, rel, &gfd)) < 0)
@@ -462,9 +470,12 @@ struct dir_walk {
 	bool descend;
 };
 
+/* A .git entry of an ordinary folder: the start of a chain of git dirs (depth 0), however
+ * deep the folder is. */
 static int check_dot_git(struct sbx_gitguard *g, int dirfd, const char *dir_rel,
-                         const char *name, int type, unsigned depth)
+                         const char *name, int type)
 {
+	const unsigned depth = 0;
 	_cleanup_free_ char *rel = gg_join(dir_rel, name);
 
 	if (!rel)
@@ -489,7 +500,7 @@ static int dir_entry(int dirfd, const struct dirent *e, void *ud)
 	if (!*w->rel && !strcmp(e->d_name, STATE_DIR))
 		return 0;             /* the library's own (and the quarantine in it) */
 	if (strcasecmp(e->d_name, ".git") == 0)
-		return check_dot_git(w->g, dirfd, w->rel, e->d_name, type, w->depth);
+		return check_dot_git(w->g, dirfd, w->rel, e->d_name, type);
 	if (type != DT_DIR || !w->descend)
 		return 0;
 	_cleanup_free_ char *rel = gg_join(w->rel, e->d_name);

@@ -342,6 +342,35 @@ START_TEST(the_root_made_a_bare_repository_is_checked)
 }
 END_TEST
 
+/* The walk goes 256 folders deep; a repository 40 folders down is within that, made in one
+ * command below a new folder, or found by the full walk at the next open. */
+START_TEST(a_repository_forty_folders_down_is_found)
+{
+	char *dir = bt_mkdtemp();
+	const char *deep = "d/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17/18/19/20/21/22/23/24/25/26/"
+	                   "27/28/29/30/31/32/33/34/35/36/37/38/39";
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, bt_tmp("mkdir -p %s && %s", deep, plant_git_dir(bt_tmp("%s/.git", deep), "deep40")));
+	expect_item(w, bt_tmp("%s/.git/hooks/pre-commit", deep), "exec");
+	/* a gitdir: file that deep, to a git dir of the command's making inside another's .git
+	 * (which the walk does not search: only the pointer leads there); 41 levels up: e/ and
+	 * the 40 of deep */
+	char up[41 * 3 + 1] = "";
+	for (int i = 0; i < 41; i++)
+		strcat(up, "../");
+	run_ok(w, bt_tmp("mkdir -p r/.git/objects r/.git/refs e/%s && "
+	                 "echo 'ref: refs/heads/main' > r/.git/HEAD && %s && "
+	                 "printf 'gitdir: %sr/.git/hide\\n' > e/%s/.git", deep,
+	                 plant_git_dir("r/.git/hide", "deep40-file"), up, deep));
+	expect_item(w, "r/.git/hide/hooks/pre-commit", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, deep);
+	use_on_host(dir, bt_tmp("e/%s", deep));
+	assert_no_marker();
+}
+END_TEST
+
 /* ---- pointers ------------------------------------------------------------------------- */
 
 START_TEST(commondir_modules_worktrees_gitdir_files_links_and_bare_repos)
@@ -703,6 +732,7 @@ static Suite *git_guard_suite(void)
 		ADD(s, a_repository_below_a_git_shaped_folder_is_found);
 		ADD(s, a_git_shaped_root_still_has_its_new_folders_walked);
 		ADD(s, the_root_made_a_bare_repository_is_checked);
+		ADD(s, a_repository_forty_folders_down_is_found);
 		ADD(s, commondir_modules_worktrees_gitdir_files_links_and_bare_repos);
 		ADD(s, spawned_processes_the_bash_tool_reset_and_close_are_checked);
 		ADD(s, a_forked_child_using_the_library_takes_no_event_from_its_parent);
