@@ -132,8 +132,19 @@ static int batch_parent(struct sbx_gitguard *g, const char *rel, int *out)
 	return 0;
 }
 
-/* Across file systems (a capped workspace): copy, then remove. */
-static int move_by_copy(int dirfd, const char *name, int to_dir, const char *to_name)
+/* What a copy of st costs the host's disk: its bytes, and a block for its inode. */
+static uint64_t copy_cost(const struct stat *st)
+{
+	return (S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0) + 4096;
+}
+
+/* Across file systems (a capped workspace, whose files are a tmpfs of the sandbox's and whose
+ * quarantine is on the host's disk): copy, then remove. The copy is the host's disk, outside
+ * the workspace's cap, and a command can plant another cap's worth for every check: a file or
+ * link is kept while the guard's copies stay within GG_MAX_COPIED, a folder never (a hook or
+ * a config is a file). 1: removed without a copy. */
+static int move_by_copy(struct sbx_gitguard *g, int dirfd, const char *name, int to_dir,
+                        const char *to_name)
 {
 	struct stat st;
 	char target[4096];
@@ -141,6 +152,10 @@ static int move_by_copy(int dirfd, const char *name, int to_dir, const char *to_
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	if (S_ISDIR(st.st_mode) || copy_cost(&st) > GG_MAX_COPIED - g->copied) {
+		r = sbx_fs_remove_tree(dirfd, name);
+		return r < 0 ? r : 1;
+	}
 	if (S_ISLNK(st.st_mode)) {
 		ssize_t n = readlinkat(dirfd, name, target, sizeof target - 1);
 		if (n < 0)
@@ -148,14 +163,6 @@ static int move_by_copy(int dirfd, const char *name, int to_dir, const char *to_
 		target[n] = '\0';
 		if (symlinkat(target, to_dir, to_name) < 0)
 			return -errno;
-	} else if (S_ISDIR(st.st_mode)) {
-		_cleanup_close_ int from = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		                                              O_CLOEXEC);
-		_cleanup_close_ int to = -1;
-		if (from < 0)
-			return -errno;
-		if ((r = subdir(to_dir, to_name, &to)) < 0 || (r = sbx_fs_copy_tree(from, to, NULL)) < 0)
-			return r;
 	} else if (S_ISREG(st.st_mode)) {
 		_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 		                                             O_CLOEXEC);
@@ -163,10 +170,18 @@ static int move_by_copy(int dirfd, const char *name, int to_dir, const char *to_
 		size_t len;
 		if (fd < 0)
 			return -errno;
-		if ((r = sbx_fs_read_fd(fd, (size_t)64 << 20, &data, &len)) < 0 ||
-		    (r = sbx_fs_write_atomic(to_dir, to_name, data, len, 0600, 0)) < 0)
+		/* At most the size judged: grown since (or unreadable), it is not kept. */
+		if (sbx_fs_read_fd(fd, (size_t)st.st_size, &data, &len) < 0) {
+			r = sbx_fs_remove_tree(dirfd, name);
+			return r < 0 ? r : 1;
+		}
+		if ((r = sbx_fs_write_atomic(to_dir, to_name, data, len, 0600, 0)) < 0)
 			return r;
+	} else {
+		r = sbx_fs_remove_tree(dirfd, name);    /* a FIFO, a socket: nothing to keep */
+		return r < 0 ? r : 1;
 	}
+	g->copied += copy_cost(&st);
 	return sbx_fs_remove_tree(dirfd, name);
 }
 
@@ -206,9 +221,14 @@ int gg_quarantine(struct sbx_gitguard *g, int dirfd, const char *name, const cha
 	if (r == -ENOENT)
 		return 0;             /* gone meanwhile: nothing left to run */
 	if (r == -EXDEV)
-		r = move_by_copy(dirfd, name, parent, base);
+		r = move_by_copy(g, dirfd, name, parent, base);
 	if (r < 0 && r != -SBX_ENOENT)
 		return r;
+	if (r == 1) {
+		snprintf(why, sizeof why, "%s (deleted: a folder, or more than the quarantine keeps "
+		         "of a capped workspace)", reason);
+		return gg_record(g, rel, what, why, NULL);
+	}
 	if (asprintf(&moved, "%s/%s/%s/%s", STATE_DIR, QUARANTINE, g->batch, rel) < 0)
 		return -SBX_ENOMEM;
 	return gg_record(g, rel, what, reason, moved);
@@ -389,11 +409,11 @@ static int restore_sanitised(struct sbx_gitguard *g, struct keep_ctx *k, int gfd
 	int r;
 
 	base = base ? base + 1 : k->rel;
+	/* Nothing to read (gone meanwhile, or deleted outright): the minimal config, so the
+	 * repository still has one. */
 	if ((r = batch_parent(g, k->rel, &parent)) < 0 || (r = read_config(parent, base, &text,
 	                                                                    &len)) < 0)
 		text = NULL;
-	if (r == -ENOENT)
-		return 0;             /* nothing was moved (gone meanwhile, or deleted outright) */
 	k->record = false;
 	r = text ? sbx_gitconfig_sanitize(text, len, keep_key, k, &c, err, sizeof err) : -SBX_EINVAL;
 	if (r == -SBX_ENOMEM || k->err)

@@ -17,6 +17,8 @@
 #define GG_MAX_POINTER 4096       /* bytes of a commondir or "gitdir:" file we read */
 #define GG_MAX_CONFIG ((size_t)1 << 20)  /* a bigger config is quarantined whole */
 #define GG_MAX_BOUND_REPOS 256    /* repositories given read-only binds; the rest: detection */
+#define GG_MAX_COPIED ((uint64_t)16 << 20)  /* what a guard's quarantine copies across file
+                                               systems (a capped workspace) in all */
 
 /* One quarantined item, for sbx_workspace_git_quarantine(). */
 struct gg_item {
@@ -63,6 +65,7 @@ struct sbx_gitguard {
 	int quarantine_fd;        /* this check's batch folder in quarantine/, or -1 */
 	char batch[64];           /* its name */
 	unsigned batch_seq;
+	uint64_t copied;          /* bytes the quarantine copied across file systems so far */
 	struct gg_dirty pending;  /* owned by gitguard_watch.c, under its lock */
 	bool registered;          /* in the watcher's list */
 };

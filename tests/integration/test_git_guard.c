@@ -591,6 +591,50 @@ START_TEST(spawned_processes_the_bash_tool_reset_and_close_are_checked)
 }
 END_TEST
 
+/* ---- a capped workspace ----------------------------------------------------------------- */
+
+/* Bytes below the host directory dir (du's apparent size). */
+static long long host_bytes(const char *dir)
+{
+	const char *out = host_out(bt_tmp("du -sb --apparent-size '%s' 2>/dev/null | cut -f1", dir));
+
+	return atoll(out);
+}
+
+/* A capped workspace's files are a tmpfs of the sandbox's, its state folder (and so the
+ * quarantine) on the host's disk: a quarantine across that boundary is a copy, and what it
+ * copies must not let a command write past limits.disk_bytes onto the host, one cap a
+ * command, without end. */
+START_TEST(the_quarantine_of_a_capped_workspace_stays_bounded)
+{
+	sbx_workspace *w = bt_open_ok(NULL, "\"limits\":{\"disk_bytes\":33554432}");
+	char *state = strdup(sbx_audit_path(w));
+
+	ck_assert_ptr_nonnull(state);
+	*strrchr(state, '/') = '\0';
+	/* a new repository each time: the ones made before are read-only by then */
+	for (int i = 0; i < 6; i++)
+		run_ok(w, bt_tmp("mkdir -p r%1$d/.git/objects r%1$d/.git/refs r%1$d/.git/hooks/big && "
+		                 "echo 'ref: refs/heads/main' > r%1$d/.git/HEAD && "
+		                 "head -c 20000000 /dev/zero > r%1$d/.git/hooks/big/blob && "
+		                 "head -c 5000000 /dev/zero > r%1$d/.git/hooks/post-commit", i));
+	for (int i = 0; i < 6; i++) {
+		expect_item(w, bt_tmp("r%d/.git/hooks/big", i), "exec");
+		expect_item(w, bt_tmp("r%d/.git/hooks/post-commit", i), "exec");
+	}
+	long long kept = host_bytes(bt_tmp("%s/quarantine", state));
+	ck_assert_msg(kept <= 32ll << 20, "the quarantine holds %lld bytes on the host's disk "
+	              "for a workspace capped at 32 MiB", kept);
+	/* what it did not keep it says it deleted, and nothing of it is left inside */
+	ck_assert_msg(strstr(quarantine_json(w), "deleted: a folder"), "%.2000s",
+	              quarantine_json(w));
+	run_ok(w, "for i in 0 1 2 3 4 5; do test ! -e r$i/.git/hooks/big && "
+	          "test ! -e r$i/.git/hooks/post-commit || exit 1; done");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	free(state);
+}
+END_TEST
+
 /* ---- a host that forks ------------------------------------------------------------------ */
 
 /* A forked child (a worker pool, a test runner) has a copy of the library's one inotify
@@ -744,6 +788,7 @@ static Suite *git_guard_suite(void)
 		ADD(s, ordinary_git_work_inside_keeps_working_on_the_host);
 		ADD(s, existing_and_earlier_repositories_are_read_only_inside);
 		ADD(s, binds_stop_at_256_repositories_and_detection_covers_the_rest);
+		ADD(s, the_quarantine_of_a_capped_workspace_stays_bounded);
 	}
 	return s;
 }
