@@ -448,6 +448,10 @@ static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
 		sbx_buf_puts(&b, "\"workspace_readonly\":true,");
 	if (o->detached && o->idle_ttl_ms > 0)
 		sbx_buf_printf(&b, "\"idle_ttl_ms\":%lld,", (long long)o->idle_ttl_ms);
+	/* As root, what the sandbox creates in the workdir is root's on the host (idmapped, or
+	 * the host-root fallback): a set-id bit on it would be a root program for any host user. */
+	if (geteuid() == 0)
+		sbx_buf_puts(&b, "\"refuse_setid\":true,");
 	if (sb->mode == SBX_SANDBOX_DIRECT || bwrap_caps_tmpfs(sb))
 		sbx_quota_spec_keys(&b, &sb->cfg);
 	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s,"
