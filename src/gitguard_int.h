@@ -84,7 +84,8 @@ int gg_openat_regular(int dirfd, const char *name);
 int gg_openat_dir(int dirfd, const char *name);
 /* Opens rel beneath the root as a directory, following no symlink. */
 int gg_open_dir(struct sbx_gitguard *g, const char *rel, int *out);
-/* Whether the directory dirfd is shaped like a git dir (HEAD file, objects/ and refs/). */
+/* Whether the directory dirfd is shaped like a git dir (HEAD, and objects/ and refs/ or a
+ * commondir, as git's is_git_directory judges it). */
 bool gg_is_git_dir_shaped(int dirfd);
 /* "<what>\0<rel>\0<detail>" in b: the key of an allowance of the baseline. */
 int gg_key_of(sbx_buf *b, const char *what, const char *rel, const char *detail,

@@ -148,8 +148,10 @@ static bool stat_is(int dirfd, const char *name, int flags, mode_t type)
 	return fstatat(dirfd, name, &st, flags) == 0 && (st.st_mode & S_IFMT) == type;
 }
 
-/* git's is_git_directory: HEAD, objects/ and refs/ (links followed, as git's access() does:
- * here a stat only, which reads nothing). */
+/* git's is_git_directory: HEAD, and objects/ and refs/ in the common dir, which is the one a
+ * commondir file names when there is one (a worktree's git dir has no objects/ or refs/ of its
+ * own). Any commondir counts here: where it leads is the inspection's to judge. Links are
+ * followed, as git's access() does: here a stat only, which reads nothing. */
 bool gg_is_git_dir_shaped(int dirfd)
 {
 	struct stat st;
@@ -157,6 +159,8 @@ bool gg_is_git_dir_shaped(int dirfd)
 	if (fstatat(dirfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
 		return false;
+	if (fstatat(dirfd, "commondir", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return true;
 	return stat_is(dirfd, "objects", 0, S_IFDIR) && stat_is(dirfd, "refs", 0, S_IFDIR);
 }
 

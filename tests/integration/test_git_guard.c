@@ -342,6 +342,31 @@ START_TEST(the_root_made_a_bare_repository_is_checked)
 }
 END_TEST
 
+/* git takes a folder for a git dir when it has a HEAD and its common dir — its own, or the
+ * one its commondir names — has objects/ and refs/: a worktree's git dir has neither of its
+ * own. Such a folder, made by a command, is used by the host's git run below it, with its
+ * config.worktree (the common dir's config turns that on with a key the guard allows), whose
+ * core.worktree makes the folder below a work tree for the fsmonitor. */
+START_TEST(a_git_dir_by_its_commondir_alone_is_checked)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, bt_tmp("mkdir -p y/objects y/refs/heads x/sub && echo 'ref: refs/heads/main' > y/HEAD "
+	                 "&& printf '[core]\\n\\trepositoryformatversion = 1\\n"
+	                 "[extensions]\\n\\tworktreeConfig = true\\n' > y/config && "
+	                 "echo 'ref: refs/heads/main' > x/HEAD && echo ../y > x/commondir && "
+	                 "printf '[core]\\n\\tbare = false\\n\\tworktree = sub\\n\\tfsmonitor = "
+	                 "\"touch %1$s/commondir-only-fsmonitor; true\"\\n' > x/config.worktree",
+	                 markers));
+	expect_item(w, "x/config.worktree", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "x");
+	use_on_host(dir, "x/sub");
+	assert_no_marker();
+}
+END_TEST
+
 /* The walk goes 256 folders deep; a repository 40 folders down is within that, made in one
  * command below a new folder, or found by the full walk at the next open. */
 START_TEST(a_repository_forty_folders_down_is_found)
@@ -777,6 +802,7 @@ static Suite *git_guard_suite(void)
 		ADD(s, a_git_shaped_root_still_has_its_new_folders_walked);
 		ADD(s, the_root_made_a_bare_repository_is_checked);
 		ADD(s, a_repository_forty_folders_down_is_found);
+		ADD(s, a_git_dir_by_its_commondir_alone_is_checked);
 		ADD(s, commondir_modules_worktrees_gitdir_files_links_and_bare_repos);
 		ADD(s, spawned_processes_the_bash_tool_reset_and_close_are_checked);
 		ADD(s, a_forked_child_using_the_library_takes_no_event_from_its_parent);
