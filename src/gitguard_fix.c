@@ -251,6 +251,7 @@ struct keep_ctx {
 	struct sbx_gitguard *g;
 	const char *rel;          /* of the config */
 	const char *grel;         /* of its git dir */
+	bool included;            /* a file a config includes, not one of the git dir's own */
 	sbx_buf key;
 	bool record;              /* baseline: collect the keys that are not allowed */
 	int err;
@@ -308,9 +309,13 @@ static bool keep_key(const sbx_gitconfig_entry *e, bool allowed, void *userdata)
 	if (k->record) {
 		if (sbx_strset_add(&k->g->allowed, k->key.data, k->key.len) < 0)
 			k->err = -SBX_ENOMEM;
-		return true;
+	} else if (!sbx_strset_has(&k->g->allowed, k->key.data, k->key.len)) {
+		return false;
 	}
-	return sbx_strset_has(&k->g->allowed, k->key.data, k->key.len);
+	/* The user's own include stays; the file it names is checked as a config too. */
+	if (gg_is_include(e))
+		gg_note_include(k->g, k->rel, k->grel, e->value);
+	return true;
 }
 
 static void fingerprint_of(const struct stat *st, const char *rel, sbx_buf *b)
@@ -418,7 +423,9 @@ static int restore_sanitised(struct sbx_gitguard *g, struct keep_ctx *k, int gfd
 	r = text ? sbx_gitconfig_sanitize(text, len, keep_key, k, &c, err, sizeof err) : -SBX_EINVAL;
 	if (r == -SBX_ENOMEM || k->err)
 		return -SBX_ENOMEM;
-	if (r < 0)
+	if (r < 0 && k->included)
+		r = gg_replace_file(gfd, name, "", 0);   /* an include: nothing of it is needed */
+	else if (r < 0)
 		r = gg_replace_file(gfd, name, minimal_config(k->grel), strlen(minimal_config(k->grel)));
 	else
 		r = gg_replace_file(gfd, name, c.text, c.len);
@@ -430,8 +437,14 @@ static int restore_sanitised(struct sbx_gitguard *g, struct keep_ctx *k, int gfd
 
 int gg_check_config(struct sbx_gitguard *g, int gfd, const char *grel, const char *name)
 {
-	_cleanup_free_ char *rel = gg_join(grel, name), *text = NULL;
-	struct keep_ctx k = { .g = g, .grel = grel };
+	return gg_check_config_file(g, gfd, grel, name, grel, false);
+}
+
+int gg_check_config_file(struct sbx_gitguard *g, int gfd, const char *dir_rel,
+                         const char *name, const char *grel, bool included)
+{
+	_cleanup_free_ char *rel = gg_join(dir_rel, name), *text = NULL;
+	struct keep_ctx k = { .g = g, .grel = grel, .included = included };
 	sbx_gitconfig_clean c;
 	sbx_buf fp = { 0 };
 	char err[200], reason[400];
@@ -478,11 +491,11 @@ int gg_check_config(struct sbx_gitguard *g, int gfd, const char *grel, const cha
 			         c.first_removed, c.removed);
 		else
 			snprintf(reason, sizeof reason, "a config the strict reader refuses (%s); "
-			         "replaced by a minimal one", err);
+			         "replaced by %s", err, included ? "an empty one" : "a minimal one");
 		sbx_gitconfig_clean_free(&c);
 	} else {
-		snprintf(reason, sizeof reason, "a config that cannot be read (%s); replaced by a "
-		         "minimal one", strerror(-r));
+		snprintf(reason, sizeof reason, "a config that cannot be read (%s); replaced by %s",
+		         strerror(-r), included ? "an empty one" : "a minimal one");
 	}
 	if (r == -SBX_ENOMEM || k.err) {
 		sbx_buf_free(&k.key);

@@ -11,6 +11,7 @@
 
 #include "gitguard.h"
 #include "util/buf.h"
+#include "util/gitconfig.h"
 #include "util/strset.h"
 
 #define GG_MAX_DEPTH 256          /* directories deeper than this are not walked (audited) */
@@ -53,6 +54,8 @@ struct sbx_gitguard {
 	sbx_strset bound;         /* git dirs handed to the binds step (bound, or over the cap) */
 	size_t n_bound;           /* of them, the ones the backend bound */
 	sbx_strset to_bind;       /* found during this check, to bind after it */
+	sbx_strset includes;      /* files the configs include: "<path>\0<git dir>" */
+	sbx_strset includes_found;  /* include keys met since the last gg_check_includes */
 	bool bind_unsupported;    /* the backend cannot bind (docker, detached): detection only */
 	bool bind_limit_audited;
 	bool backend_gone;        /* closing: the backend's state is no more */
@@ -99,6 +102,19 @@ char *gg_join(const char *rel, const char *name);
 int gg_check_pointer(struct sbx_gitguard *g, int dirfd, const char *name, const char *rel,
                      const char *base_rel, const char *prefix, bool is_link, unsigned depth);
 
+/* The root-relative physical path of an fd beneath the root, or NULL when it is not. */
+char *gg_rel_of_fd(struct sbx_gitguard *g, int fd);
+
+/* ---- gitguard_include.c ---- */
+/* Whether e is include.path or includeIf.<condition>.path. */
+bool gg_is_include(const sbx_gitconfig_entry *e);
+/* A kept include (value) in the config at config_rel of the git dir grel: its file is
+ * checked by the next gg_check_includes. */
+void gg_note_include(struct sbx_gitguard *g, const char *config_rel, const char *grel,
+                     const char *value);
+/* Checks every included file inside the workspace (those of includes met since too). */
+int gg_check_includes(struct sbx_gitguard *g);
+
 /* ---- gitguard_fix.c ---- */
 /* Moves name (in dirfd, at root-relative rel) into this check's quarantine batch and records
  * it. In the baseline walk it records nothing and moves nothing. */
@@ -106,6 +122,10 @@ int gg_quarantine(struct sbx_gitguard *g, int dirfd, const char *name, const cha
                   const char *what, const char *reason);
 /* Checks a config file (name in the git dir gfd at grel): kept, sanitised or quarantined. */
 int gg_check_config(struct sbx_gitguard *g, int gfd, const char *grel, const char *name);
+/* The same for a config of the git dir grel that lives elsewhere (name in dirfd, at dir_rel):
+ * included, it is emptied rather than made a minimal config when nothing of it can be kept. */
+int gg_check_config_file(struct sbx_gitguard *g, int dirfd, const char *dir_rel,
+                         const char *name, const char *grel, bool included);
 /* Records an item that was handled without a move (a rewritten pointer). */
 int gg_record(struct sbx_gitguard *g, const char *rel, const char *what, const char *reason,
               const char *moved_to);

@@ -57,8 +57,7 @@ static int read_link(int dirfd, const char *name, char **out)
 	return (*out = strdup(buf)) ? 0 : -SBX_ENOMEM;
 }
 
-/* The root-relative physical path of an fd beneath the root, or NULL when it is not. */
-static char *rel_of_fd(struct sbx_gitguard *g, int fd)
+char *gg_rel_of_fd(struct sbx_gitguard *g, int fd)
 {
 	char root[4096], where[4096], link[64];
 	ssize_t n;
@@ -112,7 +111,7 @@ static char *resolve_pointer(struct sbx_gitguard *g, const char *base_rel, const
 	sbx_error_set(-SBX_EIO, "%s", saved);
 	if (fd < 0)
 		return NULL;
-	char *rel = rel_of_fd(g, fd);
+	char *rel = gg_rel_of_fd(g, fd);
 	close(fd);
 	return rel;
 }

@@ -367,6 +367,44 @@ START_TEST(a_git_dir_by_its_commondir_alone_is_checked)
 }
 END_TEST
 
+/* A user's config may include a file of the work tree (include.path = ../.gitconfig, the
+ * usual way to share a project's aliases): that key is the user's and stays, but the file it
+ * names is the work tree's, which any command can write. What a command puts there must not
+ * run on the host either. */
+START_TEST(a_work_tree_file_the_users_config_includes_is_checked)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w;
+
+	ck_assert_int_eq(host_sh(bt_tmp("git init -q '%1$s/p' && git -C '%1$s/p' config include.path "
+	                                "../.gitconfig && printf '[alias]\\n\\tl = log -1\\n' > "
+	                                "'%1$s/p/.gitconfig' && git -C '%1$s/p' config --add "
+	                                "includeIf.onbranch:main.path ../.branch.gitconfig", dir)), 0);
+	/* and one whose included file nobody touches */
+	ck_assert_int_eq(host_sh(bt_tmp("git init -q '%1$s/q' && git -C '%1$s/q' config include.path "
+	                                "../.gitconfig && printf '[alias]\\n\\tl = log -1\\n' > "
+	                                "'%1$s/q/.gitconfig'", dir)), 0);
+	if (!strcmp(bt_backend(), "docker") && geteuid() == 0)
+		ck_assert_int_eq(host_sh(bt_tmp("chown -R %d:%d '%s'", BT_DOCKER_UID, BT_DOCKER_UID,
+		                                dir)), 0);
+	w = bt_open_ok(dir, NULL);
+	run_ok(w, bt_tmp("printf '[core]\\n\\tfsmonitor = \"touch %1$s/include-fsmonitor; true\"\\n"
+	                 "[alias]\\n\\tl = log -1\\n\\tst = \"!touch %1$s/include-alias\"\\n' > "
+	                 "p/.gitconfig && printf '[alias]\\n\\tst = \"!touch %1$s/includeif-alias\"\\n' > "
+	                 "p/.branch.gitconfig", markers));
+	expect_item(w, "p/.gitconfig", "exec");
+	expect_item(w, "p/.branch.gitconfig", "exec");
+	ck_assert_msg(!strstr(quarantine_json(w), "\"path\":\"q/"), "%.1500s", quarantine_json(w));
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "p");
+	assert_no_marker();
+	/* what the user had in the included files still works */
+	ck_assert_int_eq(host_git(dir, "p", "config alias.l"), 0);
+	ck_assert_int_eq(host_git(dir, "q", "config alias.l"), 0);
+	ck_assert_int_eq(host_git(dir, "p", "config alias.st"), 1);
+}
+END_TEST
+
 /* The walk goes 256 folders deep; a repository 40 folders down is within that, made in one
  * command below a new folder, or found by the full walk at the next open. */
 START_TEST(a_repository_forty_folders_down_is_found)
@@ -803,6 +841,7 @@ static Suite *git_guard_suite(void)
 		ADD(s, the_root_made_a_bare_repository_is_checked);
 		ADD(s, a_repository_forty_folders_down_is_found);
 		ADD(s, a_git_dir_by_its_commondir_alone_is_checked);
+		ADD(s, a_work_tree_file_the_users_config_includes_is_checked);
 		ADD(s, commondir_modules_worktrees_gitdir_files_links_and_bare_repos);
 		ADD(s, spawned_processes_the_bash_tool_reset_and_close_are_checked);
 		ADD(s, a_forked_child_using_the_library_takes_no_event_from_its_parent);
