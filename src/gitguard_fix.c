@@ -312,9 +312,12 @@ static bool keep_key(const sbx_gitconfig_entry *e, bool allowed, void *userdata)
 	} else if (!sbx_strset_has(&k->g->allowed, k->key.data, k->key.len)) {
 		return false;
 	}
-	/* The user's own include stays; the file it names is checked as a config too. */
+	/* The user's own include stays; the file it names is checked as a config too. So does
+	 * a hooks path, whose folder is then a hooks folder. */
 	if (gg_is_include(e))
 		gg_note_include(k->g, k->rel, k->grel, e->value);
+	else if (!strcmp(e->section, "core") && !strcmp(e->name, "hookspath"))
+		gg_note_hooks_path(k->g, k->grel, e->value);
 	return true;
 }
 

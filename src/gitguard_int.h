@@ -54,8 +54,9 @@ struct sbx_gitguard {
 	sbx_strset bound;         /* git dirs handed to the binds step (bound, or over the cap) */
 	size_t n_bound;           /* of them, the ones the backend bound */
 	sbx_strset to_bind;       /* found during this check, to bind after it */
-	sbx_strset includes;      /* files the configs include: "<path>\0<git dir>" */
-	sbx_strset includes_found;  /* include keys met since the last gg_check_includes */
+	sbx_strset includes;      /* what the configs name in the workspace: "I<path>\0<git dir>"
+	                             for an included file, "H<path>\0<git dir>" for a hooks path */
+	sbx_strset includes_found;  /* such keys met since the last gg_check_includes */
 	bool bind_unsupported;    /* the backend cannot bind (docker, detached): detection only */
 	bool bind_limit_audited;
 	bool backend_gone;        /* closing: the backend's state is no more */
@@ -78,6 +79,9 @@ struct sbx_gitguard {
 int gg_walk_dir(struct sbx_gitguard *g, int dirfd, const char *rel, unsigned depth);
 /* Re-reads one ordinary directory's own entries (.git, a bare shape) without descending. */
 int gg_recheck_dir(struct sbx_gitguard *g, const char *rel);
+/* Judges every entry of the hooks folder hfd (at rel) as a hook: kept when the baseline had
+ * it as it is, quarantined otherwise. */
+int gg_judge_hooks_in(struct sbx_gitguard *g, int hfd, const char *rel);
 /* Inspects the git dir rel (and the git dirs it holds or points at). */
 int gg_inspect_git_dir(struct sbx_gitguard *g, const char *rel, unsigned depth);
 /* openat of a regular file for reading: never a link, never blocking (a FIFO a command put
@@ -112,7 +116,10 @@ bool gg_is_include(const sbx_gitconfig_entry *e);
  * checked by the next gg_check_includes. */
 void gg_note_include(struct sbx_gitguard *g, const char *config_rel, const char *grel,
                      const char *value);
-/* Checks every included file inside the workspace (those of includes met since too). */
+/* A kept core.hooksPath (value) in a config of the git dir grel: the folder it names is
+ * judged as a hooks folder by the next gg_check_includes. */
+void gg_note_hooks_path(struct sbx_gitguard *g, const char *grel, const char *value);
+/* Checks every included file and hooks path inside the workspace (those met since too). */
 int gg_check_includes(struct sbx_gitguard *g);
 
 /* ---- gitguard_fix.c ---- */

@@ -336,7 +336,13 @@ static int check_hooks(struct sbx_gitguard *g, int gfd, const char *grel)
 	if (hfd < 0)
 		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
 	gg_watch_add(g, hfd, rel, GG_WATCH_GIT_SUB, grel);
+	return gg_judge_hooks_in(g, hfd, rel);
+}
+
+int gg_judge_hooks_in(struct sbx_gitguard *g, int hfd, const char *rel)
+{
 	struct hooks_walk w = { g, rel };
+
 	return each_entry(hfd, judge_hook, &w);
 }
 

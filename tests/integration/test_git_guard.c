@@ -405,6 +405,34 @@ START_TEST(a_work_tree_file_the_users_config_includes_is_checked)
 }
 END_TEST
 
+/* A user's core.hooksPath may name a folder of the work tree (.githooks, to share a
+ * project's hooks): the key is the user's and stays, and that folder is a hooks folder like
+ * .git/hooks, whose hooks a command adds or changes. */
+START_TEST(a_hooks_path_in_the_work_tree_is_a_hooks_folder)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w;
+
+	ck_assert_int_eq(host_sh(bt_tmp("git init -q '%1$s/h' && git -C '%1$s/h' config core.hooksPath "
+	                                ".githooks && mkdir '%1$s/h/.githooks' && printf "
+	                                "'#!/bin/sh\\ntrue\\n' > '%1$s/h/.githooks/post-commit' && "
+	                                "chmod +x '%1$s/h/.githooks/post-commit'", dir)), 0);
+	if (!strcmp(bt_backend(), "docker") && geteuid() == 0)
+		ck_assert_int_eq(host_sh(bt_tmp("chown -R %d:%d '%s'", BT_DOCKER_UID, BT_DOCKER_UID,
+		                                dir)), 0);
+	w = bt_open_ok(dir, NULL);
+	ck_assert_msg(strstr(quarantine_json(w), "\"items\":[]"), "%.1500s", quarantine_json(w));
+	run_ok(w, bt_tmp("for h in pre-commit post-commit; do printf '#!/bin/sh\\ntouch %1$s/hooks-path-'$h'\\n'"
+	                 " > h/.githooks/$h && chmod +x h/.githooks/$h; done", markers));
+	expect_item(w, "h/.githooks/pre-commit", "exec");
+	expect_item(w, "h/.githooks/post-commit", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "h");
+	assert_no_marker();
+	ck_assert_int_eq(host_git(dir, "h", "config core.hooksPath"), 0);
+}
+END_TEST
+
 /* The walk goes 256 folders deep; a repository 40 folders down is within that, made in one
  * command below a new folder, or found by the full walk at the next open. */
 START_TEST(a_repository_forty_folders_down_is_found)
@@ -842,6 +870,7 @@ static Suite *git_guard_suite(void)
 		ADD(s, a_repository_forty_folders_down_is_found);
 		ADD(s, a_git_dir_by_its_commondir_alone_is_checked);
 		ADD(s, a_work_tree_file_the_users_config_includes_is_checked);
+		ADD(s, a_hooks_path_in_the_work_tree_is_a_hooks_folder);
 		ADD(s, commondir_modules_worktrees_gitdir_files_links_and_bare_repos);
 		ADD(s, spawned_processes_the_bash_tool_reset_and_close_are_checked);
 		ADD(s, a_forked_child_using_the_library_takes_no_event_from_its_parent);
