@@ -682,6 +682,35 @@ START_TEST(spawned_processes_the_bash_tool_reset_and_close_are_checked)
 }
 END_TEST
 
+/* The quarantine, the journal the host's root acts on, the record of trusted skills: the host
+ * trusts the state folder because no command can write it, so a config whose protected_paths
+ * leaves it out must not make it writable (nor a hiding place the guard does not walk). */
+START_TEST(the_state_folder_stays_read_only_whatever_protected_paths_says)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w;
+	static const char *const attempts[] = {
+		"echo '{}' > .agentsbx/skills.json", "echo x > .agentsbx/journal/p-0123456789ab",
+		"mkdir -p .agentsbx/quarantine/x", "mkdir -p .agentsbx/r/.git/hooks",
+		"mv .agentsbx .agentsbx-moved",
+	};
+
+	ck_assert_int_eq(host_sh(bt_tmp("git init -q '%s'", dir)), 0);
+	w = bt_open_ok(dir, bt_tmp("\"%s\":{\"protected_paths\":[\".git/hooks/\"]}", bt_backend()));
+	for (size_t i = 0; i < sizeof attempts / sizeof attempts[0]; i++) {
+		sbx_result *res = bt_shell(w, attempts[i], NULL);
+		ck_assert_msg(sbx_result_exit_code(res) != 0, "`%s` succeeded inside", attempts[i]);
+		sbx_result_free(res);
+	}
+	/* the list's own entries still hold, and what it left out is writable */
+	expect_read_only(w, "echo x > .git/hooks/pre-commit");
+	run_ok(w, "echo x > .bashrc");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	ck_assert_int_eq(host_sh(bt_tmp("test ! -e '%1$s/.agentsbx/r' && "
+	                                "test ! -e '%1$s/.agentsbx/journal/p-0123456789ab'", dir)), 0);
+}
+END_TEST
+
 /* ---- a capped workspace ----------------------------------------------------------------- */
 
 /* Bytes below the host directory dir (du's apparent size). */
@@ -883,6 +912,7 @@ static Suite *git_guard_suite(void)
 		ADD(s, existing_and_earlier_repositories_are_read_only_inside);
 		ADD(s, binds_stop_at_256_repositories_and_detection_covers_the_rest);
 		ADD(s, the_quarantine_of_a_capped_workspace_stays_bounded);
+		ADD(s, the_state_folder_stays_read_only_whatever_protected_paths_says);
 	}
 	return s;
 }
