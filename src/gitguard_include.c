@@ -7,8 +7,9 @@
  *  - an included file is a config of that repository like its own: checked at every check (a
  *    stat when it did not change), sanitised against the allow-list and what the file held at
  *    open, quarantined otherwise; one the strict reader refuses becomes empty;
- *  - a hooks path is a hooks folder like hooks/: at every check each entry that the baseline
- *    did not have as it is goes to quarantine.
+ *  - a hooks path is a hooks folder like hooks/: at every check each entry named as one of
+ *    git's hooks that the baseline did not have as it is goes to quarantine (the folder is
+ *    the work tree's, and may hold other files of the user's).
  *
  * Paths are resolved as the host's git resolves them — an include relative to the directory
  * of the config that names it, a hooks path relative to the work tree (the folder holding a
@@ -129,7 +130,7 @@ static int check_hooks_path(struct sbx_gitguard *g, const char *path)
 	_cleanup_free_ char *rel = NULL;
 	_cleanup_close_ int dirfd = open_inside(g, path, &rel);
 
-	return dirfd < 0 ? 0 : gg_judge_hooks_in(g, dirfd, rel);
+	return dirfd < 0 ? 0 : gg_judge_hooks_in(g, dirfd, rel, true);
 }
 
 /* One key: "<kind><path>\0<git dir>". */

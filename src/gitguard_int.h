@@ -79,9 +79,10 @@ struct sbx_gitguard {
 int gg_walk_dir(struct sbx_gitguard *g, int dirfd, const char *rel, unsigned depth);
 /* Re-reads one ordinary directory's own entries (.git, a bare shape) without descending. */
 int gg_recheck_dir(struct sbx_gitguard *g, const char *rel);
-/* Judges every entry of the hooks folder hfd (at rel) as a hook: kept when the baseline had
- * it as it is, quarantined otherwise. */
-int gg_judge_hooks_in(struct sbx_gitguard *g, int hfd, const char *rel);
+/* Judges every entry of the hooks folder hfd (at rel) as a hook — with named_only (a folder
+ * of the work tree, where the user keeps other files too) only those named as git's hooks
+ * are — kept when the baseline had it as it is, quarantined otherwise. */
+int gg_judge_hooks_in(struct sbx_gitguard *g, int hfd, const char *rel, bool named_only);
 /* Inspects the git dir rel (and the git dirs it holds or points at). */
 int gg_inspect_git_dir(struct sbx_gitguard *g, const char *rel, unsigned depth);
 /* openat of a regular file for reading: never a link, never blocking (a FIFO a command put

@@ -296,7 +296,27 @@ static int judge_entry(struct sbx_gitguard *g, int dirfd, const char *name, cons
 struct hooks_walk {
 	struct sbx_gitguard *g;
 	const char *hooks_rel;
+	bool named_only;          /* a folder of the work tree: only the names git runs */
 };
+
+/* The hooks git runs, by name (githooks(5), git 2.47). */
+static bool is_hook_name(const char *name)
+{
+	static const char *const names[] = {
+		"applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit",
+		"pre-merge-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase",
+		"post-checkout", "post-merge", "pre-push", "pre-receive", "update", "proc-receive",
+		"post-receive", "post-update", "reference-transaction", "push-to-checkout",
+		"pre-auto-gc", "post-rewrite", "sendemail-validate", "fsmonitor-watchman",
+		"p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",
+		"post-index-change", NULL,
+	};
+
+	for (const char *const *n = names; *n; n++)
+		if (!strcmp(name, *n))
+			return true;
+	return false;
+}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -314,6 +334,8 @@ static int judge_hook(int dirfd, const struct dirent *e, void *ud)
 		return -SBX_ENOMEM;
 	/* git runs hooks by their names; a "*.sample" never matches one */
 	if (ends_with(e->d_name, ".sample") && entry_type(dirfd, e) == DT_REG)
+		return 0;
+	if (w->named_only && !is_hook_name(e->d_name))
 		return 0;
 	return judge_entry(w->g, dirfd, e->d_name, "hook", rel,
 	                   "a hook the host's git would run");
@@ -336,12 +358,12 @@ static int check_hooks(struct sbx_gitguard *g, int gfd, const char *grel)
 	if (hfd < 0)
 		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
 	gg_watch_add(g, hfd, rel, GG_WATCH_GIT_SUB, grel);
-	return gg_judge_hooks_in(g, hfd, rel);
+	return gg_judge_hooks_in(g, hfd, rel, false);
 }
 
-int gg_judge_hooks_in(struct sbx_gitguard *g, int hfd, const char *rel)
+int gg_judge_hooks_in(struct sbx_gitguard *g, int hfd, const char *rel, bool named_only)
 {
-	struct hooks_walk w = { g, rel };
+	struct hooks_walk w = { g, rel, named_only };
 
 	return each_entry(hfd, judge_hook, &w);
 }

@@ -423,9 +423,13 @@ START_TEST(a_hooks_path_in_the_work_tree_is_a_hooks_folder)
 	w = bt_open_ok(dir, NULL);
 	ck_assert_msg(strstr(quarantine_json(w), "\"items\":[]"), "%.1500s", quarantine_json(w));
 	run_ok(w, bt_tmp("for h in pre-commit post-commit; do printf '#!/bin/sh\\ntouch %1$s/hooks-path-'$h'\\n'"
-	                 " > h/.githooks/$h && chmod +x h/.githooks/$h; done", markers));
+	                 " > h/.githooks/$h && chmod +x h/.githooks/$h; done && echo notes > "
+	                 "h/.githooks/README", markers));
 	expect_item(w, "h/.githooks/pre-commit", "exec");
 	expect_item(w, "h/.githooks/post-commit", "exec");
+	/* the user's other files there are the work tree's */
+	ck_assert_msg(!strstr(quarantine_json(w), "h/.githooks/README"), "%.1500s",
+	              quarantine_json(w));
 	ck_assert_int_eq(sbx_workspace_close(w), 0);
 	use_on_host(dir, "h");
 	assert_no_marker();
