@@ -151,6 +151,8 @@ static void free_guard(struct sbx_gitguard *g)
 	sbx_strset_clear(&g->inspected);
 	sbx_strset_clear(&g->bound);
 	sbx_strset_clear(&g->to_bind);
+	sbx_strset_clear(&g->includes);
+	sbx_strset_clear(&g->includes_found);
 	for (size_t i = 0; i < g->n_items; i++) {
 		free(g->items[i].path);
 		free(g->items[i].what);
@@ -207,6 +209,8 @@ int sbx_gitguard_open(sbx_workspace *ws)
 	probe_binds(g);
 	g->baseline = true;
 	r = walk_all(g);
+	if (r == 0)
+		r = gg_check_includes(g);
 	gg_restore_modes();
 	g->baseline = false;
 	if (r < 0) {
@@ -267,6 +271,9 @@ static int check_locked(struct sbx_gitguard *g)
 			r = sbx_strset_each(&d.new_dirs, new_dir, g);
 	}
 	gg_dirty_free(&d);
+	/* Files the configs include change without an event of their git dir's: each check. */
+	if (r == 0)
+		r = gg_check_includes(g);
 	gg_restore_modes();
 	if (r < 0)
 		g->full_next = true;

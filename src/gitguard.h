@@ -67,11 +67,13 @@ void sbx_gitguard_describe_since(const sbx_workspace *ws, uint64_t since, sbx_bu
 
 /* The file tools' rule (Write, Edit): whether rel (root-relative, as written or as resolved)
  * names something inside a git directory: a ".git" component at any depth (compared
- * case-insensitively), or a path below a directory shaped like a git dir (HEAD, objects/ and
- * refs/: a bare repository, a submodule's or a worktree's git dir). root_fd may be -1 (no
+ * case-insensitively), or a path below a directory shaped like a git dir (HEAD, and objects/
+ * and refs/ or a commondir: a bare repository, a submodule's or a worktree's git dir).
+ * root_fd may be -1 (no
  * host files: only the name rule). */
 bool sbx_gitguard_path_in_git_dir(int root_fd, const char *rel);
-/* Whether the directory fd is shaped like a git dir (HEAD, objects/ and refs/). */
+/* Whether the directory fd is shaped like a git dir (HEAD, and objects/ and refs/ or a
+ * commondir). */
 bool sbx_gitguard_dir_is_git(int dirfd);
 
 #endif

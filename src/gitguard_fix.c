@@ -132,8 +132,19 @@ static int batch_parent(struct sbx_gitguard *g, const char *rel, int *out)
 	return 0;
 }
 
-/* Across file systems (a capped workspace): copy, then remove. */
-static int move_by_copy(int dirfd, const char *name, int to_dir, const char *to_name)
+/* What a copy of st costs the host's disk: its bytes, and a block for its inode. */
+static uint64_t copy_cost(const struct stat *st)
+{
+	return (S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0) + 4096;
+}
+
+/* Across file systems (a capped workspace, whose files are a tmpfs of the sandbox's and whose
+ * quarantine is on the host's disk): copy, then remove. The copy is the host's disk, outside
+ * the workspace's cap, and a command can plant another cap's worth for every check: a file or
+ * link is kept while the guard's copies stay within GG_MAX_COPIED, a folder never (a hook or
+ * a config is a file). 1: removed without a copy. */
+static int move_by_copy(struct sbx_gitguard *g, int dirfd, const char *name, int to_dir,
+                        const char *to_name)
 {
 	struct stat st;
 	char target[4096];
@@ -141,6 +152,10 @@ static int move_by_copy(int dirfd, const char *name, int to_dir, const char *to_
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	if (S_ISDIR(st.st_mode) || copy_cost(&st) > GG_MAX_COPIED - g->copied) {
+		r = sbx_fs_remove_tree(dirfd, name);
+		return r < 0 ? r : 1;
+	}
 	if (S_ISLNK(st.st_mode)) {
 		ssize_t n = readlinkat(dirfd, name, target, sizeof target - 1);
 		if (n < 0)
@@ -148,14 +163,6 @@ static int move_by_copy(int dirfd, const char *name, int to_dir, const char *to_
 		target[n] = '\0';
 		if (symlinkat(target, to_dir, to_name) < 0)
 			return -errno;
-	} else if (S_ISDIR(st.st_mode)) {
-		_cleanup_close_ int from = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-		                                              O_CLOEXEC);
-		_cleanup_close_ int to = -1;
-		if (from < 0)
-			return -errno;
-		if ((r = subdir(to_dir, to_name, &to)) < 0 || (r = sbx_fs_copy_tree(from, to, NULL)) < 0)
-			return r;
 	} else if (S_ISREG(st.st_mode)) {
 		_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 		                                             O_CLOEXEC);
@@ -163,10 +170,18 @@ static int move_by_copy(int dirfd, const char *name, int to_dir, const char *to_
 		size_t len;
 		if (fd < 0)
 			return -errno;
-		if ((r = sbx_fs_read_fd(fd, (size_t)64 << 20, &data, &len)) < 0 ||
-		    (r = sbx_fs_write_atomic(to_dir, to_name, data, len, 0600, 0)) < 0)
+		/* At most the size judged: grown since (or unreadable), it is not kept. */
+		if (sbx_fs_read_fd(fd, (size_t)st.st_size, &data, &len) < 0) {
+			r = sbx_fs_remove_tree(dirfd, name);
+			return r < 0 ? r : 1;
+		}
+		if ((r = sbx_fs_write_atomic(to_dir, to_name, data, len, 0600, 0)) < 0)
 			return r;
+	} else {
+		r = sbx_fs_remove_tree(dirfd, name);    /* a FIFO, a socket: nothing to keep */
+		return r < 0 ? r : 1;
 	}
+	g->copied += copy_cost(&st);
 	return sbx_fs_remove_tree(dirfd, name);
 }
 
@@ -207,9 +222,14 @@ int gg_quarantine(struct sbx_gitguard *g, int dirfd, const char *name, const cha
 	if (r == -ENOENT)
 		return 0;             /* gone meanwhile: nothing left to run */
 	if (r == -EXDEV)
-		r = move_by_copy(dirfd, name, parent, base);
+		r = move_by_copy(g, dirfd, name, parent, base);
 	if (r < 0 && r != -SBX_ENOENT)
 		return r;
+	if (r == 1) {
+		snprintf(why, sizeof why, "%s (deleted: a folder, or more than the quarantine keeps "
+		         "of a capped workspace)", reason);
+		return gg_record(g, rel, what, why, NULL);
+	}
 	if (asprintf(&moved, "%s/%s/%s/%s", STATE_DIR, QUARANTINE, g->batch, rel) < 0)
 		return -SBX_ENOMEM;
 	return gg_record(g, rel, what, reason, moved);
@@ -232,6 +252,7 @@ struct keep_ctx {
 	struct sbx_gitguard *g;
 	const char *rel;          /* of the config */
 	const char *grel;         /* of its git dir */
+	bool included;            /* a file a config includes, not one of the git dir's own */
 	sbx_buf key;
 	bool record;              /* baseline: collect the keys that are not allowed */
 	int err;
@@ -289,9 +310,16 @@ static bool keep_key(const sbx_gitconfig_entry *e, bool allowed, void *userdata)
 	if (k->record) {
 		if (sbx_strset_add(&k->g->allowed, k->key.data, k->key.len) < 0)
 			k->err = -SBX_ENOMEM;
-		return true;
+	} else if (!sbx_strset_has(&k->g->allowed, k->key.data, k->key.len)) {
+		return false;
 	}
-	return sbx_strset_has(&k->g->allowed, k->key.data, k->key.len);
+	/* The user's own include stays; the file it names is checked as a config too. So does
+	 * a hooks path, whose folder is then a hooks folder. */
+	if (gg_is_include(e))
+		gg_note_include(k->g, k->rel, k->grel, e->value);
+	else if (!strcmp(e->section, "core") && !strcmp(e->name, "hookspath"))
+		gg_note_hooks_path(k->g, k->grel, e->value);
+	return true;
 }
 
 static void fingerprint_of(const struct stat *st, const char *rel, sbx_buf *b)
@@ -390,16 +418,18 @@ static int restore_sanitised(struct sbx_gitguard *g, struct keep_ctx *k, int gfd
 	int r;
 
 	base = base ? base + 1 : k->rel;
+	/* Nothing to read (gone meanwhile, or deleted outright): the minimal config, so the
+	 * repository still has one. */
 	if ((r = batch_parent(g, k->rel, &parent)) < 0 || (r = read_config(parent, base, &text,
 	                                                                    &len)) < 0)
 		text = NULL;
-	if (r == -ENOENT)
-		return 0;             /* nothing was moved (gone meanwhile, or deleted outright) */
 	k->record = false;
 	r = text ? sbx_gitconfig_sanitize(text, len, keep_key, k, &c, err, sizeof err) : -SBX_EINVAL;
 	if (r == -SBX_ENOMEM || k->err)
 		return -SBX_ENOMEM;
-	if (r < 0)
+	if (r < 0 && k->included)
+		r = gg_replace_file(gfd, name, "", 0);   /* an include: nothing of it is needed */
+	else if (r < 0)
 		r = gg_replace_file(gfd, name, minimal_config(k->grel), strlen(minimal_config(k->grel)));
 	else
 		r = gg_replace_file(gfd, name, c.text, c.len);
@@ -411,8 +441,14 @@ static int restore_sanitised(struct sbx_gitguard *g, struct keep_ctx *k, int gfd
 
 int gg_check_config(struct sbx_gitguard *g, int gfd, const char *grel, const char *name)
 {
-	_cleanup_free_ char *rel = gg_join(grel, name), *text = NULL;
-	struct keep_ctx k = { .g = g, .grel = grel };
+	return gg_check_config_file(g, gfd, grel, name, grel, false);
+}
+
+int gg_check_config_file(struct sbx_gitguard *g, int gfd, const char *dir_rel,
+                         const char *name, const char *grel, bool included)
+{
+	_cleanup_free_ char *rel = gg_join(dir_rel, name), *text = NULL;
+	struct keep_ctx k = { .g = g, .grel = grel, .included = included };
 	sbx_gitconfig_clean c;
 	sbx_buf fp = { 0 };
 	char err[200], reason[400];
@@ -459,11 +495,11 @@ int gg_check_config(struct sbx_gitguard *g, int gfd, const char *grel, const cha
 			         c.first_removed, c.removed);
 		else
 			snprintf(reason, sizeof reason, "a config the strict reader refuses (%s); "
-			         "replaced by a minimal one", err);
+			         "replaced by %s", err, included ? "an empty one" : "a minimal one");
 		sbx_gitconfig_clean_free(&c);
 	} else {
-		snprintf(reason, sizeof reason, "a config that cannot be read (%s); replaced by a "
-		         "minimal one", strerror(-r));
+		snprintf(reason, sizeof reason, "a config that cannot be read (%s); replaced by %s",
+		         strerror(-r), included ? "an empty one" : "a minimal one");
 	}
 	if (r == -SBX_ENOMEM || k.err) {
 		sbx_buf_free(&k.key);

@@ -11,12 +11,15 @@
 
 #include "gitguard.h"
 #include "util/buf.h"
+#include "util/gitconfig.h"
 #include "util/strset.h"
 
 #define GG_MAX_DEPTH 256          /* directories deeper than this are not walked (audited) */
 #define GG_MAX_POINTER 4096       /* bytes of a commondir or "gitdir:" file we read */
 #define GG_MAX_CONFIG ((size_t)1 << 20)  /* a bigger config is quarantined whole */
 #define GG_MAX_BOUND_REPOS 256    /* repositories given read-only binds; the rest: detection */
+#define GG_MAX_COPIED ((uint64_t)16 << 20)  /* what a guard's quarantine copies across file
+                                               systems (a capped workspace) in all */
 
 /* One quarantined item, for sbx_workspace_git_quarantine(). */
 struct gg_item {
@@ -51,6 +54,9 @@ struct sbx_gitguard {
 	sbx_strset bound;         /* git dirs handed to the binds step (bound, or over the cap) */
 	size_t n_bound;           /* of them, the ones the backend bound */
 	sbx_strset to_bind;       /* found during this check, to bind after it */
+	sbx_strset includes;      /* what the configs name in the workspace: "I<path>\0<git dir>"
+	                             for an included file, "H<path>\0<git dir>" for a hooks path */
+	sbx_strset includes_found;  /* such keys met since the last gg_check_includes */
 	bool bind_unsupported;    /* the backend cannot bind (docker, detached): detection only */
 	bool bind_limit_audited;
 	bool backend_gone;        /* closing: the backend's state is no more */
@@ -63,6 +69,7 @@ struct sbx_gitguard {
 	int quarantine_fd;        /* this check's batch folder in quarantine/, or -1 */
 	char batch[64];           /* its name */
 	unsigned batch_seq;
+	uint64_t copied;          /* bytes the quarantine copied across file systems so far */
 	struct gg_dirty pending;  /* owned by gitguard_watch.c, under its lock */
 	bool registered;          /* in the watcher's list */
 };
@@ -72,6 +79,10 @@ struct sbx_gitguard {
 int gg_walk_dir(struct sbx_gitguard *g, int dirfd, const char *rel, unsigned depth);
 /* Re-reads one ordinary directory's own entries (.git, a bare shape) without descending. */
 int gg_recheck_dir(struct sbx_gitguard *g, const char *rel);
+/* Judges every entry of the hooks folder hfd (at rel) as a hook — with named_only (a folder
+ * of the work tree, where the user keeps other files too) only those named as git's hooks
+ * are — kept when the baseline had it as it is, quarantined otherwise. */
+int gg_judge_hooks_in(struct sbx_gitguard *g, int hfd, const char *rel, bool named_only);
 /* Inspects the git dir rel (and the git dirs it holds or points at). */
 int gg_inspect_git_dir(struct sbx_gitguard *g, const char *rel, unsigned depth);
 /* openat of a regular file for reading: never a link, never blocking (a FIFO a command put
@@ -87,7 +98,8 @@ bool gg_remember_mode(int dirfd, mode_t mode);
 void gg_restore_modes(void);
 /* Opens rel beneath the root as a directory, following no symlink. */
 int gg_open_dir(struct sbx_gitguard *g, const char *rel, int *out);
-/* Whether the directory dirfd is shaped like a git dir (HEAD file, objects/ and refs/). */
+/* Whether the directory dirfd is shaped like a git dir (HEAD, and objects/ and refs/ or a
+ * commondir, as git's is_git_directory judges it). */
 bool gg_is_git_dir_shaped(int dirfd);
 /* "<what>\0<rel>\0<detail>" in b: the key of an allowance of the baseline. */
 int gg_key_of(sbx_buf *b, const char *what, const char *rel, const char *detail,
@@ -101,6 +113,22 @@ char *gg_join(const char *rel, const char *name);
 int gg_check_pointer(struct sbx_gitguard *g, int dirfd, const char *name, const char *rel,
                      const char *base_rel, const char *prefix, bool is_link, unsigned depth);
 
+/* The root-relative physical path of an fd beneath the root, or NULL when it is not. */
+char *gg_rel_of_fd(struct sbx_gitguard *g, int fd);
+
+/* ---- gitguard_include.c ---- */
+/* Whether e is include.path or includeIf.<condition>.path. */
+bool gg_is_include(const sbx_gitconfig_entry *e);
+/* A kept include (value) in the config at config_rel of the git dir grel: its file is
+ * checked by the next gg_check_includes. */
+void gg_note_include(struct sbx_gitguard *g, const char *config_rel, const char *grel,
+                     const char *value);
+/* A kept core.hooksPath (value) in a config of the git dir grel: the folder it names is
+ * judged as a hooks folder by the next gg_check_includes. */
+void gg_note_hooks_path(struct sbx_gitguard *g, const char *grel, const char *value);
+/* Checks every included file and hooks path inside the workspace (those met since too). */
+int gg_check_includes(struct sbx_gitguard *g);
+
 /* ---- gitguard_fix.c ---- */
 /* Moves name (in dirfd, at root-relative rel) into this check's quarantine batch and records
  * it. In the baseline walk it records nothing and moves nothing. */
@@ -108,6 +136,10 @@ int gg_quarantine(struct sbx_gitguard *g, int dirfd, const char *name, const cha
                   const char *what, const char *reason);
 /* Checks a config file (name in the git dir gfd at grel): kept, sanitised or quarantined. */
 int gg_check_config(struct sbx_gitguard *g, int gfd, const char *grel, const char *name);
+/* The same for a config of the git dir grel that lives elsewhere (name in dirfd, at dir_rel):
+ * included, it is emptied rather than made a minimal config when nothing of it can be kept. */
+int gg_check_config_file(struct sbx_gitguard *g, int dirfd, const char *dir_rel,
+                         const char *name, const char *grel, bool included);
 /* Records an item that was handled without a move (a rewritten pointer). */
 int gg_record(struct sbx_gitguard *g, const char *rel, const char *what, const char *reason,
               const char *moved_to);

@@ -44,8 +44,20 @@ static int read_small(int dirfd, const char *name, char **out)
 	return 0;
 }
 
-/* The root-relative physical path of an fd beneath the root, or NULL when it is not. */
-static char *rel_of_fd(struct sbx_gitguard *g, int fd)
+/* A link's target, in memory of its own: chains of pointers recurse, and each level's
+ * frame stays small. */
+static int read_link(int dirfd, const char *name, char **out)
+{
+	char buf[GG_MAX_POINTER];
+	ssize_t n = readlinkat(dirfd, name, buf, sizeof buf - 1);
+
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return (*out = strdup(buf)) ? 0 : -SBX_ENOMEM;
+}
+
+char *gg_rel_of_fd(struct sbx_gitguard *g, int fd)
 {
 	char root[4096], where[4096], link[64];
 	ssize_t n;
@@ -99,7 +111,7 @@ static char *resolve_pointer(struct sbx_gitguard *g, const char *base_rel, const
 	sbx_error_set(-SBX_EIO, "%s", saved);
 	if (fd < 0)
 		return NULL;
-	char *rel = rel_of_fd(g, fd);
+	char *rel = gg_rel_of_fd(g, fd);
 	close(fd);
 	return rel;
 }
@@ -127,18 +139,13 @@ int gg_check_pointer(struct sbx_gitguard *g, int dirfd, const char *name, const 
                          unsigned depth)
 {
 	_cleanup_free_ char *text = NULL, *target = NULL, *fixed = NULL;
-	char buf[GG_MAX_POINTER];
 	bool from_view;
 	sbx_buf key = { 0 };
 	int r;
 
 	if (is_link) {
-		ssize_t n = readlinkat(dirfd, name, buf, sizeof buf - 1);
-		if (n < 0)
-			return 0;
-		buf[n] = '\0';
-		if (!(text = strdup(buf)))
-			return -SBX_ENOMEM;
+		if ((r = read_link(dirfd, name, &text)) < 0)
+			return r == -SBX_ENOMEM ? r : 0;
 	} else if ((r = read_small(dirfd, name, &text)) < 0) {
 		return r == -SBX_ENOMEM ? r : r == -ENOENT ? 0 :
 		       gg_quarantine(g, dirfd, name, rel, "pointer", "an unreadable pointer file");

@@ -7,6 +7,9 @@
  * and hooks there too. In each the guard checks what the host's git would run or follow:
  * hooks/, config, config.worktree, commondir, and the pointers that lead elsewhere.
  *
+ * A git-shaped folder that is not named .git is walked like any other folder as well: the
+ * host's git run in a subfolder of it takes that subfolder's own .git first.
+ *
  * Every directory is opened from its parent's fd with O_NOFOLLOW, so a link a command made
  * is never followed; pointers are resolved from the root with RESOLVE_BENEATH, the way the
  * host's git would resolve them but never out of the workspace. */
@@ -202,8 +205,10 @@ static bool stat_is(int dirfd, const char *name, int flags, mode_t type)
 	return fstatat(dirfd, name, &st, flags) == 0 && (st.st_mode & S_IFMT) == type;
 }
 
-/* git's is_git_directory: HEAD, objects/ and refs/ (links followed, as git's access() does:
- * here a stat only, which reads nothing). */
+/* git's is_git_directory: HEAD, and objects/ and refs/ in the common dir, which is the one a
+ * commondir file names when there is one (a worktree's git dir has no objects/ or refs/ of its
+ * own). Any commondir counts here: where it leads is the inspection's to judge. Links are
+ * followed, as git's access() does: here a stat only, which reads nothing. */
 bool gg_is_git_dir_shaped(int dirfd)
 {
 	struct stat st;
@@ -211,6 +216,8 @@ bool gg_is_git_dir_shaped(int dirfd)
 	if (fstatat(dirfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)))
 		return false;
+	if (fstatat(dirfd, "commondir", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return true;
 	return stat_is(dirfd, "objects", 0, S_IFDIR) && stat_is(dirfd, "refs", 0, S_IFDIR);
 }
 
@@ -346,7 +353,27 @@ static int judge_entry(struct sbx_gitguard *g, int dirfd, const char *name, cons
 struct hooks_walk {
 	struct sbx_gitguard *g;
 	const char *hooks_rel;
+	bool named_only;          /* a folder of the work tree: only the names git runs */
 };
+
+/* The hooks git runs, by name (githooks(5), git 2.47). */
+static bool is_hook_name(const char *name)
+{
+	static const char *const names[] = {
+		"applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit",
+		"pre-merge-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase",
+		"post-checkout", "post-merge", "pre-push", "pre-receive", "update", "proc-receive",
+		"post-receive", "post-update", "reference-transaction", "push-to-checkout",
+		"pre-auto-gc", "post-rewrite", "sendemail-validate", "fsmonitor-watchman",
+		"p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit",
+		"post-index-change", NULL,
+	};
+
+	for (const char *const *n = names; *n; n++)
+		if (!strcmp(name, *n))
+			return true;
+	return false;
+}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -364,6 +391,8 @@ static int judge_hook(int dirfd, const struct dirent *e, void *ud)
 		return -SBX_ENOMEM;
 	/* git runs hooks by their names; a "*.sample" never matches one */
 	if (ends_with(e->d_name, ".sample") && entry_type(dirfd, e) == DT_REG)
+		return 0;
+	if (w->named_only && !is_hook_name(e->d_name))
 		return 0;
 	return judge_entry(w->g, dirfd, e->d_name, "hook", rel,
 	                   "a hook the host's git would run");
@@ -386,7 +415,13 @@ static int check_hooks(struct sbx_gitguard *g, int gfd, const char *grel)
 	if (hfd < 0)
 		return out_of_resources(errno) || errno == EACCES ? -errno : 0;
 	gg_watch_add(g, hfd, rel, GG_WATCH_GIT_SUB, grel);
-	struct hooks_walk w = { g, rel };
+	return gg_judge_hooks_in(g, hfd, rel, false);
+}
+
+int gg_judge_hooks_in(struct sbx_gitguard *g, int hfd, const char *rel, bool named_only)
+{
+	struct hooks_walk w = { g, rel, named_only };
+
 	return each_entry(hfd, judge_hook, &w);
 }
 
@@ -490,8 +525,16 @@ int gg_inspect_git_dir(struct sbx_gitguard *g, const char *rel, unsigned depth)
 	_cleanup_close_ int gfd = -1;
 	int r;
 
-	if (depth > 32 || sbx_strset_has(&g->inspected, rel, strlen(rel)))
+	if (sbx_strset_has(&g->inspected, rel, strlen(rel)))
 		return 0;
+	/* depth counts the pointers and module nestings that led here, never the folders above
+	 * (a repository found by the walk starts a chain at 0). */
+	if (depth > GG_MAX_DEPTH) {
+		if (!g->walk_limited)
+			gg_audit_event(g, "depth-limit", rel);
+		g->walk_limited = true;
+		return 0;
+	}
 	if (sbx_strset_add(&g->inspected, rel, strlen(rel)) < 0 || remember_repo(g, rel) < 0)
 		return -SBX_ENOMEM;
 	if ((r = gg_open_dir(g, rel, &gfd)) < 0)
@@ -516,9 +559,12 @@ struct dir_walk {
 	bool descend;
 };
 
+/* A .git entry of an ordinary folder: the start of a chain of git dirs (depth 0), however
+ * deep the folder is. */
 static int check_dot_git(struct sbx_gitguard *g, int dirfd, const char *dir_rel,
-                         const char *name, int type, unsigned depth)
+                         const char *name, int type)
 {
+	const unsigned depth = 0;
 	_cleanup_free_ char *rel = gg_join(dir_rel, name);
 
 	if (!rel)
@@ -543,7 +589,7 @@ static int dir_entry(int dirfd, const struct dirent *e, void *ud)
 	if (!*w->rel && !strcmp(e->d_name, STATE_DIR))
 		return 0;             /* the library's own (and the quarantine in it) */
 	if (strcasecmp(e->d_name, ".git") == 0)
-		return check_dot_git(w->g, dirfd, w->rel, e->d_name, type, w->depth);
+		return check_dot_git(w->g, dirfd, w->rel, e->d_name, type);
 	if (type != DT_DIR || !w->descend)
 		return 0;
 	_cleanup_free_ char *rel = gg_join(w->rel, e->d_name);
@@ -558,6 +604,7 @@ static int dir_entry(int dirfd, const struct dirent *e, void *ud)
 int gg_walk_dir(struct sbx_gitguard *g, int dirfd, const char *rel, unsigned depth)
 {
 	struct dir_walk w = { g, rel, depth, true };
+	int r;
 
 	if (depth > GG_MAX_DEPTH) {
 		if (!g->walk_limited)
@@ -565,11 +612,12 @@ int gg_walk_dir(struct sbx_gitguard *g, int dirfd, const char *rel, unsigned dep
 		g->walk_limited = true;
 		return 0;
 	}
-	if (*rel && gg_is_git_dir_shaped(dirfd))
-		return gg_inspect_git_dir(g, rel, 0);
 	gg_watch_add(g, dirfd, rel, GG_WATCH_DIR, NULL);
-	if (!*rel && gg_is_git_dir_shaped(dirfd) && gg_inspect_git_dir(g, "", 0) < 0)
-		return -SBX_ENOMEM;
+	/* A folder shaped like a git dir is one (git takes it for a bare repository when it runs
+	 * there or below without a .git of its own), and it stays a folder: git run in a
+	 * subfolder of it uses that subfolder's .git first, so its tree is walked as any other. */
+	if (gg_is_git_dir_shaped(dirfd) && (r = gg_inspect_git_dir(g, rel, 0)) < 0)
+		return r;
 	return each_entry(dirfd, dir_entry, &w);
 }
 
@@ -577,10 +625,12 @@ int gg_recheck_dir(struct sbx_gitguard *g, const char *rel)
 {
 	_cleanup_close_ int fd = -1;
 	struct dir_walk w = { g, rel, 0, false };
+	int r;
 
 	if (gg_open_dir(g, rel, &fd) < 0)
 		return 0;
-	if (*rel && gg_is_git_dir_shaped(fd))
-		return gg_inspect_git_dir(g, rel, 0);
+	/* The root too: made bare-shaped, it is the git dir of the host's git run there. */
+	if (gg_is_git_dir_shaped(fd) && (r = gg_inspect_git_dir(g, rel, 0)) < 0)
+		return r;
 	return each_entry(fd, dir_entry, &w);
 }

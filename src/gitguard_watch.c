@@ -32,6 +32,8 @@ struct watch_entry {
 	char *rel;                /* the watched directory, root-relative */
 	char *gitdir;             /* for git kinds: the git dir it belongs to */
 	enum gg_watch_kind kind;
+	bool ordinary;            /* also walked as an ordinary folder (a git-shaped one, the
+	                             root): its new folders and .git entries count too */
 	struct watch_entry *next;
 };
 
@@ -191,11 +193,16 @@ static int set_entry(struct sbx_gitguard *g, int wd, const char *rel, enum gg_wa
 		e->g = g;
 		e->next = *bucket_of(wd);
 		*bucket_of(wd) = e;
-	} else if (e->kind != GG_WATCH_DIR && kind == GG_WATCH_DIR) {
-		/* A directory already watched as part of a git dir stays one. */
-		free(nrel);
-		free(ngit);
-		return 0;
+	}
+	/* One directory can be both: a folder of the walk and (git-shaped, or the root made so)
+	 * a git dir. It keeps both roles, whichever was found first. */
+	if (kind == GG_WATCH_DIR) {
+		e->ordinary = true;
+		if (e->kind != GG_WATCH_DIR) {
+			free(nrel);
+			free(ngit);
+			return 0;
+		}
 	}
 	free(e->rel);
 	free(e->gitdir);
@@ -273,7 +280,8 @@ static void route(struct watch_entry *e, const struct inotify_event *ev)
 	if (e->kind != GG_WATCH_DIR) {
 		if (e->kind == GG_WATCH_GIT_SUB || checked_name(name))
 			add_dirty(g, &g->pending.git_dirs, e->gitdir);
-		return;
+		if (!e->ordinary)
+			return;
 	}
 	if (!*name)
 		return;

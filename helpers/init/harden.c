@@ -6,7 +6,8 @@
  *     file capabilities stop working) — and because Landlock and seccomp demand it from a
  *     process without CAP_SYS_ADMIN;
  *  3. Landlock, before seccomp, so that the filter need not allow its system calls;
- *  4. seccomp last, so the filter does not have to allow anything the setup itself uses.
+ *  4. seccomp last, so the filter does not have to allow anything the setup itself uses
+ *     (the baseline, and for a root host the set-id filter stacked on it).
  * The process stays dumpable: commands need /proc/self, and the setup holds no secrets. */
 #include <errno.h>
 #include <stdio.h>
@@ -45,7 +46,10 @@ int sbx_harden_apply(const struct sbx_harden_spec *spec, char *err, size_t errle
 		return rc;
 	if ((rc = sbx_landlock_apply(spec, &landlocked, err, errlen)) < 0)
 		return rc;
-	if (spec->seccomp_program_fd > 2)
-		return sbx_seccomp_load_program(spec->seccomp_program_fd, err, errlen);
-	return sbx_seccomp_apply(err, errlen);
+	rc = spec->seccomp_program_fd > 2
+	     ? sbx_seccomp_load_program(spec->seccomp_program_fd, err, errlen)
+	     : sbx_seccomp_apply(err, errlen);
+	if (rc == 0 && spec->refuse_setid)
+		rc = sbx_seccomp_refuse_setid(err, errlen);
+	return rc;
 }

@@ -209,6 +209,7 @@ static int harden(struct init_state *st, char *err, size_t errlen)
 		.writable_paths = st->spec.workspace_readonly ? writable_ro_ws : writable,
 		.landlock = st->spec.landlock,
 		.seccomp_program_fd = st->direct && st->spec.seccomp_program ? SBX_INIT_SECCOMP_FD : -1,
+		.refuse_setid = st->spec.refuse_setid,
 	};
 	bool landlocked = false;
 	int r;

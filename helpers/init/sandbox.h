@@ -167,6 +167,8 @@ struct sbx_harden_spec {
 	bool landlock;                      /* apply Landlock when the kernel has it */
 	int seccomp_program_fd;             /* > 2: load this program (sbx_seccomp_export) instead
 	                                       of building the filter here */
+	bool refuse_setid;                  /* the host is root: no set-id files either
+	                                       (sbx_seccomp_refuse_setid) */
 };
 
 /* Drops every capability: bounding set, then effective, permitted, inheritable and ambient
@@ -194,6 +196,12 @@ int sbx_seccomp_load_program(int fd, char *err, size_t errlen);
  * the calls newer than the table (clone3 keeps ENOSYS). For tests: errnos no kernel check
  * returns prove that the filter answered, not a permission check or a missing call. */
 int sbx_seccomp_apply_errno(int deny_errno, int newer_errno, char *err, size_t errlen);
+
+/* Stacks a second filter on the baseline for a sandbox whose files land on the host as
+ * root's (the host is root): chmod, fchmod, fchmodat, fchmodat2, creat, open, openat, mknod
+ * and mknodat with S_ISUID or S_ISGID in their mode answer EPERM, openat2 ENOSYS
+ * (seccomp_setid.c). Requires no_new_privs. */
+int sbx_seccomp_refuse_setid(char *err, size_t errlen);
 
 /* The kernel's Landlock ABI version, 0 when it has no Landlock. */
 int sbx_landlock_abi(void);

@@ -173,3 +173,20 @@ int sbx_seccomp_load_program(int fd, char *err, size_t errlen)
 		                     "seccomp: unreadable program on fd %d", fd);
 	return load(insns, (size_t)n / sizeof insns[0], err, errlen);
 }
+
+int sbx_seccomp_refuse_setid(char *err, size_t errlen)
+{
+	__attribute__((cleanup(release_filter))) scmp_filter_ctx ctx = NULL;
+	struct program *prog = malloc(sizeof *prog);
+	int rc;
+
+	if (!prog)
+		return sbx_init_fail(err, errlen, -ENOMEM, "seccomp: out of memory");
+	rc = sbx_seccomp_build_setid(&ctx, err, errlen);
+	if (rc == 0)
+		rc = export_after_prologue(ctx, prog, 0, err, errlen);
+	if (rc == 0)
+		rc = load(prog->insns, prog->len, err, errlen);
+	free(prog);
+	return rc;
+}

@@ -16,4 +16,7 @@ int sbx_seccomp_build(int deny_errno, scmp_filter_ctx *out, char *err, size_t er
 int sbx_seccomp_add_arg_rules(scmp_filter_ctx ctx, const char *name, int nr, char *err,
                               size_t errlen);
 
+/* The set-id filter (seccomp_setid.c) in a libseccomp context; release *out as above. */
+int sbx_seccomp_build_setid(scmp_filter_ctx *out, char *err, size_t errlen);
+
 #endif

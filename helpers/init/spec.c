@@ -181,6 +181,8 @@ static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *sp
 		return take_bool(v, key, &spec->state_mount, err, errlen);
 	if (!strcmp(key, "idle_ttl_ms"))
 		return take_u64(v, key, &spec->idle_ttl_ms, err, errlen);
+	if (!strcmp(key, "refuse_setid"))
+		return take_bool(v, key, &spec->refuse_setid, err, errlen);
 	return bad(err, errlen, key, "unknown key");
 }
 

@@ -26,6 +26,9 @@
  *   host_uid            integer  a uid allowed to connect to a detached sandbox besides ours
  *   idle_ttl_ms         integer  a detached sandbox stops itself once no client has been
  *                                connected for this long (0 / absent = never; server.c)
+ *   refuse_setid        bool     the host is root, so what the sandbox creates is root's on
+ *                                the host: no set-user-ID or set-group-ID modes
+ *                                (sbx_seccomp_refuse_setid)
  * Unknown keys are refused: the backend and the init are built together. */
 #ifndef SBX_INIT_SPEC_H
 #define SBX_INIT_SPEC_H
@@ -60,6 +63,7 @@ struct sbx_init_spec {
 	struct sbx_id_range users;
 	bool state_mount;
 	uint64_t idle_ttl_ms;         /* 0: a detached sandbox runs until SHUTDOWN */
+	bool refuse_setid;
 };
 
 /* Parses text; on failure returns -1 with the reason in err. */

@@ -146,6 +146,19 @@ static int parse_binds(const char *backend, const sbx_json *v, struct sbx_sandbo
 	return 0;
 }
 
+/* The state folder stays read-only inside whatever the list says: the git guard's quarantine,
+ * the record of trusted skills, the audit log and the journal the host's root acts on live
+ * there, and the host trusts them only because no command can write them. */
+static int keep_state_dir_protected(char **list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i], SBX_STATE_DIR "/") || !strcmp(list[i], SBX_STATE_DIR))
+			return 0;
+	if (!(list[n] = strdup(SBX_STATE_DIR "/")))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	return 0;
+}
+
 static int parse_protected(const char *backend, const sbx_json *v, struct sbx_sandbox_options *o)
 {
 	char why[128];
@@ -160,7 +173,8 @@ static int parse_protected(const char *backend, const sbx_json *v, struct sbx_sa
 		         "sandbox", SBX_PROTECTED_PATHS_MAX, v->n);
 		return option_error(backend, "protected_paths", why);
 	}
-	if (!(o->protected_paths = calloc(v->n + 1, sizeof *o->protected_paths)))
+	/* One more than listed: the state folder, which no list may leave out (below). */
+	if (!(o->protected_paths = calloc(v->n + 2, sizeof *o->protected_paths)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	for (size_t i = 0; i < v->n; i++) {
 		char **p = &o->protected_paths[i];
@@ -175,7 +189,7 @@ static int parse_protected(const char *backend, const sbx_json *v, struct sbx_sa
 			return option_error(backend, "protected_paths",
 			                    "entries are relative to /workspace, without '..'");
 	}
-	return 0;
+	return keep_state_dir_protected(o->protected_paths, v->n);
 }
 
 static int parse_mode(const char *backend, const sbx_json *v, struct sbx_sandbox_options *o)
@@ -448,6 +462,10 @@ static char *build_spec(const struct sbx_sandbox *sb, bool prestart)
 		sbx_buf_puts(&b, "\"workspace_readonly\":true,");
 	if (o->detached && o->idle_ttl_ms > 0)
 		sbx_buf_printf(&b, "\"idle_ttl_ms\":%lld,", (long long)o->idle_ttl_ms);
+	/* As root, what the sandbox creates in the workdir is root's on the host (idmapped, or
+	 * the host-root fallback): a set-id bit on it would be a root program for any host user. */
+	if (geteuid() == 0)
+		sbx_buf_puts(&b, "\"refuse_setid\":true,");
 	if (sb->mode == SBX_SANDBOX_DIRECT || bwrap_caps_tmpfs(sb))
 		sbx_quota_spec_keys(&b, &sb->cfg);
 	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s,"

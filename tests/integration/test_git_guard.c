@@ -292,6 +292,184 @@ START_TEST(a_flood_of_changes_falls_back_to_a_full_walk)
 }
 END_TEST
 
+/* A folder shaped like a git dir (HEAD, objects/, refs/) is still a folder the user's git
+ * may run in below: git looks for a ".git" in the directory it runs in first, so a repository
+ * in a subfolder of a bare-shaped folder is used as any other. One command makes both. */
+START_TEST(a_repository_below_a_git_shaped_folder_is_found)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, bt_tmp("mkdir -p x/objects x/refs x/proj && echo 'ref: refs/heads/main' > x/HEAD "
+	                 "&& %s", plant_git_dir("x/proj/.git", "shaped")));
+	expect_item(w, "x/proj/.git/hooks/pre-commit", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "x/proj");
+	assert_no_marker();
+}
+END_TEST
+
+/* The workspace root made git-shaped, then a full walk (a renamed folder forces one): the
+ * root is a git dir to the guard from then on, and must stay an ordinary folder too, whose
+ * new subfolders are walked. */
+START_TEST(a_git_shaped_root_still_has_its_new_folders_walked)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, "mkdir -p objects refs a && echo 'ref: refs/heads/main' > HEAD && mv a b");
+	run_ok(w, bt_tmp("mkdir -p later/on && %s", plant_git_dir("later/on/.git", "root-shaped")));
+	expect_item(w, "later/on/.git/hooks/pre-commit", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "later/on");
+	assert_no_marker();
+}
+END_TEST
+
+/* The workspace root made a bare repository by one command (HEAD, objects/, refs/, a config
+ * and hooks at the top): the host's git run at the root, finding no .git, takes the root
+ * itself for its git dir, and would run its alias. */
+START_TEST(the_root_made_a_bare_repository_is_checked)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, bt_tmp("mkdir -p objects refs/heads hooks && echo 'ref: refs/heads/main' > HEAD "
+	                 "&& printf '[core]\\n\\tbare = true\\n[alias]\\n\\tst = \"!touch %1$s/bare-root-alias\"\\n' "
+	                 "> config && printf '#!/bin/sh\\ntouch %1$s/bare-root-hook\\n' > "
+	                 "hooks/pre-receive && chmod +x hooks/pre-receive", markers));
+	expect_item(w, "config", "exec");
+	expect_item(w, "hooks/pre-receive", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, ".");
+	assert_no_marker();
+}
+END_TEST
+
+/* git takes a folder for a git dir when it has a HEAD and its common dir — its own, or the
+ * one its commondir names — has objects/ and refs/: a worktree's git dir has neither of its
+ * own. Such a folder, made by a command, is used by the host's git run below it, with its
+ * config.worktree (the common dir's config turns that on with a key the guard allows), whose
+ * core.worktree makes the folder below a work tree for the fsmonitor. */
+START_TEST(a_git_dir_by_its_commondir_alone_is_checked)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, bt_tmp("mkdir -p y/objects y/refs/heads x/sub && echo 'ref: refs/heads/main' > y/HEAD "
+	                 "&& printf '[core]\\n\\trepositoryformatversion = 1\\n"
+	                 "[extensions]\\n\\tworktreeConfig = true\\n' > y/config && "
+	                 "echo 'ref: refs/heads/main' > x/HEAD && echo ../y > x/commondir && "
+	                 "printf '[core]\\n\\tbare = false\\n\\tworktree = sub\\n\\tfsmonitor = "
+	                 "\"touch %1$s/commondir-only-fsmonitor; true\"\\n' > x/config.worktree",
+	                 markers));
+	expect_item(w, "x/config.worktree", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "x");
+	use_on_host(dir, "x/sub");
+	assert_no_marker();
+}
+END_TEST
+
+/* A user's config may include a file of the work tree (include.path = ../.gitconfig, the
+ * usual way to share a project's aliases): that key is the user's and stays, but the file it
+ * names is the work tree's, which any command can write. What a command puts there must not
+ * run on the host either. */
+START_TEST(a_work_tree_file_the_users_config_includes_is_checked)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w;
+
+	ck_assert_int_eq(host_sh(bt_tmp("git init -q '%1$s/p' && git -C '%1$s/p' config include.path "
+	                                "../.gitconfig && printf '[alias]\\n\\tl = log -1\\n' > "
+	                                "'%1$s/p/.gitconfig' && git -C '%1$s/p' config --add "
+	                                "includeIf.onbranch:main.path ../.branch.gitconfig", dir)), 0);
+	/* and one whose included file nobody touches */
+	ck_assert_int_eq(host_sh(bt_tmp("git init -q '%1$s/q' && git -C '%1$s/q' config include.path "
+	                                "../.gitconfig && printf '[alias]\\n\\tl = log -1\\n' > "
+	                                "'%1$s/q/.gitconfig'", dir)), 0);
+	if (!strcmp(bt_backend(), "docker") && geteuid() == 0)
+		ck_assert_int_eq(host_sh(bt_tmp("chown -R %d:%d '%s'", BT_DOCKER_UID, BT_DOCKER_UID,
+		                                dir)), 0);
+	w = bt_open_ok(dir, NULL);
+	run_ok(w, bt_tmp("printf '[core]\\n\\tfsmonitor = \"touch %1$s/include-fsmonitor; true\"\\n"
+	                 "[alias]\\n\\tl = log -1\\n\\tst = \"!touch %1$s/include-alias\"\\n' > "
+	                 "p/.gitconfig && printf '[alias]\\n\\tst = \"!touch %1$s/includeif-alias\"\\n' > "
+	                 "p/.branch.gitconfig", markers));
+	expect_item(w, "p/.gitconfig", "exec");
+	expect_item(w, "p/.branch.gitconfig", "exec");
+	ck_assert_msg(!strstr(quarantine_json(w), "\"path\":\"q/"), "%.1500s", quarantine_json(w));
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "p");
+	assert_no_marker();
+	/* what the user had in the included files still works */
+	ck_assert_int_eq(host_git(dir, "p", "config alias.l"), 0);
+	ck_assert_int_eq(host_git(dir, "q", "config alias.l"), 0);
+	ck_assert_int_eq(host_git(dir, "p", "config alias.st"), 1);
+}
+END_TEST
+
+/* A user's core.hooksPath may name a folder of the work tree (.githooks, to share a
+ * project's hooks): the key is the user's and stays, and that folder is a hooks folder like
+ * .git/hooks, whose hooks a command adds or changes. */
+START_TEST(a_hooks_path_in_the_work_tree_is_a_hooks_folder)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w;
+
+	ck_assert_int_eq(host_sh(bt_tmp("git init -q '%1$s/h' && git -C '%1$s/h' config core.hooksPath "
+	                                ".githooks && mkdir '%1$s/h/.githooks' && printf "
+	                                "'#!/bin/sh\\ntrue\\n' > '%1$s/h/.githooks/post-commit' && "
+	                                "chmod +x '%1$s/h/.githooks/post-commit'", dir)), 0);
+	if (!strcmp(bt_backend(), "docker") && geteuid() == 0)
+		ck_assert_int_eq(host_sh(bt_tmp("chown -R %d:%d '%s'", BT_DOCKER_UID, BT_DOCKER_UID,
+		                                dir)), 0);
+	w = bt_open_ok(dir, NULL);
+	ck_assert_msg(strstr(quarantine_json(w), "\"items\":[]"), "%.1500s", quarantine_json(w));
+	run_ok(w, bt_tmp("for h in pre-commit post-commit; do printf '#!/bin/sh\\ntouch %1$s/hooks-path-'$h'\\n'"
+	                 " > h/.githooks/$h && chmod +x h/.githooks/$h; done && echo notes > "
+	                 "h/.githooks/README", markers));
+	expect_item(w, "h/.githooks/pre-commit", "exec");
+	expect_item(w, "h/.githooks/post-commit", "exec");
+	/* the user's other files there are the work tree's */
+	ck_assert_msg(!strstr(quarantine_json(w), "h/.githooks/README"), "%.1500s",
+	              quarantine_json(w));
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, "h");
+	assert_no_marker();
+	ck_assert_int_eq(host_git(dir, "h", "config core.hooksPath"), 0);
+}
+END_TEST
+
+/* The walk goes 256 folders deep; a repository 40 folders down is within that, made in one
+ * command below a new folder, or found by the full walk at the next open. */
+START_TEST(a_repository_forty_folders_down_is_found)
+{
+	char *dir = bt_mkdtemp();
+	const char *deep = "d/1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17/18/19/20/21/22/23/24/25/26/"
+	                   "27/28/29/30/31/32/33/34/35/36/37/38/39";
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	run_ok(w, bt_tmp("mkdir -p %s && %s", deep, plant_git_dir(bt_tmp("%s/.git", deep), "deep40")));
+	expect_item(w, bt_tmp("%s/.git/hooks/pre-commit", deep), "exec");
+	/* a gitdir: file that deep, to a git dir of the command's making inside another's .git
+	 * (which the walk does not search: only the pointer leads there); 41 levels up: e/ and
+	 * the 40 of deep */
+	char up[41 * 3 + 1] = "";
+	for (int i = 0; i < 41; i++)
+		strcat(up, "../");
+	run_ok(w, bt_tmp("mkdir -p r/.git/objects r/.git/refs e/%s && "
+	                 "echo 'ref: refs/heads/main' > r/.git/HEAD && %s && "
+	                 "printf 'gitdir: %sr/.git/hide\\n' > e/%s/.git", deep,
+	                 plant_git_dir("r/.git/hide", "deep40-file"), up, deep));
+	expect_item(w, "r/.git/hide/hooks/pre-commit", "exec");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	use_on_host(dir, deep);
+	use_on_host(dir, bt_tmp("e/%s", deep));
+	assert_no_marker();
+}
+END_TEST
+
 /* ---- pointers ------------------------------------------------------------------------- */
 
 START_TEST(commondir_modules_worktrees_gitdir_files_links_and_bare_repos)
@@ -512,6 +690,79 @@ START_TEST(spawned_processes_the_bash_tool_reset_and_close_are_checked)
 }
 END_TEST
 
+/* The quarantine, the journal the host's root acts on, the record of trusted skills: the host
+ * trusts the state folder because no command can write it, so a config whose protected_paths
+ * leaves it out must not make it writable (nor a hiding place the guard does not walk). */
+START_TEST(the_state_folder_stays_read_only_whatever_protected_paths_says)
+{
+	char *dir = bt_mkdtemp();
+	sbx_workspace *w;
+	static const char *const attempts[] = {
+		"echo '{}' > .agentsbx/skills.json", "echo x > .agentsbx/journal/p-0123456789ab",
+		"mkdir -p .agentsbx/quarantine/x", "mkdir -p .agentsbx/r/.git/hooks",
+		"mv .agentsbx .agentsbx-moved",
+	};
+
+	ck_assert_int_eq(host_sh(bt_tmp("git init -q '%s'", dir)), 0);
+	w = bt_open_ok(dir, bt_tmp("\"%s\":{\"protected_paths\":[\".git/hooks/\"]}", bt_backend()));
+	for (size_t i = 0; i < sizeof attempts / sizeof attempts[0]; i++) {
+		sbx_result *res = bt_shell(w, attempts[i], NULL);
+		ck_assert_msg(sbx_result_exit_code(res) != 0, "`%s` succeeded inside", attempts[i]);
+		sbx_result_free(res);
+	}
+	/* the list's own entries still hold, and what it left out is writable */
+	expect_read_only(w, "echo x > .git/hooks/pre-commit");
+	run_ok(w, "echo x > .bashrc");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	ck_assert_int_eq(host_sh(bt_tmp("test ! -e '%1$s/.agentsbx/r' && "
+	                                "test ! -e '%1$s/.agentsbx/journal/p-0123456789ab'", dir)), 0);
+}
+END_TEST
+
+/* ---- a capped workspace ----------------------------------------------------------------- */
+
+/* Bytes below the host directory dir (du's apparent size). */
+static long long host_bytes(const char *dir)
+{
+	const char *out = host_out(bt_tmp("du -sb --apparent-size '%s' 2>/dev/null | cut -f1", dir));
+
+	return atoll(out);
+}
+
+/* A capped workspace's files are a tmpfs of the sandbox's, its state folder (and so the
+ * quarantine) on the host's disk: a quarantine across that boundary is a copy, and what it
+ * copies must not let a command write past limits.disk_bytes onto the host, one cap a
+ * command, without end. */
+START_TEST(the_quarantine_of_a_capped_workspace_stays_bounded)
+{
+	sbx_workspace *w = bt_open_ok(NULL, "\"limits\":{\"disk_bytes\":33554432}");
+	char *state = strdup(sbx_audit_path(w));
+
+	ck_assert_ptr_nonnull(state);
+	*strrchr(state, '/') = '\0';
+	/* a new repository each time: the ones made before are read-only by then */
+	for (int i = 0; i < 6; i++)
+		run_ok(w, bt_tmp("mkdir -p r%1$d/.git/objects r%1$d/.git/refs r%1$d/.git/hooks/big && "
+		                 "echo 'ref: refs/heads/main' > r%1$d/.git/HEAD && "
+		                 "head -c 20000000 /dev/zero > r%1$d/.git/hooks/big/blob && "
+		                 "head -c 5000000 /dev/zero > r%1$d/.git/hooks/post-commit", i));
+	for (int i = 0; i < 6; i++) {
+		expect_item(w, bt_tmp("r%d/.git/hooks/big", i), "exec");
+		expect_item(w, bt_tmp("r%d/.git/hooks/post-commit", i), "exec");
+	}
+	long long kept = host_bytes(bt_tmp("%s/quarantine", state));
+	ck_assert_msg(kept <= 32ll << 20, "the quarantine holds %lld bytes on the host's disk "
+	              "for a workspace capped at 32 MiB", kept);
+	/* what it did not keep it says it deleted, and nothing of it is left inside */
+	ck_assert_msg(strstr(quarantine_json(w), "deleted: a folder"), "%.2000s",
+	              quarantine_json(w));
+	run_ok(w, "for i in 0 1 2 3 4 5; do test ! -e r$i/.git/hooks/big && "
+	          "test ! -e r$i/.git/hooks/post-commit || exit 1; done");
+	ck_assert_int_eq(sbx_workspace_close(w), 0);
+	free(state);
+}
+END_TEST
+
 /* ---- a host that forks ------------------------------------------------------------------ */
 
 /* A forked child (a worker pool, a test runner) has a copy of the library's one inotify
@@ -650,6 +901,13 @@ static Suite *git_guard_suite(void)
 		ADD(s, planted_hooks_and_config_never_run_at_the_root_or_three_deep);
 		ADD(s, permission_games_do_not_hide_a_hook);
 		ADD(s, a_flood_of_changes_falls_back_to_a_full_walk);
+		ADD(s, a_repository_below_a_git_shaped_folder_is_found);
+		ADD(s, a_git_shaped_root_still_has_its_new_folders_walked);
+		ADD(s, the_root_made_a_bare_repository_is_checked);
+		ADD(s, a_repository_forty_folders_down_is_found);
+		ADD(s, a_git_dir_by_its_commondir_alone_is_checked);
+		ADD(s, a_work_tree_file_the_users_config_includes_is_checked);
+		ADD(s, a_hooks_path_in_the_work_tree_is_a_hooks_folder);
 		ADD(s, commondir_modules_worktrees_gitdir_files_links_and_bare_repos);
 		ADD(s, spawned_processes_the_bash_tool_reset_and_close_are_checked);
 		ADD(s, a_forked_child_using_the_library_takes_no_event_from_its_parent);
@@ -661,6 +919,8 @@ static Suite *git_guard_suite(void)
 		ADD(s, ordinary_git_work_inside_keeps_working_on_the_host);
 		ADD(s, existing_and_earlier_repositories_are_read_only_inside);
 		ADD(s, binds_stop_at_256_repositories_and_detection_covers_the_rest);
+		ADD(s, the_quarantine_of_a_capped_workspace_stays_bounded);
+		ADD(s, the_state_folder_stays_read_only_whatever_protected_paths_says);
 	}
 	return s;
 }

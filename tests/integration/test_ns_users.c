@@ -321,6 +321,63 @@ START_TEST(test_other_users_files_stay_theirs)
 }
 END_TEST
 
+/* The set-id bits of the files named setid-* in dir, on the host: "" when none has one, else
+ * the names that do. */
+static const char *setid_files_in(const char *dir)
+{
+	static char found[4096];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+
+	found[0] = '\0';
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "setid-", 6) && fstatat(dirfd(d), e->d_name, &st,
+		                                                 AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (st.st_mode & (S_ISUID | S_ISGID)) && strlen(found) + strlen(e->d_name) + 2 <
+		                                          sizeof found)
+			strcat(strcat(found, e->d_name), " ");
+	closedir(d);
+	return found;
+}
+
+/* A root-run sandbox's files land on the host as root's (the idmapped workdir): a set-user-ID
+ * bit on one would be a root program for any host user who runs it, so no way of setting one
+ * works inside. The probe tries each (chmod, fchmod, fchmodat, fchmodat2, creat, open, openat,
+ * openat2, mknod, mknodat, O_TMPFILE) on a file of its own; a plain chmod still works. An
+ * ordinary user's sandbox makes the caller's own files, as the caller may: unchanged. */
+START_TEST(test_no_setid_file_reaches_the_host)
+{
+	static const char *const refused[] = { "chmod-setuid", "chmod-setgid", "fchmod", "fchmodat",
+	                                       "fchmodat2", "creat", "open", "openat", "mknod",
+	                                       "mknodat", "tmpfile" };
+	char *dir = bt_mkdtemp(), *out;
+	sbx_workspace *w = bt_open_ok(dir, NULL);
+
+	bt_install_program(w, "SBX_TEST_PROBE", "probe");
+	out = bt_shell_out(w, "./probe setid .");
+	ck_assert_msg(strstr(out, "setid-plain OK\n"), "%s", out);
+	if (is_root()) {
+		for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+			ck_assert_msg(strstr(out, bt_tmp("setid-%s EPERM\n", refused[i])),
+			              "setid-%s not refused: %s", refused[i], out);
+		ck_assert_msg(strstr(out, "setid-openat2 ENOSYS\n"), "%s", out);
+		ck_assert_msg(!*setid_files_in(dir), "set-id files on the host: %s",
+		              setid_files_in(dir));
+		/* and in the sandbox a reset starts */
+		ck_assert_int_eq(sbx_workspace_reset(w), 0);
+		assert_fails(w, "touch setid-after-reset && chmod 4755 setid-after-reset");
+		ck_assert_msg(!*setid_files_in(dir), "set-id files on the host: %s",
+		              setid_files_in(dir));
+	} else {
+		ck_assert_msg(strstr(out, "setid-chmod-setuid OK\n"), "%s", out);
+	}
+	free(out);
+	sbx_workspace_close(w);
+}
+END_TEST
+
 /* ---- outside the workdir ---------------------------------------------------------------- */
 
 /* The uid the kernel shows for one a user namespace does not map (/proc/sys/kernel). */
@@ -489,6 +546,10 @@ START_TEST(test_unsupported_file_system_is_refused_or_falls_back)
 	ck_assert_str_eq(out, "0\n");
 	free(out);
 	assert_owned_by_caller(test_path_at(dir, "made"));
+	/* host root outright, and still no set-id file (a root program on the host) */
+	assert_fails(w, "chmod 4755 made");
+	ck_assert_msg(!(test_mode_of(test_path_at(dir, "made")) & (S_ISUID | S_ISGID)),
+	              "a set-id file on the host");
 	log = test_slurp(sbx_audit_path(w));
 	ck_assert_msg(log && strstr(log, "\"kind\":\"users\"") && strstr(log, "\"level\":\"warning\"")
 	              && strstr(log, "\"event\":\"host-root\"") && strstr(log, "ramfs"),
@@ -562,6 +623,7 @@ static Suite *users_suite(void)
 	tcase_add_test(files, test_created_files_are_the_callers);
 	tcase_add_test(files, test_callers_files_are_writable_inside);
 	tcase_add_test(files, test_other_users_files_stay_theirs);
+	tcase_add_test(files, test_no_setid_file_reaches_the_host);
 	tcase_add_test(outside, test_host_root_files_are_not_the_sandboxs);
 	tcase_add_test(outside, test_writable_bind_is_idmapped);
 	tcase_add_test(paths, test_spares_and_reset_keep_the_mapping);

@@ -29,4 +29,7 @@ int probe_baseline(void);
  * for name, or NULL. */
 int (*probe_arg_probe(const char *name))(void);
 
+/* "setid DIR": each way to give a new file in DIR a set-id bit (see setid.c). Returns 0. */
+int probe_setid(const char *dir);
+
 #endif

@@ -2,7 +2,7 @@
  * prints what happened, one line per probe:
  *
  *   sbx-probe [caps] [nnp] [securebits] [ids] [subreaper] [connect PATH]
- *             [landlock-OP PATH...] [setuid-status PATH] [baseline]
+ *             [landlock-OP PATH...] [setuid-status PATH] [baseline] [setid DIR]
  *             [syscall NAME...]
  *
  *   caps                 "CapInh <hex>", "CapPrm ...", "CapEff", "CapBnd", "CapAmb"
@@ -27,6 +27,8 @@
  *                        "setuid-CapEff" of that process from /proc
  *   baseline             the walk of the seccomp baseline's table, one line per call
  *                        (baseline.c)
+ *   setid DIR            "setid-<way> <OK|errno name>" for each way to give a new file in DIR
+ *                        a set-user-ID or set-group-ID bit (setid.c)
  *   syscall NAME...      "NAME <OK|errno name|absent|unsupported|signal-NAME>" for every
  *                        remaining argument: the probes below, and baseline.c's argument
  *                        probes (personality-*, family-N, netlink-P, mknod-*, ...)
@@ -763,7 +765,7 @@ int main(int argc, char **argv)
 	}
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s [caps] [nnp] [securebits] [ids] [subreaper] [connect PATH] "
-		        "[landlock-OP PATH...] [setuid-status PATH] [baseline] [syscall NAME...]\n",
+		        "[landlock-OP PATH...] [setuid-status PATH] [baseline] [setid DIR] [syscall NAME...]\n",
 		        argv[0]);
 		return 2;
 	}
@@ -783,6 +785,8 @@ int main(int argc, char **argv)
 			probe_securebits();
 		} else if (strcmp(argv[i], "baseline") == 0) {
 			probe_baseline();
+		} else if (strcmp(argv[i], "setid") == 0 && i + 1 < argc) {
+			probe_setid(argv[++i]);
 		} else if (strcmp(argv[i], "setuid-status") == 0 && i + 1 < argc) {
 			probe_setuid_status(argv[++i]);
 		} else if (strcmp(argv[i], "ids") == 0) {
