@@ -531,6 +531,59 @@ START_TEST(test_killed_opens_copy_is_swept)
 }
 END_TEST
 
+/* A workdir inside another workspace (a repository's subfolder opened on its own, say) is a
+ * folder the outer workspace's commands can rename and replace by a link. The inner one's
+ * reset empties and refills its workdir as the caller: it must do that to the folder it
+ * opened, never to wherever the path leads now (here a folder outside both; it could as
+ * well be /etc). */
+START_TEST(test_reset_never_follows_a_swapped_workdir)
+{
+	static const char *const baselines[] = { "\"baseline\":\"empty\"", SNAPSHOT };
+	char *dir = bt_mkdtemp();
+	char *outer_dir = bt_fmt("%s/outer", dir), *victim = bt_fmt("%s/victim", dir);
+	char *inner_dir = bt_fmt("%s/inner", outer_dir), *moved = bt_fmt("%s/inner.moved", outer_dir);
+
+	for (size_t i = 0; i < sizeof baselines / sizeof baselines[0]; i++) {
+		test_rm_rf(outer_dir);
+		test_rm_rf(victim);
+		ck_assert_int_eq(mkdir(outer_dir, 0755), 0);
+		ck_assert_int_eq(mkdir(inner_dir, 0755), 0);
+		ck_assert_int_eq(mkdir(victim, 0755), 0);
+		test_put_file(victim, "precious", "keep me\n", 0644);
+		test_put_file(inner_dir, "mine", "inner's\n", 0644);
+		give_to_commands(outer_dir);
+		sbx_workspace *outer = bt_open_ok(outer_dir, NULL);
+		sbx_workspace *inner = bt_open_ok(inner_dir, baselines[i]);
+		char *out = bt_shell_out(outer, bt_tmp("mv inner inner.moved && ln -s '%s' inner && "
+		                                       "echo swapped", victim));
+		ck_assert_str_eq(out, "swapped\n");
+		free(out);
+		test_put_file(moved, "later", "made after the open\n", 0644);
+		int r = sbx_workspace_reset(inner);
+		/* The docker backend's reset reaches its control folder by path: there the swap
+		 * makes the reset fail, which is as safe. */
+		ck_assert_msg(r == 0 || is_backend("docker"), "reset (%s): %d %s", baselines[i], r,
+		              sbx_last_error());
+		ck_assert_msg(test_exists(test_path_at(victim, "precious")),
+		              "the reset (%s) emptied the folder the link leads to", baselines[i]);
+		ck_assert_str_eq(test_slurp(test_path_at(victim, "precious")), "keep me\n");
+		ck_assert_msg(!test_exists(test_path_at(victim, "mine")), "the snapshot was restored "
+		              "into the folder the link leads to");
+		if (r == 0) {
+			/* The reset did its work on the workspace's own folder. */
+			ck_assert(!test_exists(test_path_at(moved, "later")));
+			ck_assert_int_eq(test_exists(test_path_at(moved, "mine")), i == 1);
+		}
+		ck_assert_int_eq(sbx_workspace_close(inner), 0);
+		ck_assert_int_eq(sbx_workspace_close(outer), 0);
+	}
+	free(outer_dir);
+	free(victim);
+	free(inner_dir);
+	free(moved);
+}
+END_TEST
+
 /* ===========================================================================================
  * Item 7: skills written by a command
  * ========================================================================================= */
@@ -972,6 +1025,7 @@ static Suite *make_suite(void)
 	tcase_add_test(snapshot, test_snapshot_restores_and_keeps_holes);
 	tcase_add_test(snapshot, test_snapshot_open_never_blocks_on_a_fifo);
 	tcase_add_test(snapshot, test_killed_opens_copy_is_swept);
+	tcase_add_test(snapshot, test_reset_never_follows_a_swapped_workdir);
 	suite_add_tcase(s, snapshot);
 	TCase *skills = tcase_create("skills");
 	tcase_set_timeout(skills, 300);
