@@ -444,7 +444,7 @@ static int append_on_host(sbx_workspace *ws, const char *dir, const char *path, 
 	_cleanup_close_ int fd = open_for_append(ws, path);
 	if (fd < 0)
 		return fd;
-	_cleanup_close_ int lock = -1;
+	_cleanup_hostlock_ int lock = -1;
 	if ((r = take_append_lock(fd, path, &lock)) < 0)
 		return r;
 	if (fstat(fd, &st) < 0)

@@ -165,7 +165,8 @@ static int write_remote(sbx_workspace *ws, const sbx_buf *b)
  * folder's host lock. */
 static int update(sbx_workspace *ws, const char *dir, const char *name, const char *sha256)
 {
-	_cleanup_close_ int state = -1, lock = -1;
+	_cleanup_close_ int state = -1;
+	_cleanup_hostlock_ int lock = -1;
 	sbx_buf b = { 0 };
 	sbx_json *old;
 	int r;

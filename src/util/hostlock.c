@@ -224,6 +224,19 @@ static bool still_linked(int dir, const char *name, int fd)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+void sbx_hostlock_release(int fd)
+{
+	int saved = errno;
+
+	if (fd < 0)
+		return;
+	/* LOCK_UN acts on the open file, which a child forked while we held it shares: a plain
+	 * close would leave the lock to the child's copy. */
+	flock(fd, LOCK_UN);
+	close(fd);
+	errno = saved;
+}
+
 int sbx_hostlock_take(int object_fd, const char *tag, int timeout_ms, int *lock_fd)
 {
 	_cleanup_close_ int dir = -1, fd = -1;

@@ -1498,7 +1498,8 @@ static bool protects_state_dir(const struct sbx_sandbox *sb)
  * one (its init started with --detached) and hand it its socket. */
 static int attach_or_launch(struct sbx_sandbox *sb)
 {
-	_cleanup_close_ int run = -1, lock = -1;
+	_cleanup_close_ int run = -1;
+	_cleanup_hostlock_ int lock = -1;
 	struct sbx_init_ready ready;
 	int r, status;
 

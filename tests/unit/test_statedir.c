@@ -176,6 +176,43 @@ START_TEST(test_a_host_lock_excludes_and_gives_up_at_its_deadline)
 }
 END_TEST
 
+/* A process that forks while it holds a lock (another thread of a harness starts a worker)
+ * gives the child a copy of the lock's fd: the same open file, which is what flock locks
+ * belong to. Once the holder releases, nobody holds the lock, however long the child lives:
+ * the holder takes it again at once, and so does another process. */
+START_TEST(test_a_forked_child_keeps_no_released_lock)
+{
+	_cleanup_close_ int obj = open(ws, O_PATH | O_CLOEXEC);
+	int a = -1, b = -1, gate[2], status;
+	char byte;
+
+	ck_assert_int_ge(obj, 0);
+	ck_assert_int_eq(pipe(gate), 0);
+	ck_assert_int_eq(sbx_hostlock_take(obj, "fork", 1000, &a), 0);
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		/* A worker that lives on with its copy of everything, the lock's fd included. */
+		close(gate[1]);
+		_exit(read(gate[0], &byte, 1) >= 0 ? 0 : 1);
+	}
+	close(gate[0]);
+	sbx_hostlock_release(a);
+	ck_assert_msg(sbx_hostlock_take(obj, "fork", 2000, &b) == 0, "after the release: %s",
+	              sbx_last_error());
+	sbx_hostlock_release(b);
+	pid_t other = fork();
+	ck_assert_int_ge(other, 0);
+	if (other == 0)
+		_exit(sbx_hostlock_take(obj, "fork", 2000, &b) == 0 ? 0 : 1);
+	ck_assert_int_eq(waitpid(other, &status, 0), other);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "another process could not "
+	              "take the released lock");
+	close(gate[1]);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+}
+END_TEST
+
 /* The lock file of fd's object for tag (as hostlock.c names it). */
 static const char *lock_file(int fd, const char *tag)
 {
@@ -235,6 +272,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, test_a_link_below_is_refused_and_nothing_made_outside);
 	tcase_add_test(tc, test_files_are_regular_and_never_block);
 	tcase_add_test(tc, test_a_host_lock_excludes_and_gives_up_at_its_deadline);
+	tcase_add_test(tc, test_a_forked_child_keeps_no_released_lock);
 	tcase_add_test(tc, test_unheld_lock_files_are_swept);
 	tcase_add_test(tc, test_host_locks_live_outside_the_workspace);
 	suite_add_tcase(s, tc);
