@@ -16,6 +16,7 @@
 #include "tools/session.h"
 #include "tools/tool.h"
 #include "util/error.h"
+#include "util/forksafe.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
 #define HELLO_TIMEOUT_MS 20000
@@ -29,7 +30,7 @@ struct sbx_mcp_live {
 	struct sbx_mcp_live *next;
 };
 
-static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+SBX_FORK_SAFE_MUTEX(create_lock)
 
 static sbx_mcp_state *state_of(sbx_workspace *ws)
 {
