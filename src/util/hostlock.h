@@ -6,8 +6,9 @@
  * and every host call that waits for it waits for the command. So the library locks only
  * lock files of its own, one per object (named after the object's device and inode, and a
  * tag saying what for), in a folder of this user's alone: $XDG_RUNTIME_DIR/agentsbx/locks
- * where that is the user's, else /tmp/agentsbx-<uid>/locks (a sandbox has a /tmp of its
- * own, and sees neither). Nothing waits for them without a deadline.
+ * where that is the user's, for root /run/agentsbx/locks (a name in /tmp any user could make
+ * first), else /tmp/agentsbx-<uid>/locks (a sandbox has a /tmp of its own, and sees none of
+ * them). Nothing waits for them without a deadline.
  *
  * A forked child shares the open file a lock is held on (flock locks belong to the open file,
  * not to the process), so closing the holder's fd would not release a lock that a child

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -261,6 +263,43 @@ START_TEST(test_host_locks_live_outside_the_workspace)
 }
 END_TEST
 
+/* Root's lock folder is not a name in /tmp: any user could make /tmp/agentsbx-0 first, and
+ * then every lock of root's (the audit log's, the detached sandboxes' attach lock) would
+ * fail. Run in a private mount namespace with a /tmp and a /run of its own, where another
+ * user has made that name. Root's case only: an ordinary user cannot play the other user. */
+START_TEST(test_roots_locks_are_out_of_other_users_reach)
+{
+	int status;
+
+	if (geteuid() != 0)
+		return;
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		int fd = -1, obj;
+
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777") < 0 ||
+		    mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") < 0)
+			_exit(2);
+		unsetenv("XDG_RUNTIME_DIR");
+		if (mkdir("/tmp/agentsbx-0", 0700) < 0 || chown("/tmp/agentsbx-0", 65534, 65534) < 0)
+			_exit(3);
+		if ((obj = open("/tmp", O_PATH | O_CLOEXEC)) < 0)
+			_exit(4);
+		if (sbx_hostlock_take(obj, "squat", 1000, &fd) < 0) {
+			fprintf(stderr, "take: %s\n", sbx_last_error());
+			_exit(5);
+		}
+		sbx_hostlock_release(fd);
+		_exit(strcmp(sbx_hostlock_dir(), "/run/agentsbx/locks") == 0 ? 0 : 6);
+	}
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x (5: no lock "
+	              "while another user holds /tmp/agentsbx-0)", (unsigned)status);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("statedir");
@@ -275,6 +314,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, test_a_forked_child_keeps_no_released_lock);
 	tcase_add_test(tc, test_unheld_lock_files_are_swept);
 	tcase_add_test(tc, test_host_locks_live_outside_the_workspace);
+	tcase_add_test(tc, test_roots_locks_are_out_of_other_users_reach);
 	suite_add_tcase(s, tc);
 	return s;
 }
