@@ -20,6 +20,7 @@
 #include "support.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/hostkey.h"
 #include "util/hostlock.h"
 #include "util/statedir.h"
 
@@ -300,6 +301,41 @@ START_TEST(test_roots_locks_are_out_of_other_users_reach)
 }
 END_TEST
 
+/* The key that signs the skills record (util/hostkey.h): made once, the same for every
+ * process that races to make it, kept 0600 in a 0700 folder, and refused when the file is
+ * not ours alone. */
+START_TEST(test_host_keys_are_private_and_agreed_on)
+{
+	unsigned char k1[SBX_HOSTKEY_LEN], k2[SBX_HOSTKEY_LEN];
+	char *state = NULL;
+	int status;
+
+	ck_assert_int_ge(asprintf(&state, "%s/state", tmp), 0);
+	ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
+	for (int i = 0; i < 4; i++)
+		if (fork() == 0)
+			_exit(sbx_hostkey_get("race", k1) == 0 ? 0 : 1);
+	ck_assert_int_eq(sbx_hostkey_get("race", k1), 0);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_gt(wait(&status), 0);
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	ck_assert_int_eq(sbx_hostkey_get("race", k2), 0);
+	ck_assert_int_eq(memcmp(k1, k2, sizeof k1), 0);
+	ck_assert_int_eq(test_mode_of(test_path_at(state, "agentsbx")), 0700);
+	ck_assert_int_eq(test_mode_of(test_path_at(state, "agentsbx/race.key")), 0600);
+	/* Another purpose, another key. */
+	ck_assert_int_eq(sbx_hostkey_get("other", k2), 0);
+	ck_assert_int_ne(memcmp(k1, k2, sizeof k1), 0);
+	/* A key others may read is no secret: refused, and left as it is. */
+	ck_assert_int_eq(chmod(test_path_at(state, "agentsbx/race.key"), 0644), 0);
+	ck_assert_int_lt(sbx_hostkey_get("race", k2), 0);
+	ck_assert_int_eq(test_mode_of(test_path_at(state, "agentsbx/race.key")), 0644);
+	unsetenv("XDG_STATE_HOME");
+	free(state);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("statedir");
@@ -315,6 +351,7 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, test_unheld_lock_files_are_swept);
 	tcase_add_test(tc, test_host_locks_live_outside_the_workspace);
 	tcase_add_test(tc, test_roots_locks_are_out_of_other_users_reach);
+	tcase_add_test(tc, test_host_keys_are_private_and_agreed_on);
 	suite_add_tcase(s, tc);
 	return s;
 }
