@@ -20,7 +20,9 @@
  * sees (util/hostkey.h), of its entries in order ("agentsbx skills v2", then dir, name and
  * sha256 of each, every one NUL-terminated). A record whose MAC does not hold (another
  * host's, another user's, one a tool made, a version 1 record) trusts nothing: its skills are
- * added again to be trusted.
+ * added again to be trusted. Only where the state folder is on this host: a backend without
+ * host files keeps it in the sandbox, which every replica of a service may serve and whose
+ * commands may write it, and there the record is taken as it is (docs/security.md).
  *
  * A record that is missing, too large or unreadable trusts nothing (a forged or broken
  * record must never trust more). Writers of one process take the skills lock; writers of
@@ -162,7 +164,11 @@ sbx_json *sbx_skill_record_load(sbx_workspace *ws)
 	size_t len = 0;
 	sbx_json *doc = NULL;
 
+	/* Where the state folder is the sandbox's own (a backend without host files: any
+	 * replica of a service may read it, and its commands may write it), the MAC proves
+	 * nothing: the record is taken as it is there. */
 	if (read_record_text(ws, &text, &len) == 0 && (doc = sbx_skill_record_parse(text, len)) &&
+	    ws->state_fd >= 0 &&
 	    (sbx_hostkey_get(KEY_PURPOSE, key) < 0 || !sbx_skill_record_verify(doc, key))) {
 		sbx_json_free(doc);
 		doc = NULL;
