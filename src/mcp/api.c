@@ -354,8 +354,10 @@ int sbx_mcp_add(sbx_workspace *ws, const char *agent_id, const char *session_id,
 	pthread_mutex_lock(&ws->mcp->lock);
 	if ((r = sbx_mcp_decls_load(ws, &decls, &n)) < 0)
 		goto out;
+	/* One the file brought from elsewhere is no declaration (the save drops it). */
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(decls[i].name, name) && same_scope(&decls[i], agent_id, session_id)) {
+		if (!decls[i].foreign && !strcmp(decls[i].name, name) &&
+		    same_scope(&decls[i], agent_id, session_id)) {
 			r = sbx_fail(-SBX_EEXIST, "sbx_mcp_add: MCP server '%s' already exists for agent "
 			             "%s, session %s", name, agent_id ? agent_id : "(all)",
 			             session_id ? session_id : "(all)");

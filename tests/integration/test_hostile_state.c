@@ -728,6 +728,34 @@ START_TEST(test_skills_that_came_with_the_workdir_stay_out_of_the_prompt)
 }
 END_TEST
 
+/* The same for the MCP declarations: a .agentsbx/mcp.json that came with the workdir would
+ * start its servers as soon as the tools are listed (on local, on the host), and their
+ * tools' descriptions would reach the model. Its servers do not start, and each is reported. */
+START_TEST(test_mcp_servers_that_came_with_the_workdir_do_not_start)
+{
+	char *dir = bt_mkdtemp(), *json = NULL;
+	sbx_workspace *ws = bt_open_ok(dir, NULL);
+	char *marker = bt_inside(ws, "mcp-ran");
+
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	test_put_file(dir, ".agentsbx/mcp.json", bt_tmp("{\"version\":1,\"servers\":[{\"agent\":"
+	              "null,\"session\":null,\"name\":\"shipped\",\"config\":{\"command\":"
+	              "\"/bin/sh\",\"args\":[\"-c\",\"echo started > %s; sleep 2\"]}}]}\n", marker),
+	              0600);
+	ws = bt_open_ok(dir, NULL);
+	json = tools_json(ws);
+	sbx_free(json);
+	ck_assert_msg(!test_exists(test_path_at(dir, "mcp-ran")), "the shipped MCP server started");
+	ck_assert_int_eq(sbx_mcp_list(ws, NULL, NULL, &json), 0);
+	ck_assert_msg(strstr(json, "\"name\":\"shipped\"") &&
+	              strstr(json, "not declared through this host's library"), "%s", json);
+	sbx_free(json);
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	ck_assert(!test_exists(test_path_at(dir, "mcp-ran")));
+	free(marker);
+}
+END_TEST
+
 /* ===========================================================================================
  * Item 10: a symlinked state folder
  * ========================================================================================= */
@@ -1096,6 +1124,7 @@ static Suite *make_suite(void)
 	tcase_set_timeout(skills, 300);
 	tcase_add_test(skills, test_skills_written_by_a_command_stay_out_of_the_prompt);
 	tcase_add_test(skills, test_skills_that_came_with_the_workdir_stay_out_of_the_prompt);
+	tcase_add_test(skills, test_mcp_servers_that_came_with_the_workdir_do_not_start);
 	suite_add_tcase(s, skills);
 	TCase *workdir = tcase_create("workdir");
 	tcase_set_timeout(workdir, 300);
