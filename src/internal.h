@@ -49,6 +49,9 @@ struct sbx_workspace {
  * sweep. */
 int sbx_workspace_write_atomic(sbx_workspace *ws, int dirfd, const char *name, const void *data,
                                size_t len, mode_t mode, uint32_t flags);
+/* A new O_RDONLY directory fd of the workdir the open verified (root_fd), never reopened by
+ * its path: the path may lead elsewhere by now. */
+int sbx_workspace_open_root(const sbx_workspace *ws, int *fd);
 /* Refuses a workdir that is / or in a system tree, after resolving links, unless the config
  * opts in (workdir_policy.c); -SBX_ECONFIG naming the key. exists: path is there already
  * (else the longest existing part of it is resolved). */

@@ -31,6 +31,7 @@
 #include "util/cleanup.h"
 #include "util/digest.h"
 #include "util/error.h"
+#include "util/forksafe.h"
 #include "util/hostlock.h"
 #include "util/json.h"
 #include "util/path.h"
@@ -444,7 +445,7 @@ static int append_on_host(sbx_workspace *ws, const char *dir, const char *path, 
 	_cleanup_close_ int fd = open_for_append(ws, path);
 	if (fd < 0)
 		return fd;
-	_cleanup_close_ int lock = -1;
+	_cleanup_hostlock_ int lock = -1;
 	if ((r = take_append_lock(fd, path, &lock)) < 0)
 		return r;
 	if (fstat(fd, &st) < 0)
@@ -469,7 +470,7 @@ static int append_on_host(sbx_workspace *ws, const char *dir, const char *path, 
 	                "full, or a file size limit)", path, w, n);
 }
 
-static pthread_mutex_t rewrite_lock = PTHREAD_MUTEX_INITIALIZER;
+SBX_FORK_SAFE_MUTEX(rewrite_lock)
 
 /* Without host files: read, add, write back atomically; the lock orders this process's
  * writers (other processes cannot reach the file the same way). */

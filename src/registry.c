@@ -14,6 +14,7 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/forksafe.h"
 
 #define SBX_BUILTIN_BACKEND(n) extern const sbx_backend_ops sbx_backend_##n;
 #include "sbx-builtin-backends.h"
@@ -33,7 +34,7 @@ static const char *const documented_backends[] = {
 
 #define SBX_MAX_BACKENDS 64
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+SBX_FORK_SAFE_MUTEX(registry_lock)
 static sbx_backend_ops *registered[SBX_MAX_BACKENDS]; /* full-size copies; never freed */
 static size_t n_registered;
 

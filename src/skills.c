@@ -14,10 +14,11 @@
 #include "util/cleanup.h"
 #include "util/digest.h"
 #include "util/error.h"
+#include "util/forksafe.h"
 #include "util/json.h"
 #include "util/path.h"
 
-static pthread_mutex_t skills_mutex = PTHREAD_MUTEX_INITIALIZER;
+SBX_FORK_SAFE_MUTEX(skills_mutex)
 
 void sbx_skills_lock(void)
 {

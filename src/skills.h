@@ -48,14 +48,18 @@ int sbx_skill_read_md(sbx_workspace *ws, const char *dir, char **text, size_t *l
 
 /* ---- the record of the skills the library added (skill_trust.c) -------------------- */
 
-/* The record (NULL when there is none or it is unusable: then nothing is trusted), from the
- * state folder or from text. */
+/* The record (NULL when there is none, it is unusable or its MAC does not hold under this
+ * user's key: then nothing is trusted), from the state folder. */
 sbx_json *sbx_skill_record_load(sbx_workspace *ws);
+/* The record's syntax only (NULL when it is no record): verify it before trusting it. */
 sbx_json *sbx_skill_record_parse(const char *text, size_t len);
+/* Does the record's MAC hold under key (SBX_HOSTKEY_LEN bytes), every entry well-formed? */
+bool sbx_skill_record_verify(const sbx_json *doc, const unsigned char *key);
 /* Appends the record old (may be NULL) with dir's entry replaced by (name, sha256), or
- * dropped when name is NULL; entries that are not well-formed are left out. */
+ * dropped when name is NULL, and its MAC under key; entries that are not well-formed are
+ * left out. */
 int sbx_skill_record_render(const sbx_json *old, const char *dir, const char *name,
-                            const char *sha256, sbx_buf *b);
+                            const char *sha256, const unsigned char *key, sbx_buf *b);
 /* Does the record say the library added dir with this name and SKILL.md? */
 bool sbx_skill_record_trusts(const sbx_json *record, const char *dir, const char *name,
                              const char *sha256);

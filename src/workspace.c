@@ -101,13 +101,6 @@ static int prepare_workdir(sbx_workspace *ws)
 	return 0;
 }
 
-static int open_dir_fd(const char *path, int *fd)
-{
-	*fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (*fd < 0)
-		return sbx_fail(sbx_errno_code(errno), "open %s: %s", path, strerror(errno));
-	return 0;
-}
 
 /* Removes a directory the core made, by path (its parent is trusted host space). */
 static void remove_private_dir(const char *path)
@@ -164,6 +157,18 @@ int sbx_workspace_write_atomic(sbx_workspace *ws, int dirfd, const char *name, c
 	                                 name, data, len, mode, flags);
 }
 
+/* The workdir the open verified, for listing: through root_fd, never its path again. The
+ * path may lead elsewhere by now: where it lies inside another workspace, a command there can
+ * rename the folder and put a link in its place (to /etc, say), and a reset that emptied the
+ * path would empty whatever the link names, as the caller. */
+int sbx_workspace_open_root(const sbx_workspace *ws, int *fd)
+{
+	*fd = openat(ws->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*fd < 0)
+		return sbx_fail(sbx_errno_code(errno), "open %s: %s", ws->workdir, strerror(errno));
+	return 0;
+}
+
 /* Returns the files to the configured baseline (reset). */
 static int restore_baseline(sbx_workspace *ws)
 {
@@ -177,7 +182,7 @@ static int restore_baseline(sbx_workspace *ws)
 	 * stays on the host); its snapshot, of a temporary workdir, holds no files. */
 	if (b == SBX_BASELINE_KEEP || ws->root_fd < 0 || ws->files_in_sandbox)
 		return 0;
-	if ((r = open_dir_fd(ws->workdir, &root)) < 0 || (r = empty_except_state(root)) < 0)
+	if ((r = sbx_workspace_open_root(ws, &root)) < 0 || (r = empty_except_state(root)) < 0)
 		return r;
 	if (b != SBX_BASELINE_SNAPSHOT)
 		return 0;

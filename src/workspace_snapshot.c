@@ -140,8 +140,8 @@ int sbx_snapshot_take(sbx_workspace *ws)
 	sbx_snapshot_sweep();
 	if ((r = make_locked_dir(ws)) < 0)
 		return r;
-	if ((from = open(ws->workdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return sbx_fail(sbx_errno_code(errno), "open %s: %s", ws->workdir, strerror(errno));
+	if ((r = sbx_workspace_open_root(ws, &from)) < 0)
+		return r;
 	/* The state folder is not part of the files a reset restores. */
 	return sbx_fs_copy_tree(from, ws->snapshot_lock_fd, SBX_STATE_DIR_NAME);
 }

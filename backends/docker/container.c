@@ -363,7 +363,8 @@ static int open_run_dir(struct docker_ws *ws, bool create, int *run_fd)
 /* A detached server gets a socket to serve later host processes on. */
 static int serve_later(struct docker_ws *ws)
 {
-	_cleanup_close_ int run_fd = -1, lock = -1;
+	_cleanup_close_ int run_fd = -1;
+	_cleanup_hostlock_ int lock = -1;
 	int r;
 
 	if ((r = open_run_dir(ws, true, &run_fd)) < 0 || (r = sbx_attach_lock(run_fd, &lock)) < 0)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -177,10 +178,50 @@ static int parse_ws_options(int argc, char **argv, const char *usage, struct ws_
 	return optind;
 }
 
+static int exit_signals = -1;
+
+/* Writes to stdout or stderr while a workspace is open. INT, TERM and HUP are blocked then
+ * (see below), so a plain write(2) to a reader that stopped reading (a pipe nobody drains, a
+ * pager left open) would keep the process there with the signal pending: TERM would not end
+ * it until the reader went away. So the wait is a poll beside the signalfd, the writes are
+ * pieces no larger than PIPE_BUF (what a pipe that polls writable takes without blocking),
+ * and once such a signal waits the rest is dropped: the caller's exec sees the signal and
+ * the workspace is closed. */
+static void write_out(int fd, const char *data, size_t len)
+{
+	while (len > 0) {
+		struct pollfd p[2] = { { .fd = fd, .events = POLLOUT },
+		                       { .fd = exit_signals, .events = POLLIN } };
+		int n = poll(p, exit_signals >= 0 ? 2 : 1, -1);
+		ssize_t w;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || (exit_signals >= 0 && p[1].revents) || (p[0].revents & POLLNVAL))
+			return;
+		/* Writable, or an error to meet as before (a reader gone: EPIPE and SIGPIPE). */
+		w = write(fd, data, len < PIPE_BUF ? len : PIPE_BUF);
+		if (w < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (w <= 0)
+			return;
+		data += w;
+		len -= (size_t)w;
+	}
+}
+
+/* A result line on stdout (after anything printf left in stdio's buffer). */
+static void print_result(const char *text)
+{
+	fflush(stdout);
+	write_out(STDOUT_FILENO, text, strlen(text));
+	write_out(STDOUT_FILENO, "\n", 1);
+}
+
 static void write_through(int stream, const char *data, size_t len, void *userdata)
 {
 	(void)userdata;
-	sbx_write_all(stream == SBX_STDERR ? STDERR_FILENO : STDOUT_FILENO, data, len);
+	write_out(stream == SBX_STDERR ? STDERR_FILENO : STDOUT_FILENO, data, len);
 }
 
 static int exit_code_of(const sbx_result *res)
@@ -223,8 +264,7 @@ static int read_stdin_all(char **data, size_t *len)
  * are blocked in every thread and wait in a signalfd, which makes a running command end at
  * once (sbx_exec_set_interrupt_fd). The workspace is then closed as after any command, and
  * the process ends by the signal itself, so its parent sees 128+N as for any killed process.
- * A signal during the open takes effect when the open returns. */
-static int exit_signals = -1;
+ * A signal during the open takes effect when the open returns. (exit_signals is above.) */
 
 static void sigset_of_exit_signals(sigset_t *set)
 {
@@ -382,7 +422,7 @@ static int cmd_tools(int argc, char **argv)
 	if ((r = sbx_tools_json(ws, &json)) < 0)
 		code = library_error("tools", r);
 	else
-		printf("%s\n", json);
+		print_result(json);
 	return close_workspace(ws, code);
 }
 
@@ -419,7 +459,7 @@ static int cmd_tool(int argc, char **argv)
 	if (r < 0) {
 		code = library_error("tool", r);
 	} else {
-		printf("%s\n", result);
+		print_result(result);
 		code = strncmp(result, "{\"ok\":true", 10) == 0 ? 0 : 1;
 	}
 	warn_git_quarantine(ws);

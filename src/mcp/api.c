@@ -16,6 +16,7 @@
 #include "tools/session.h"
 #include "tools/tool.h"
 #include "util/error.h"
+#include "util/forksafe.h"
 
 #define DEFAULT_TIMEOUT_MS 60000
 #define HELLO_TIMEOUT_MS 20000
@@ -29,7 +30,7 @@ struct sbx_mcp_live {
 	struct sbx_mcp_live *next;
 };
 
-static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+SBX_FORK_SAFE_MUTEX(create_lock)
 
 static sbx_mcp_state *state_of(sbx_workspace *ws)
 {
@@ -353,8 +354,10 @@ int sbx_mcp_add(sbx_workspace *ws, const char *agent_id, const char *session_id,
 	pthread_mutex_lock(&ws->mcp->lock);
 	if ((r = sbx_mcp_decls_load(ws, &decls, &n)) < 0)
 		goto out;
+	/* One the file brought from elsewhere is no declaration (the save drops it). */
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(decls[i].name, name) && same_scope(&decls[i], agent_id, session_id)) {
+		if (!decls[i].foreign && !strcmp(decls[i].name, name) &&
+		    same_scope(&decls[i], agent_id, session_id)) {
 			r = sbx_fail(-SBX_EEXIST, "sbx_mcp_add: MCP server '%s' already exists for agent "
 			             "%s, session %s", name, agent_id ? agent_id : "(all)",
 			             session_id ? session_id : "(all)");

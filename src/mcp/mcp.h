@@ -50,6 +50,7 @@ typedef struct sbx_mcp_decl {
 	char *name;
 	sbx_json *config; /* as the user wrote it */
 	char *error;      /* why the entry cannot be used, or NULL */
+	bool foreign;     /* in a file this host's library did not sign: never saved again */
 } sbx_mcp_decl;
 
 int sbx_mcp_decls_load(sbx_workspace *ws, sbx_mcp_decl **decls, size_t *n);

@@ -4,7 +4,15 @@
  * agent/session null means "every": a declaration made without ids applies to all agents and
  * sessions, one with only an agent to all sessions of that agent. An entry that does not check
  * out is kept and reported (with "error") for that server only: the others still work.
- * Backends without host files keep the file inside the workspace (their file API). */
+ * Backends without host files keep the file inside the workspace (their file API).
+ *
+ * No command can write the file, but the workdir can bring one before the first open (a
+ * cloned repository, an unpacked archive): its servers would start, unasked, as soon as the
+ * tools are listed - on local, its commands on the host - and their tools' descriptions would
+ * reach the model. So the file carries "mac": an HMAC-SHA-256 of its servers array, as
+ * sbx_json_write prints it, under a key of the host user's (util/hostkey.h). Where the state
+ * folder is on this host, a file whose MAC does not hold declares nothing usable: each entry
+ * is reported with an error saying to declare it again, and the next save drops them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,8 +23,10 @@
 #include <strings.h>
 
 #include "mcp/mcp.h"
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/hostkey.h"
 #include "util/statedir.h"
 #include "util/http.h"
 #include "util/netpolicy.h"
@@ -24,6 +34,10 @@
 #define FILE_NAME "mcp.json"
 #define STATE_DIR ".agentsbx"
 #define FILE_MAX ((size_t)4 << 20)
+#define MAC_CONTEXT "agentsbx mcp v1"
+#define KEY_PURPOSE "mcp"
+#define FOREIGN "not declared through this host's library (the file came with the workdir, " \
+	"or is from before declarations were signed): declare it again with sbx_mcp_add"
 
 bool sbx_mcp_name_ok(const char *name)
 {
@@ -299,6 +313,42 @@ static void load_entry(const sbx_json *e, sbx_mcp_decl *d)
 		d->error = strdup(err);
 }
 
+/* The MAC of a servers array under this user's key, of its text as sbx_json_write prints it. */
+static int servers_mac(const sbx_json *servers, char mac[65])
+{
+	unsigned char key[SBX_HOSTKEY_LEN];
+	sbx_buf b = { 0 };
+	int r;
+
+	if ((r = sbx_hostkey_get(KEY_PURPOSE, key)) < 0)
+		return r;
+	sbx_buf_append(&b, MAC_CONTEXT, sizeof MAC_CONTEXT);
+	sbx_json_write(&b, servers);
+	r = b.oom ? sbx_fail(-SBX_ENOMEM, "out of memory")
+	          : sbx_hmac_sha256_hex(key, sizeof key, b.data, b.len, mac);
+	sbx_buf_free(&b);
+	return r;
+}
+
+/* Did this host's library write the servers of doc? Always, where the state folder is the
+ * sandbox's own (any replica of a service may serve it; its commands may write it). */
+static bool declared_here(const sbx_workspace *ws, const sbx_json *doc, const sbx_json *servers)
+{
+	const sbx_json *mac = sbx_json_get(doc, "mac");
+	unsigned char diff = 0;
+	char want[65];
+
+	if (ws->state_fd < 0)
+		return true;
+	if (!mac || mac->type != SBX_JSON_STRING || mac->len != 64 || servers_mac(servers, want) < 0) {
+		sbx_error_clear();
+		return false;
+	}
+	for (size_t i = 0; i < 64; i++)
+		diff |= (unsigned char)(want[i] ^ mac->str[i]);
+	return diff == 0;
+}
+
 int sbx_mcp_decls_load(sbx_workspace *ws, sbx_mcp_decl **decls, size_t *n)
 {
 	char *text = NULL, perr[256];
@@ -324,8 +374,13 @@ int sbx_mcp_decls_load(sbx_workspace *ws, sbx_mcp_decl **decls, size_t *n)
 		sbx_json_free(doc);
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < servers->n; i++)
-		load_entry(servers->items[i], &(*decls)[i]);
+	bool foreign = !declared_here(ws, doc, servers);
+	for (size_t i = 0; i < servers->n; i++) {
+		sbx_mcp_decl *d = &(*decls)[i];
+		load_entry(servers->items[i], d);
+		if ((d->foreign = foreign) && !d->error)
+			d->error = strdup(FOREIGN);
+	}
 	*n = servers->n;
 	sbx_json_free(doc);
 	return 0;
@@ -339,32 +394,58 @@ static void write_id(sbx_buf *b, const char *id)
 		sbx_buf_puts(b, "null");
 }
 
+/* The servers array as saved: every entry but the ones declared elsewhere (saving them
+ * would sign what nobody here declared). */
+static void servers_text(sbx_buf *b, const sbx_mcp_decl *decls, size_t n)
+{
+	bool first = true;
+
+	sbx_buf_puts(b, "[");
+	for (size_t i = 0; i < n; i++) {
+		if (decls[i].foreign)
+			continue;
+		sbx_buf_puts(b, first ? "\n{\"agent\":" : ",\n{\"agent\":");
+		first = false;
+		write_id(b, decls[i].agent);
+		sbx_buf_puts(b, ",\"session\":");
+		write_id(b, decls[i].session);
+		sbx_buf_puts(b, ",\"name\":");
+		sbx_buf_json_string(b, decls[i].name, strlen(decls[i].name));
+		sbx_buf_puts(b, ",\"config\":");
+		if (decls[i].config)
+			sbx_json_write(b, decls[i].config);
+		else
+			sbx_buf_puts(b, "null");
+		sbx_buf_puts(b, "}");
+	}
+	sbx_buf_puts(b, "\n]");
+}
+
 int sbx_mcp_decls_save(sbx_workspace *ws, const sbx_mcp_decl *decls, size_t n)
 {
-	sbx_buf b = { 0 };
+	sbx_buf servers = { 0 }, b = { 0 };
+	sbx_json *parsed = NULL;
+	char mac[65], perr[64];
 	int r;
 
-	sbx_buf_puts(&b, "{\"version\":1,\"servers\":[");
-	for (size_t i = 0; i < n; i++) {
-		sbx_buf_puts(&b, i ? ",\n{\"agent\":" : "\n{\"agent\":");
-		write_id(&b, decls[i].agent);
-		sbx_buf_puts(&b, ",\"session\":");
-		write_id(&b, decls[i].session);
-		sbx_buf_puts(&b, ",\"name\":");
-		sbx_buf_json_string(&b, decls[i].name, strlen(decls[i].name));
-		sbx_buf_puts(&b, ",\"config\":");
-		if (decls[i].config)
-			sbx_json_write(&b, decls[i].config);
-		else
-			sbx_buf_puts(&b, "null");
-		sbx_buf_puts(&b, "}");
-	}
-	sbx_buf_puts(&b, "\n]}\n");
-	if (b.oom) {
-		sbx_buf_free(&b);
+	servers_text(&servers, decls, n);
+	if (servers.oom) {
+		sbx_buf_free(&servers);
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
-	r = write_decls_file(ws, b.data, b.len);
+	/* The MAC is of the array as it will be read back: parsed, then printed. */
+	if (sbx_json_parse(servers.data, servers.len, &parsed, perr, sizeof perr) < 0)
+		r = sbx_fail(-SBX_EIO, "mcp: the declarations do not print as JSON: %s", perr);
+	else
+		r = servers_mac(parsed, mac);
+	sbx_json_free(parsed);
+	if (r == 0) {
+		sbx_buf_puts(&b, "{\"version\":1,\"servers\":");
+		sbx_buf_append(&b, servers.data, servers.len);
+		sbx_buf_printf(&b, ",\"mac\":\"%s\"}\n", mac);
+		r = b.oom ? sbx_fail(-SBX_ENOMEM, "out of memory") : write_decls_file(ws, b.data, b.len);
+	}
+	sbx_buf_free(&servers);
 	sbx_buf_free(&b);
 	return r;
 }

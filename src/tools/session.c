@@ -16,6 +16,7 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/forksafe.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/statedir.h"
@@ -26,7 +27,7 @@
 #define SESSION_FILE_MAX ((size_t)8 << 20)
 
 /* Saves of one process are serialised; the merge covers other processes' saves. */
-static pthread_mutex_t save_lock = PTHREAD_MUTEX_INITIALIZER;
+SBX_FORK_SAFE_MUTEX(save_lock)
 
 bool sbx_tool_session_id_ok(const char *id)
 {

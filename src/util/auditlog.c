@@ -67,8 +67,7 @@ void sbx_auditlog_append(int dirfd, const char *line, size_t len, uint64_t max_b
 		sbx_write_all(fd, line, len);
 		close(fd);
 	}
-	if (lock >= 0)
-		close(lock);
+	sbx_hostlock_release(lock);
 	if (kept[0])
 		sbx_error_set(-SBX_EIO, "%s", kept);
 	else

@@ -9,4 +9,8 @@
  * cannot be computed. */
 int sbx_sha256_hex(const void *data, size_t len, char hex[65]);
 
+/* HMAC-SHA-256 of data under key, as hex (64 digits and a NUL). 0 or -SBX_EIO. */
+int sbx_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,
+                        char hex[65]);
+
 #endif

@@ -23,6 +23,7 @@
 #define POLL_FIRST_MS 1
 #define POLL_MAX_MS 32
 #define TAKE_ATTEMPTS 16
+#define RUN_DIR "/run"
 
 static pthread_mutex_t folder_lock = PTHREAD_MUTEX_INITIALIZER;
 static int folder_fd = -1;        /* the lock folder, made for folder_uid */
@@ -115,7 +116,18 @@ void sbx_hostlock_sweep(void)
 	pthread_mutex_unlock(&folder_lock);
 }
 
-/* $XDG_RUNTIME_DIR when it is this user's, else /tmp: the parent of agentsbx[-<uid>]. */
+/* A directory of root's that nobody else may write: a name made there is root's to make. */
+static bool roots_own(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+	       !(st.st_mode & 022);
+}
+
+/* The parent of agentsbx[-<uid>]: $XDG_RUNTIME_DIR when it is this user's; for root /run
+ * (any user may make /tmp/agentsbx-0 first, and root's locks, the attach lock among them,
+ * would then all fail); else /tmp. */
 static void base_of(char *parent, size_t plen, char *name, size_t nlen)
 {
 	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
@@ -124,6 +136,11 @@ static void base_of(char *parent, size_t plen, char *name, size_t nlen)
 	if (xdg && xdg[0] == '/' && strlen(xdg) < plen && stat(xdg, &st) == 0 &&
 	    S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
 		snprintf(parent, plen, "%s", xdg);
+		snprintf(name, nlen, "agentsbx");
+		return;
+	}
+	if (geteuid() == 0 && roots_own(RUN_DIR)) {
+		snprintf(parent, plen, RUN_DIR);
 		snprintf(name, nlen, "agentsbx");
 		return;
 	}
@@ -222,6 +239,19 @@ static bool still_linked(int dir, const char *name, int fd)
 
 	return fstat(fd, &a) == 0 && fstatat(dir, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+void sbx_hostlock_release(int fd)
+{
+	int saved = errno;
+
+	if (fd < 0)
+		return;
+	/* LOCK_UN acts on the open file, which a child forked while we held it shares: a plain
+	 * close would leave the lock to the child's copy. */
+	flock(fd, LOCK_UN);
+	close(fd);
+	errno = saved;
 }
 
 int sbx_hostlock_take(int object_fd, const char *tag, int timeout_ms, int *lock_fd)

@@ -26,6 +26,7 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/forksafe.h"
 #include "util/fs.h"
 #include "util/idmap.h"
 #include "util/journal.h"
@@ -1516,7 +1517,8 @@ static bool protects_state_dir(const struct sbx_sandbox *sb)
  * one (its init started with --detached) and hand it its socket. */
 static int attach_or_launch(struct sbx_sandbox *sb)
 {
-	_cleanup_close_ int run = -1, lock = -1;
+	_cleanup_close_ int run = -1;
+	_cleanup_hostlock_ int lock = -1;
 	struct sbx_init_ready ready;
 	int r, status;
 
@@ -1912,7 +1914,9 @@ int sbx_sandbox_probe(enum sbx_sandbox_mode mode, char *detail, size_t len)
 	return r;
 }
 
-static pthread_mutex_t pick_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held while the first open probes (it starts sandboxes): a child forked meanwhile finds it
+ * free and probes on its own. */
+SBX_FORK_SAFE_MUTEX(pick_lock)
 static int picked = -1;           /* the resolved AUTO mode, once probed */
 static char pick_detail[512];
 

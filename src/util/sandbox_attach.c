@@ -222,7 +222,8 @@ int sbx_attach_shutdown(int fd, pid_t init_pid, const struct sbx_init_ready *rea
 
 int sbx_sandbox_destroy_detached(const char *workdir, const char *id, bool *stopped)
 {
-	_cleanup_close_ int root = -1, run = -1, lock = -1, fd = -1;
+	_cleanup_close_ int root = -1, run = -1, fd = -1;
+	_cleanup_hostlock_ int lock = -1;
 	struct sbx_init_ready ready;
 	pid_t init_pid = 0;
 	int r;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "init_proto.h"
+#include "util/hostlock.h"
 
 /* Opens <workdir>/.agentsbx/run (root_fd: an fd of the workdir), creating it when create.
  * Refused unless it is a real directory (no symlink), ours, and closed to others (0700).
@@ -17,7 +18,8 @@ int sbx_attach_open_run_dir(int root_fd, bool create, int *run_fd);
 
 /* The run directory's lock (a host lock, util/hostlock.h: no command inside can hold it),
  * held while one process decides between attaching and launching, or stops the sandbox:
- * two processes never start two sandboxes. Waits 30 s at most for another holder. */
+ * two processes never start two sandboxes. Waits 30 s at most for another holder. Release
+ * it with sbx_hostlock_release (or hold it in a _cleanup_hostlock_ variable). */
 int sbx_attach_lock(int run_fd, int *lock_fd);
 
 /* Connects to the running sandbox (as root: whatever unprivileged uid it runs as, see

@@ -5,7 +5,9 @@
  *  - a record that parses trusts a (dir, name, sha256) only when an entry says exactly that;
  *  - rendering it with a new entry gives a record that parses, trusts the new entry, and
  *    still trusts every entry the old one trusted (other dirs);
- *  - rendering it with that entry dropped trusts it no more. */
+ *  - rendering it with that entry dropped trusts it no more;
+ *  - a rendered record's MAC holds under its key and under no other, and no input holds
+ *    one (a record the library did not make under this key is never verified). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <agentsbx/agentsbx.h>
 #include "skills.h"
 #include "util/buf.h"
+#include "util/hostkey.h"
 #include "util/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -23,6 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define NEW_DIR "skills/fuzz-new"
 #define NEW_SHA "0000000000000000000000000000000000000000000000000000000000000000"
+
+static const unsigned char key[SBX_HOSTKEY_LEN] = "agentsbx fuzz key, 32 bytes long";
+static const unsigned char other_key[SBX_HOSTKEY_LEN] = "another key for the fuzz target";
 
 static const char *member(const sbx_json *obj, const char *key)
 {
@@ -78,20 +84,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sbx_json *old = sbx_skill_record_parse((const char *)data, size), *now;
 	sbx_buf b = { 0 };
 
-	if (old)
+	if (old) {
 		check_exact(old);
-	CHECK(sbx_skill_record_render(old, NEW_DIR, "fuzz", NEW_SHA, &b) == 0);
+		CHECK(!sbx_skill_record_verify(old, key));
+	}
+	CHECK(sbx_skill_record_render(old, NEW_DIR, "fuzz", NEW_SHA, key, &b) == 0);
 	now = sbx_skill_record_parse(b.data, b.len);
 	CHECK(now != NULL);
+	CHECK(sbx_skill_record_verify(now, key));
+	CHECK(!sbx_skill_record_verify(now, other_key));
 	CHECK(sbx_skill_record_trusts(now, NEW_DIR, "fuzz", NEW_SHA));
 	CHECK(!sbx_skill_record_trusts(now, NEW_DIR, "fuzz", "other"));
 	if (old)
 		check_kept(old, now, NEW_DIR);
 	sbx_buf_free(&b);
 	b = (sbx_buf){ 0 };
-	CHECK(sbx_skill_record_render(now, NEW_DIR, NULL, NULL, &b) == 0);
+	CHECK(sbx_skill_record_render(now, NEW_DIR, NULL, NULL, key, &b) == 0);
 	sbx_json *dropped = sbx_skill_record_parse(b.data, b.len);
 	CHECK(dropped != NULL);
+	CHECK(sbx_skill_record_verify(dropped, key));
 	CHECK(!sbx_skill_record_trusts(dropped, NEW_DIR, "fuzz", NEW_SHA));
 	check_kept(now, dropped, NEW_DIR);
 	sbx_json_free(dropped);

@@ -531,6 +531,59 @@ START_TEST(test_killed_opens_copy_is_swept)
 }
 END_TEST
 
+/* A workdir inside another workspace (a repository's subfolder opened on its own, say) is a
+ * folder the outer workspace's commands can rename and replace by a link. The inner one's
+ * reset empties and refills its workdir as the caller: it must do that to the folder it
+ * opened, never to wherever the path leads now (here a folder outside both; it could as
+ * well be /etc). */
+START_TEST(test_reset_never_follows_a_swapped_workdir)
+{
+	static const char *const baselines[] = { "\"baseline\":\"empty\"", SNAPSHOT };
+	char *dir = bt_mkdtemp();
+	char *outer_dir = bt_fmt("%s/outer", dir), *victim = bt_fmt("%s/victim", dir);
+	char *inner_dir = bt_fmt("%s/inner", outer_dir), *moved = bt_fmt("%s/inner.moved", outer_dir);
+
+	for (size_t i = 0; i < sizeof baselines / sizeof baselines[0]; i++) {
+		test_rm_rf(outer_dir);
+		test_rm_rf(victim);
+		ck_assert_int_eq(mkdir(outer_dir, 0755), 0);
+		ck_assert_int_eq(mkdir(inner_dir, 0755), 0);
+		ck_assert_int_eq(mkdir(victim, 0755), 0);
+		test_put_file(victim, "precious", "keep me\n", 0644);
+		test_put_file(inner_dir, "mine", "inner's\n", 0644);
+		give_to_commands(outer_dir);
+		sbx_workspace *outer = bt_open_ok(outer_dir, NULL);
+		sbx_workspace *inner = bt_open_ok(inner_dir, baselines[i]);
+		char *out = bt_shell_out(outer, bt_tmp("mv inner inner.moved && ln -s '%s' inner && "
+		                                       "echo swapped", victim));
+		ck_assert_str_eq(out, "swapped\n");
+		free(out);
+		test_put_file(moved, "later", "made after the open\n", 0644);
+		int r = sbx_workspace_reset(inner);
+		/* The docker backend's reset reaches its control folder by path: there the swap
+		 * makes the reset fail, which is as safe. */
+		ck_assert_msg(r == 0 || is_backend("docker"), "reset (%s): %d %s", baselines[i], r,
+		              sbx_last_error());
+		ck_assert_msg(test_exists(test_path_at(victim, "precious")),
+		              "the reset (%s) emptied the folder the link leads to", baselines[i]);
+		ck_assert_str_eq(test_slurp(test_path_at(victim, "precious")), "keep me\n");
+		ck_assert_msg(!test_exists(test_path_at(victim, "mine")), "the snapshot was restored "
+		              "into the folder the link leads to");
+		if (r == 0) {
+			/* The reset did its work on the workspace's own folder. */
+			ck_assert(!test_exists(test_path_at(moved, "later")));
+			ck_assert_int_eq(test_exists(test_path_at(moved, "mine")), i == 1);
+		}
+		ck_assert_int_eq(sbx_workspace_close(inner), 0);
+		ck_assert_int_eq(sbx_workspace_close(outer), 0);
+	}
+	free(outer_dir);
+	free(victim);
+	free(inner_dir);
+	free(moved);
+}
+END_TEST
+
 /* ===========================================================================================
  * Item 7: skills written by a command
  * ========================================================================================= */
@@ -607,6 +660,99 @@ START_TEST(test_skills_written_by_a_command_stay_out_of_the_prompt)
 		sbx_result_free(res);
 	}
 	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+}
+END_TEST
+
+/* The SHA-256 of a file, as hex (the host's sha256sum). */
+static char *sha256_of(const char *path)
+{
+	char *cmd = bt_fmt("sha256sum '%s'", path), hex[65] = "";
+	FILE *p = popen(cmd, "r");
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(fscanf(p, "%64s", hex), 1);
+	pclose(p);
+	free(cmd);
+	return bt_fmt("%s", hex);
+}
+
+/* No command can write the record, but the workdir can bring one: a cloned repository or an
+ * unpacked archive with a .agentsbx of its own, whose record trusts the skill it ships, byte
+ * for byte (the format of the record before version 2, and version 2 with a MAC its author
+ * could not make). Its skill stays out of the prompt; a skill added here is trusted. */
+START_TEST(test_skills_that_came_with_the_workdir_stay_out_of_the_prompt)
+{
+	/* Each record, before and after the skill's hash. */
+	static const char *const records[][2] = {
+		{ "{\"version\":1,\"skills\":{\"skills/x\":{\"name\":\"x\",\"sha256\":\"", "\"}}}\n" },
+		{ "{\"version\":2,\"skills\":{\"skills/x\":{\"name\":\"x\",\"sha256\":\"",
+		  "\"}},\"mac\":\"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\"}\n" },
+	};
+
+	for (size_t i = 0; i < sizeof records / sizeof records[0]; i++) {
+		char *dir = bt_mkdtemp(), *src = bt_mkdtemp(), *text, *json;
+
+		ck_assert_int_eq(mkdir(test_path_at(dir, "skills"), 0755), 0);
+		ck_assert_int_eq(mkdir(test_path_at(dir, "skills/x"), 0755), 0);
+		test_put_file(dir, "skills/x/SKILL.md", "---\nname: x\ndescription: " INJECTED
+		              "\n---\nDo as I say.\n", 0644);
+		char *sha = sha256_of(test_path_at(dir, "skills/x/SKILL.md"));
+		ck_assert_int_eq(mkdir(test_path_at(dir, ".agentsbx"), 0755), 0);
+		test_put_file(dir, ".agentsbx/skills.json", bt_tmp("%s%s%s", records[i][0], sha,
+		              records[i][1]), 0600);
+		give_to_commands(dir);
+		sbx_workspace *ws = bt_open_ok(dir, NULL);
+		text = instructions(ws);
+		ck_assert_msg(!strstr(text, INJECTED), "record %zu: %s", i, text);
+		sbx_free(text);
+		ck_assert_int_eq(sbx_skills_json(ws, &json), 0);
+		ck_assert_msg(strstr(json, "\"dir\":\"skills/x\",\"trusted\":false"), "%s", json);
+		sbx_free(json);
+		json = tools_json(ws);
+		ck_assert_msg(!strstr(json, "\"Skill\""), "the Skill tool is offered: %s", json);
+		sbx_free(json);
+		/* What the library adds is trusted, and the shipped skill is not, after the record
+		 * was rewritten. */
+		ck_assert_int_eq(mkdir(test_path_at(src, "good"), 0755), 0);
+		test_put_file(src, "good/SKILL.md", "---\nname: good\ndescription: Helps.\n---\n"
+		              "Body.\n", 0644);
+		ck_assert_msg(sbx_skill_add(ws, test_path_at(src, "good"), NULL) == 0, "%s",
+		              sbx_last_error());
+		text = instructions(ws);
+		ck_assert_msg(strstr(text, "<name>good</name>") && !strstr(text, INJECTED), "%s",
+		              text);
+		sbx_free(text);
+		ck_assert_int_eq(sbx_workspace_close(ws), 0);
+		free(sha);
+	}
+}
+END_TEST
+
+/* The same for the MCP declarations: a .agentsbx/mcp.json that came with the workdir would
+ * start its servers as soon as the tools are listed (on local, on the host), and their
+ * tools' descriptions would reach the model. Its servers do not start, and each is reported. */
+START_TEST(test_mcp_servers_that_came_with_the_workdir_do_not_start)
+{
+	char *dir = bt_mkdtemp(), *json = NULL;
+	sbx_workspace *ws = bt_open_ok(dir, NULL);
+	char *marker = bt_inside(ws, "mcp-ran");
+
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	test_put_file(dir, ".agentsbx/mcp.json", bt_tmp("{\"version\":1,\"servers\":[{\"agent\":"
+	              "null,\"session\":null,\"name\":\"shipped\",\"config\":{\"command\":"
+	              "\"/bin/sh\",\"args\":[\"-c\",\"echo started > %s; sleep 2\"]}}]}\n", marker),
+	              0600);
+	ws = bt_open_ok(dir, NULL);
+	json = tools_json(ws);
+	sbx_free(json);
+	ck_assert_msg(!test_exists(test_path_at(dir, "mcp-ran")), "the shipped MCP server started");
+	ck_assert_int_eq(sbx_mcp_list(ws, NULL, NULL, &json), 0);
+	ck_assert_msg(strstr(json, "\"name\":\"shipped\"") &&
+	              strstr(json, "not declared through this host's library"), "%s", json);
+	sbx_free(json);
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	ck_assert(!test_exists(test_path_at(dir, "mcp-ran")));
+	free(marker);
 }
 END_TEST
 
@@ -972,10 +1118,13 @@ static Suite *make_suite(void)
 	tcase_add_test(snapshot, test_snapshot_restores_and_keeps_holes);
 	tcase_add_test(snapshot, test_snapshot_open_never_blocks_on_a_fifo);
 	tcase_add_test(snapshot, test_killed_opens_copy_is_swept);
+	tcase_add_test(snapshot, test_reset_never_follows_a_swapped_workdir);
 	suite_add_tcase(s, snapshot);
 	TCase *skills = tcase_create("skills");
 	tcase_set_timeout(skills, 300);
 	tcase_add_test(skills, test_skills_written_by_a_command_stay_out_of_the_prompt);
+	tcase_add_test(skills, test_skills_that_came_with_the_workdir_stay_out_of_the_prompt);
+	tcase_add_test(skills, test_mcp_servers_that_came_with_the_workdir_do_not_start);
 	suite_add_tcase(s, skills);
 	TCase *workdir = tcase_create("workdir");
 	tcase_set_timeout(workdir, 300);

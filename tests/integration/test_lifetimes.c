@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -493,6 +495,71 @@ START_TEST(test_cli_sighup_leaves_nothing)
 }
 END_TEST
 
+/* Waits at most ms for pid to end; false when it has not (then it is killed and reaped). */
+static bool ends_within(pid_t pid, int ms, int *status)
+{
+	int64_t deadline = bt_now_ms() + ms;
+	struct timespec pause = { 0, 10 * 1000 * 1000 };
+
+	while (bt_now_ms() < deadline) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+		if (r == pid)
+			return true;
+		ck_assert_int_eq(r, 0);
+		nanosleep(&pause, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, status, 0);
+	return false;
+}
+
+/* The CLI's output goes to a reader that stopped reading (a pager left open, a pipe into a
+ * stuck program): its writes wait for room. TERM must still close the workspace and end it,
+ * as on any other wait; before, it sat in write(2) with the signal blocked until the reader
+ * went away. */
+START_TEST(test_cli_sigterm_with_a_stalled_reader_leaves_nothing)
+{
+	char *dir = bt_mkdtemp();
+	const char *limits = limits_member(), *marker = bt_marker();
+	char *id = bt_fmt("cli-stalled-%d", (int)getpid());
+	char *config = bt_fmt("{\"id\":\"%s\"%s%s}", id, limits ? "," : "", limits ? limits : "");
+	char *script = bt_fmt("sleep %s & exec yes flood", marker);
+	const char *argv[] = { cli(), "exec", "--backend", bt_backend(), "--workdir", dir,
+	                       "--config", config, "--", "/bin/sh", "-c", script, NULL };
+	int out[2], queued = 0, status;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(out), 0);
+	if ((pid = fork()) == 0) {
+		dup2(out[1], STDOUT_FILENO);
+		close(out[0]);
+		close(out[1]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(out[1]);
+	ck_assert(bt_wait_for_process(marker, true));
+	/* The pipe is full (64 KiB less one write at most): the CLI waits for room. */
+	for (int64_t deadline = bt_now_ms() + LONG_WAIT_MS;
+	     queued < 60 * 1024 && bt_now_ms() < deadline; ) {
+		struct timespec pause = { 0, 10 * 1000 * 1000 };
+		ck_assert_int_eq(ioctl(out[0], FIONREAD, &queued), 0);
+		nanosleep(&pause, NULL);
+	}
+	ck_assert_int_ge(queued, 60 * 1024);
+	ck_assert_int_eq(kill(pid, SIGTERM), 0);
+	ck_assert_msg(ends_within(pid, LONG_WAIT_MS, &status), "TERM did not end the CLI while "
+	              "its reader was stalled");
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status 0x%x", status);
+	ck_assert_msg(nothing_left(dir, with_cgroup() ? id : NULL), "left: %s", what_is_left(dir, id));
+	ck_assert_int_eq(bt_count_processes(marker), 0);
+	close(out[0]);
+	free(id);
+	free(config);
+	free(script);
+}
+END_TEST
+
 /* The next open, on the same workdir: the CLI once more, with another workspace id. */
 static void open_next(const char *dir)
 {
@@ -677,6 +744,7 @@ static Suite *lifetimes_suite(void)
 	tcase_add_test(cli_tc, test_cli_sigint_leaves_nothing);
 	tcase_add_test(cli_tc, test_cli_sigterm_leaves_nothing);
 	tcase_add_test(cli_tc, test_cli_sighup_leaves_nothing);
+	tcase_add_test(cli_tc, test_cli_sigterm_with_a_stalled_reader_leaves_nothing);
 	tcase_add_test(cli_tc, test_cli_sigkill_leaves_nothing);
 	tcase_add_test(cli_tc, test_killed_tree_is_swept_at_the_next_open);
 	tcase_add_test(cli_tc, test_killed_write_is_swept);

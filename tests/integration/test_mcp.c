@@ -40,6 +40,13 @@ static bool sandboxed(void)
 	return !strcmp(bt_backend(), "ns") || !strcmp(bt_backend(), "bwrap");
 }
 
+/* The state folder is on this host, where declarations the library did not sign declare
+ * nothing; remoteplug keeps it in its sandbox, where the file is taken as it is. */
+static bool state_on_host(void)
+{
+	return strcmp(bt_backend(), "remoteplug") != 0;
+}
+
 /* The servers' folder as the workspace's commands see it. */
 static const char *servers_dir(void)
 {
@@ -307,7 +314,9 @@ START_TEST(declarations_scope_persist_and_report_bad_entries)
 	ck_assert_int_eq(sbx_mcp_call(ws, "a1", "s9", "count", "incr", "{}", &res), -SBX_EIO);
 	res = call_ok(ws, "s9", "count", "incr", "{}");
 	sbx_free(res);
-	/* A hand-broken entry is reported for that server only. */
+	/* A file the library did not write here (by hand, or one the workdir came with: a
+	 * cloned repository's) declares nothing: each entry is reported, none starts, and
+	 * declaring one again works and drops the others. */
 	sbx_workspace_close(ws);
 	test_put_file(workdir, ".agentsbx/mcp.json", bt_tmp("{\"version\":1,\"servers\":["
 	              "{\"agent\":null,\"session\":null,\"name\":\"broken\",\"config\":{\"args\":7}},"
@@ -318,9 +327,21 @@ START_TEST(declarations_scope_persist_and_report_bad_entries)
 	ck_assert_msg(strstr(list, "\"name\":\"broken\"") && strstr(list, "\"error\":"), "%s", list);
 	sbx_free(list);
 	ck_assert_int_eq(sbx_mcp_call(again, NULL, NULL, "broken", "x", "{}", &res), -SBX_EINVAL);
+	if (state_on_host()) {
+		ck_assert_int_eq(sbx_mcp_call(again, NULL, NULL, "count", "incr", "{}", &res),
+		                 -SBX_EINVAL);
+		ck_assert_msg(strstr(sbx_last_error(), "not declared through this host's library"),
+		              "%s", sbx_last_error());
+		add_ok(again, NULL, NULL, "count", node_server("counter-server.js", NULL));
+	}
 	res = call_ok(again, NULL, "count", "incr", "{}");
 	ck_assert_msg(strstr(res, "\"text\":\"1\""), "%s", res);
 	sbx_free(res);
+	if (state_on_host()) {
+		ck_assert_int_eq(sbx_mcp_list(again, NULL, NULL, &list), 0);
+		ck_assert_msg(!strstr(list, "\"broken\"") && !strstr(list, "\"error\""), "%s", list);
+		sbx_free(list);
+	}
 	/* Removing stops it; adding it again works (no stale registration). */
 	ck_assert_int_eq(sbx_mcp_remove(again, NULL, NULL, "count"), 0);
 	ck_assert_int_eq(sbx_mcp_remove(again, NULL, NULL, "count"), -SBX_ENOENT);
@@ -691,7 +712,8 @@ START_TEST(http_bad_declarations_name_the_field)
 		              strstr(sbx_last_error(), "'remote'"), "%s: %s", bad[i].config,
 		              sbx_last_error());
 	}
-	/* A hand-broken remote entry is reported for that server only. */
+	/* A remote entry the library did not write here is reported by what is wrong with it
+	 * first, and never reached (nor is anything else of that file). */
 	sbx_workspace_close(ws);
 	test_put_file(workdir, ".agentsbx/mcp.json", bt_tmp("{\"version\":1,\"servers\":["
 	              "{\"agent\":null,\"session\":null,\"name\":\"remote\",\"config\":{\"type\":"
@@ -702,6 +724,13 @@ START_TEST(http_bad_declarations_name_the_field)
 	ck_assert_int_eq(sbx_mcp_call(ws, NULL, NULL, "remote", "x", "{}", &res), -SBX_EINVAL);
 	ck_assert_msg(strstr(sbx_last_error(), "\"url\" must start with http"), "%s",
 	              sbx_last_error());
+	if (state_on_host()) {
+		ck_assert_int_eq(sbx_mcp_call(ws, NULL, NULL, "ev", "echo", "{\"message\":\"x\"}",
+		                              &res), -SBX_EINVAL);
+		ck_assert_msg(strstr(sbx_last_error(), "not declared through this host's library"),
+		              "%s", sbx_last_error());
+		add_everything(ws);
+	}
 	res = call_ok(ws, NULL, "ev", "echo", "{\"message\":\"still here\"}");
 	ck_assert_msg(strstr(res, "Echo: still here"), "%s", res);
 	sbx_free(res);

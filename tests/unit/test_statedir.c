@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -18,6 +20,7 @@
 #include "support.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/hostkey.h"
 #include "util/hostlock.h"
 #include "util/statedir.h"
 
@@ -176,6 +179,43 @@ START_TEST(test_a_host_lock_excludes_and_gives_up_at_its_deadline)
 }
 END_TEST
 
+/* A process that forks while it holds a lock (another thread of a harness starts a worker)
+ * gives the child a copy of the lock's fd: the same open file, which is what flock locks
+ * belong to. Once the holder releases, nobody holds the lock, however long the child lives:
+ * the holder takes it again at once, and so does another process. */
+START_TEST(test_a_forked_child_keeps_no_released_lock)
+{
+	_cleanup_close_ int obj = open(ws, O_PATH | O_CLOEXEC);
+	int a = -1, b = -1, gate[2], status;
+	char byte;
+
+	ck_assert_int_ge(obj, 0);
+	ck_assert_int_eq(pipe(gate), 0);
+	ck_assert_int_eq(sbx_hostlock_take(obj, "fork", 1000, &a), 0);
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		/* A worker that lives on with its copy of everything, the lock's fd included. */
+		close(gate[1]);
+		_exit(read(gate[0], &byte, 1) >= 0 ? 0 : 1);
+	}
+	close(gate[0]);
+	sbx_hostlock_release(a);
+	ck_assert_msg(sbx_hostlock_take(obj, "fork", 2000, &b) == 0, "after the release: %s",
+	              sbx_last_error());
+	sbx_hostlock_release(b);
+	pid_t other = fork();
+	ck_assert_int_ge(other, 0);
+	if (other == 0)
+		_exit(sbx_hostlock_take(obj, "fork", 2000, &b) == 0 ? 0 : 1);
+	ck_assert_int_eq(waitpid(other, &status, 0), other);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "another process could not "
+	              "take the released lock");
+	close(gate[1]);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+}
+END_TEST
+
 /* The lock file of fd's object for tag (as hostlock.c names it). */
 static const char *lock_file(int fd, const char *tag)
 {
@@ -224,6 +264,78 @@ START_TEST(test_host_locks_live_outside_the_workspace)
 }
 END_TEST
 
+/* Root's lock folder is not a name in /tmp: any user could make /tmp/agentsbx-0 first, and
+ * then every lock of root's (the audit log's, the detached sandboxes' attach lock) would
+ * fail. Run in a private mount namespace with a /tmp and a /run of its own, where another
+ * user has made that name. Root's case only: an ordinary user cannot play the other user. */
+START_TEST(test_roots_locks_are_out_of_other_users_reach)
+{
+	int status;
+
+	if (geteuid() != 0)
+		return;
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		int fd = -1, obj;
+
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777") < 0 ||
+		    mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") < 0)
+			_exit(2);
+		unsetenv("XDG_RUNTIME_DIR");
+		if (mkdir("/tmp/agentsbx-0", 0700) < 0 || chown("/tmp/agentsbx-0", 65534, 65534) < 0)
+			_exit(3);
+		if ((obj = open("/tmp", O_PATH | O_CLOEXEC)) < 0)
+			_exit(4);
+		if (sbx_hostlock_take(obj, "squat", 1000, &fd) < 0) {
+			fprintf(stderr, "take: %s\n", sbx_last_error());
+			_exit(5);
+		}
+		sbx_hostlock_release(fd);
+		_exit(strcmp(sbx_hostlock_dir(), "/run/agentsbx/locks") == 0 ? 0 : 6);
+	}
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x (5: no lock "
+	              "while another user holds /tmp/agentsbx-0)", (unsigned)status);
+}
+END_TEST
+
+/* The key that signs the skills record (util/hostkey.h): made once, the same for every
+ * process that races to make it, kept 0600 in a 0700 folder, and refused when the file is
+ * not ours alone. */
+START_TEST(test_host_keys_are_private_and_agreed_on)
+{
+	unsigned char k1[SBX_HOSTKEY_LEN], k2[SBX_HOSTKEY_LEN];
+	char *state = NULL;
+	int status;
+
+	ck_assert_int_ge(asprintf(&state, "%s/state", tmp), 0);
+	ck_assert_int_eq(setenv("XDG_STATE_HOME", state, 1), 0);
+	for (int i = 0; i < 4; i++)
+		if (fork() == 0)
+			_exit(sbx_hostkey_get("race", k1) == 0 ? 0 : 1);
+	ck_assert_int_eq(sbx_hostkey_get("race", k1), 0);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_gt(wait(&status), 0);
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	ck_assert_int_eq(sbx_hostkey_get("race", k2), 0);
+	ck_assert_int_eq(memcmp(k1, k2, sizeof k1), 0);
+	ck_assert_int_eq(test_mode_of(test_path_at(state, "agentsbx")), 0700);
+	ck_assert_int_eq(test_mode_of(test_path_at(state, "agentsbx/race.key")), 0600);
+	/* Another purpose, another key. */
+	ck_assert_int_eq(sbx_hostkey_get("other", k2), 0);
+	ck_assert_int_ne(memcmp(k1, k2, sizeof k1), 0);
+	/* A key others may read is no secret: refused, and left as it is. */
+	ck_assert_int_eq(chmod(test_path_at(state, "agentsbx/race.key"), 0644), 0);
+	ck_assert_int_lt(sbx_hostkey_get("race", k2), 0);
+	ck_assert_int_eq(test_mode_of(test_path_at(state, "agentsbx/race.key")), 0644);
+	unsetenv("XDG_STATE_HOME");
+	free(state);
+}
+END_TEST
+
 static Suite *make_suite(void)
 {
 	Suite *s = suite_create("statedir");
@@ -235,8 +347,11 @@ static Suite *make_suite(void)
 	tcase_add_test(tc, test_a_link_below_is_refused_and_nothing_made_outside);
 	tcase_add_test(tc, test_files_are_regular_and_never_block);
 	tcase_add_test(tc, test_a_host_lock_excludes_and_gives_up_at_its_deadline);
+	tcase_add_test(tc, test_a_forked_child_keeps_no_released_lock);
 	tcase_add_test(tc, test_unheld_lock_files_are_swept);
 	tcase_add_test(tc, test_host_locks_live_outside_the_workspace);
+	tcase_add_test(tc, test_roots_locks_are_out_of_other_users_reach);
+	tcase_add_test(tc, test_host_keys_are_private_and_agreed_on);
 	suite_add_tcase(s, tc);
 	return s;
 }
