@@ -415,35 +415,47 @@ static const char *cli(void)
 	return bt_tmp("%s/agentsbx", root);
 }
 
+/* Starts `agentsbx exec` on dir with id (and the backend's limits) running `sh -c script`,
+ * its stdout into a pipe whose reading end goes to *out. */
+static pid_t spawn_cli_exec(const char *dir, const char *id, const char *script, int *out)
+{
+	const char *limits = limits_member();
+	char *config = bt_fmt("{\"id\":\"%s\"%s%s}", id, limits ? "," : "", limits ? limits : "");
+	const char *argv[] = { cli(), "exec", "--backend", bt_backend(), "--workdir", dir,
+	                       "--config", config, "--", "/bin/sh", "-c", script, NULL };
+	int p[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		dup2(p[1], STDOUT_FILENO);
+		close(p[0]);
+		close(p[1]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 0);
+	close(p[1]);
+	free(config);
+	*out = p[0];
+	return pid;
+}
+
 /* Starts `agentsbx exec` on dir with id, running a command that says "started" and sleeps
  * with a marker; returns once it has said so. */
 static pid_t start_cli_exec(const char *dir, const char *id, const char *marker)
 {
-	const char *limits = limits_member();
-	char *config = bt_fmt("{\"id\":\"%s\"%s%s}", id, limits ? "," : "", limits ? limits : "");
 	char *script = bt_fmt("echo started; exec sleep %s", marker);
-	const char *argv[] = { cli(), "exec", "--backend", bt_backend(), "--workdir", dir,
-	                       "--config", config, "--", "/bin/sh", "-c", script, NULL };
 	char buf[64] = "";
-	int out[2];
-	pid_t pid;
+	int out;
+	pid_t pid = spawn_cli_exec(dir, id, script, &out);
 
-	ck_assert_int_eq(pipe(out), 0);
-	if ((pid = fork()) == 0) {
-		dup2(out[1], STDOUT_FILENO);
-		close(out[0]);
-		close(out[1]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(out[1]);
-	struct pollfd p = { .fd = out[0], .events = POLLIN };
+	struct pollfd p = { .fd = out, .events = POLLIN };
 	ck_assert_int_eq(poll(&p, 1, LONG_WAIT_MS), 1);
-	ck_assert_int_gt(read(out[0], buf, sizeof buf - 1), 0);
+	ck_assert_int_gt(read(out, buf, sizeof buf - 1), 0);
 	ck_assert_str_eq(buf, "started\n");
 	ck_assert(bt_wait_for_process(marker, true));
-	close(out[0]);
-	free(config);
+	close(out);
 	free(script);
 	return pid;
 }
@@ -520,30 +532,18 @@ static bool ends_within(pid_t pid, int ms, int *status)
 START_TEST(test_cli_sigterm_with_a_stalled_reader_leaves_nothing)
 {
 	char *dir = bt_mkdtemp();
-	const char *limits = limits_member(), *marker = bt_marker();
+	const char *marker = bt_marker();
 	char *id = bt_fmt("cli-stalled-%d", (int)getpid());
-	char *config = bt_fmt("{\"id\":\"%s\"%s%s}", id, limits ? "," : "", limits ? limits : "");
 	char *script = bt_fmt("sleep %s & exec yes flood", marker);
-	const char *argv[] = { cli(), "exec", "--backend", bt_backend(), "--workdir", dir,
-	                       "--config", config, "--", "/bin/sh", "-c", script, NULL };
-	int out[2], queued = 0, status;
-	pid_t pid;
+	int out, queued = 0, status;
+	pid_t pid = spawn_cli_exec(dir, id, script, &out);
 
-	ck_assert_int_eq(pipe(out), 0);
-	if ((pid = fork()) == 0) {
-		dup2(out[1], STDOUT_FILENO);
-		close(out[0]);
-		close(out[1]);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(out[1]);
 	ck_assert(bt_wait_for_process(marker, true));
 	/* The pipe is full (64 KiB less one write at most): the CLI waits for room. */
 	for (int64_t deadline = bt_now_ms() + LONG_WAIT_MS;
 	     queued < 60 * 1024 && bt_now_ms() < deadline; ) {
 		struct timespec pause = { 0, 10 * 1000 * 1000 };
-		ck_assert_int_eq(ioctl(out[0], FIONREAD, &queued), 0);
+		ck_assert_int_eq(ioctl(out, FIONREAD, &queued), 0);
 		nanosleep(&pause, NULL);
 	}
 	ck_assert_int_ge(queued, 60 * 1024);
@@ -553,9 +553,8 @@ START_TEST(test_cli_sigterm_with_a_stalled_reader_leaves_nothing)
 	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status 0x%x", status);
 	ck_assert_msg(nothing_left(dir, with_cgroup() ? id : NULL), "left: %s", what_is_left(dir, id));
 	ck_assert_int_eq(bt_count_processes(marker), 0);
-	close(out[0]);
+	close(out);
 	free(id);
-	free(config);
 	free(script);
 }
 END_TEST
