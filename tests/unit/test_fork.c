@@ -155,27 +155,35 @@ static void fork_during(int (*call)(sbx_workspace *), const char *rename_to, con
 	sbx_workspace *ws = open_local(&dir);
 	struct stopped_call sc = { .ws = ws, .call = call, .stop_at = rename_to };
 	pthread_t t;
-	int status;
+	int status, verdict[2];
 
 	ck_assert_int_eq(pipe2(stopped, O_CLOEXEC), 0);
 	ck_assert_int_eq(pipe2(resume, O_CLOEXEC), 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, run_stopped, &sc), 0);
 	ck_assert_int_eq(read(stopped[0], &c, 1), 1);
+	/* The child says it succeeded through a pipe, not its exit status: under valgrind the
+	 * child's exit reports what the stopped thread (absent there) had allocated as lost. */
+	ck_assert_int_eq(pipe2(verdict, O_CLOEXEC), 0);
 	pid_t child = fork();
 	ck_assert_int_ge(child, 0);
 	if (child == 0) {
 		char *cdir = NULL;
 		sbx_workspace *cws = open_local(&cdir);
 		int r = call(cws);
-		_exit(r == 0 && sbx_workspace_close(cws) == 0 ? 0 : 1);
+		if (r == 0 && sbx_workspace_close(cws) == 0)
+			(void)!write(verdict[1], "0", 1);
+		_exit(0);
 	}
+	close(verdict[1]);
 	bool returned = child_returned(child, &status);
+	char said = 0;
+	bool succeeded = read(verdict[0], &said, 1) == 1 && said == '0';
+	close(verdict[0]);
 	ck_assert_int_eq(write(resume[1], "r", 1), 1);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_msg(returned, "%s in a child forked while another thread held the lock did not "
 	              "return within %d ms", what, CHILD_BOUND_MS);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s in the child failed: "
-	              "0x%x", what, (unsigned)status);
+	ck_assert_msg(succeeded, "%s in the child failed (status 0x%x)", what, (unsigned)status);
 	ck_assert_msg(sc.result == 0, "%s in the parent: %d %s", what, sc.result, sbx_last_error());
 	ck_assert_int_eq(sbx_workspace_close(ws), 0);
 	for (int i = 0; i < 2; i++) {

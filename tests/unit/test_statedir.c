@@ -279,7 +279,7 @@ START_TEST(test_roots_locks_are_out_of_other_users_reach)
 	if (child == 0) {
 		int fd = -1, obj;
 
-		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
 		    mount("tmpfs", "/tmp", "tmpfs", 0, "mode=1777") < 0 ||
 		    mount("tmpfs", "/run", "tmpfs", 0, "mode=0755") < 0)
 			_exit(2);
