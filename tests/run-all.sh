@@ -15,10 +15,11 @@ failed=0
 skipped=0
 skip_list=""
 # Adds the results of the last `meson test` in build dir $1 to the totals; a skip is counted
-# as a skip (not a pass), and named with the phase ($2) it happened in.
+# as a skip (not a pass), and named with the phase ($2) it happened in. $3 names the log when
+# meson wrote another (a run with --wrap=valgrind writes testlog-valgrind.json).
 count_results() {
   local counts
-  counts=$(python3 - "$1/meson-logs/testlog.json" <<'PY'
+  counts=$(python3 - "$1/meson-logs/${3:-testlog.json}" <<'PY'
 import json, sys
 ok = bad = skip = 0
 names = []
@@ -87,7 +88,7 @@ count_results "$out/asan" asan
 step "valgrind on the unit tests"
 meson test -C "$out/main" --no-rebuild --suite unit --print-errorlogs \
   --wrap='valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --child-silent-after-fork=yes'
-count_results "$out/main" valgrind
+count_results "$out/main" valgrind testlog-valgrind.json
 
 step "exported symbols and ABI baseline"
 bash tests/abi/check-abi.sh "$out/main/libagentsbx.so.1"
