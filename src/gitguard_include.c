@@ -148,7 +148,7 @@ static int check_one(const char *key, size_t len, void *ud)
 
 struct admit_ctx {
 	struct sbx_gitguard *g;
-	sbx_strset *todo;         /* the new ones, or NULL */
+	sbx_strset *next_round;   /* also gets the keys new to includes, or NULL */
 };
 
 static int admit(const char *key, size_t len, void *ud)
@@ -156,8 +156,8 @@ static int admit(const char *key, size_t len, void *ud)
 	struct admit_ctx *a = ud;
 	int r = sbx_strset_add(&a->g->includes, key, len);
 
-	if (r == 1 && a->todo)
-		r = sbx_strset_add(a->todo, key, len);
+	if (r == 1 && a->next_round)
+		r = sbx_strset_add(a->next_round, key, len);
 	return r < 0 ? r : 0;
 }
 
@@ -168,25 +168,25 @@ static int copy_key(const char *key, size_t len, void *ud)
 
 int gg_check_includes(struct sbx_gitguard *g)
 {
-	sbx_strset todo = { 0 };
+	sbx_strset this_round = { 0 };
 	struct admit_ctx a = { g, NULL };
 	int r = sbx_strset_each(&g->includes_found, admit, &a);
 
 	sbx_strset_clear(&g->includes_found);
 	if (r == 0)
-		r = sbx_strset_each(&g->includes, copy_key, &todo);
+		r = sbx_strset_each(&g->includes, copy_key, &this_round);
 	/* What the checked files include in turn is checked in the next round. */
-	for (int depth = 0; r == 0 && todo.n && depth < INCLUDE_DEPTH; depth++) {
-		sbx_strset next = { 0 };
+	for (int depth = 0; r == 0 && this_round.n && depth < INCLUDE_DEPTH; depth++) {
+		sbx_strset next = { 0 };  /* what this round's files include anew */
 
-		r = sbx_strset_each(&todo, check_one, g);
-		sbx_strset_clear(&todo);
-		a.todo = &next;
+		r = sbx_strset_each(&this_round, check_one, g);
+		sbx_strset_clear(&this_round);
+		a.next_round = &next;
 		if (r == 0)
 			r = sbx_strset_each(&g->includes_found, admit, &a);
 		sbx_strset_clear(&g->includes_found);
-		todo = next;
+		this_round = next;
 	}
-	sbx_strset_clear(&todo);
+	sbx_strset_clear(&this_round);
 	return r;
 }
