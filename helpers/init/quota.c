@@ -218,6 +218,22 @@ static void close_carried(struct carried *c, size_t n)
 		close(c[i].fd);
 }
 
+/* The last steps of either workspace built at the new /tmp's "workspace": its protections,
+ * then the move to /workspace, leaving no mount point behind in /tmp. */
+static int protect_and_move_in(const struct sbx_quota_inside *q, int tmpfd, char *err,
+                               size_t errlen)
+{
+	int r = sbx_protect_paths(tmpfd, q->protected_paths, err, errlen);
+
+	if (r == 0 && syscall(SYS_move_mount, tmpfd, SBX_SANDBOX_ROOT + 1, AT_FDCWD,
+	                      SBX_SANDBOX_ROOT, 0) < 0)
+		r = sbx_init_fail(err, errlen, -errno, "move the workspace to %s: %s",
+		                  SBX_SANDBOX_ROOT, strerror(errno));
+	if (r == 0)
+		unlinkat(tmpfd, SBX_SANDBOX_ROOT + 1, AT_REMOVEDIR);
+	return r;
+}
+
 /* The capped workspace, built at /tmp/workspace of the new /tmp (the only place where we may
  * make a mount point and the protection's cover file) and then moved to /workspace. */
 static int inside_workspace(const struct sbx_quota_inside *q, int tmpfd, int host_ws,
@@ -229,15 +245,7 @@ static int inside_workspace(const struct sbx_quota_inside *q, int tmpfd, int hos
 
 	if (r == 0)
 		r = attach_carried(tmpfd, SBX_SANDBOX_ROOT "/" + 1, c, n, err, errlen);
-	if (r == 0)
-		r = sbx_protect_paths(tmpfd, q->protected_paths, err, errlen);
-	if (r == 0 && syscall(SYS_move_mount, tmpfd, SBX_SANDBOX_ROOT + 1, AT_FDCWD,
-	                      SBX_SANDBOX_ROOT, 0) < 0)
-		r = sbx_init_fail(err, errlen, -errno, "move the workspace to %s: %s",
-		                  SBX_SANDBOX_ROOT, strerror(errno));
-	if (r == 0)
-		unlinkat(tmpfd, SBX_SANDBOX_ROOT + 1, AT_REMOVEDIR);
-	return r;
+	return r == 0 ? protect_and_move_in(q, tmpfd, err, errlen) : r;
 }
 
 /* Where a bind's dest lands while the new /tmp is tmpfd and the workspace still sits at its
@@ -299,15 +307,7 @@ static int inside_tree_workspace(const struct sbx_quota_inside *q, int rootfd, i
 
 	if (r == 0)
 		r = place_init_binds(q, rootfd, tmpfd, err, errlen);
-	if (r == 0)
-		r = sbx_protect_paths(tmpfd, q->protected_paths, err, errlen);
-	if (r == 0 && syscall(SYS_move_mount, tmpfd, SBX_SANDBOX_ROOT + 1, AT_FDCWD,
-	                      SBX_SANDBOX_ROOT, 0) < 0)
-		r = sbx_init_fail(err, errlen, -errno, "move the workspace to %s: %s",
-		                  SBX_SANDBOX_ROOT, strerror(errno));
-	if (r == 0)
-		unlinkat(tmpfd, SBX_SANDBOX_ROOT + 1, AT_REMOVEDIR);
-	return r;
+	return r == 0 ? protect_and_move_in(q, tmpfd, err, errlen) : r;
 }
 
 /* A new capped tmpfs at rel (of rootfd, the sandbox's "/"), and an fd of it. */
