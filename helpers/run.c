@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "peer.h"
-#include "run_proto.h"
+#include "proto/run_proto.h"
 #include "runner.h"
 
 #define NORETURN __attribute__((noreturn))

@@ -34,7 +34,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "run_proto.h"
+#include "proto/run_proto.h"
 #include "runner.h"
 
 #define NORETURN __attribute__((noreturn))

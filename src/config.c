@@ -573,7 +573,7 @@ static int parse_audit(sbx_config *cfg, const sbx_json *v)
 }
 
 /* MCP: {"transport": "socket" | "stream"} — how the host reaches the workspace's MCP
- * gateway (src/mcp/proto.h). Absent: the backend's capabilities decide. */
+ * gateway (src/proto/mcp_proto.h). Absent: the backend's capabilities decide. */
 static int parse_mcp(sbx_config *cfg, const sbx_json *v)
 {
 	char shown[SHOWN_SIZE];

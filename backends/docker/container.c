@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "docker.h"
-#include "init_proto.h"
+#include "proto/init_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fdpass.h"

@@ -1,7 +1,7 @@
 /* The control channel of a runner inside the container. The Engine API cannot carry a file
  * descriptor, so the host listens on a SOCK_SEQPACKET Unix socket in a folder bound into the
  * container and agentsbx-run --control-socket connects to it: from then on it is the same
- * channel the local backend gets from a socketpair (helpers/run_proto.h). */
+ * channel the local backend gets from a socketpair (src/proto/run_proto.h). */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>

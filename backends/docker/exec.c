@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "exec.h"
-#include "run_proto.h"
+#include "proto/run_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fdpass.h"

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "docker.h"
-#include "proxy_proto.h"
+#include "proto/proxy_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fdpass.h"

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "exec.h"
-#include "run_proto.h"
+#include "proto/run_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 

@@ -1,5 +1,5 @@
 /* Starting a command: agentsbx-run with the command's environment and working directory, its
- * stdio on fds 0-2 and the control socket on fd 3 (see helpers/run_proto.h). The library may
+ * stdio on fds 0-2 and the control socket on fd 3 (see src/proto/run_proto.h). The library may
  * live in a multi-threaded host, so the runner is started with posix_spawn, never fork. */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 
 #include "util/cleanup.h"
 #include "util/error.h"
-#include "run_proto.h"
+#include "proto/run_proto.h"
 #include "local.h"
 
 struct rlimit_args {

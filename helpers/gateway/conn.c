@@ -1,5 +1,5 @@
 /* Host connections: the hello line that says what the connection is for, then MCP lines to
- * and from one server (see src/mcp/proto.h). */
+ * and from one server (see src/proto/mcp_proto.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* agentsbx-mcp-gateway: keeps a workspace's MCP servers alive inside the workspace and lets
- * the host talk to each of them over a Unix socket (see src/mcp/proto.h for the protocol).
+ * the host talk to each of them over a Unix socket (see src/proto/mcp_proto.h for the protocol).
  * One process, one poll loop, no threads: main.c owns the socket and the loop, conn.c the host
  * connections, server.c the server processes and the JSON-RPC routing between the two. */
 #ifndef SBX_GATEWAY_H
@@ -76,7 +76,7 @@ void gw_conn_on_line(struct gw_conn *c, const char *line, size_t len);
 /* Bytes queued for the host on c's way out (its socket, or the shared stdout). */
 size_t gw_conn_backlog(const struct gw_conn *c);
 
-/* mux.c: the stream transport (src/mcp/proto.h), on the gateway's stdin and stdout. */
+/* mux.c: the stream transport (src/proto/mcp_proto.h), on the gateway's stdin and stdout. */
 void gw_mux_start(int in_fd, int out_fd);
 bool gw_mux_active(void);
 int gw_mux_in_fd(void);

@@ -10,7 +10,7 @@
  * stdout gets one line once the socket listens — "ready" or "busy" — then stdout and stderr
  * go to <run-dir>/gateway.log, because the host stops reading the pipes.
  *
- * With --stdio (the stream transport, src/mcp/proto.h) there is no socket and no lock: the
+ * With --stdio (the stream transport, src/proto/mcp_proto.h) there is no socket and no lock: the
  * host that started this process speaks to it over stdin and stdout (mux.c), and it ends when
  * stdin closes. Its stderr goes to <run-dir>/gateway.log, or nowhere with "-". */
 #include <errno.h>
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "gateway.h"
-#include "mcp/proto.h"
+#include "proto/mcp_proto.h"
 
 #define LOG_MAX_BYTES (1 << 20)
 

@@ -1,4 +1,4 @@
-/* The stream transport (src/mcp/proto.h): the host speaks to the gateway over the gateway's
+/* The stream transport (src/proto/mcp_proto.h): the host speaks to the gateway over the gateway's
  * own stdin and stdout instead of its socket, because on a remote backend the host cannot
  * reach a socket inside the workspace but always has the process stream of a command it
  * started. Frames "<channel> <line>" carry what would be one socket connection each, so every
@@ -12,7 +12,7 @@
 
 #include "gateway.h"
 #include "mcp/frames.h"
-#include "mcp/proto.h"
+#include "proto/mcp_proto.h"
 
 static struct {
 	bool active;

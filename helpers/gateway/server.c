@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "gateway.h"
-#include "mcp/proto.h"
+#include "proto/mcp_proto.h"
 #include "util/cleanup.h"
 
 #define BACKOFF_MIN_MS 250

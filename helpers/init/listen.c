@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "init_proto.h"
+#include "proto/init_proto.h"
 #include "listen.h"
 
 static char greeting[512];

@@ -27,7 +27,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "init_proto.h"
+#include "proto/init_proto.h"
 #include "listen.h"
 #include "quota.h"
 #include "peer.h"
@@ -623,7 +623,7 @@ static int usage(const char *why)
 	        "       agentsbx-init [--detached] [--tidy NOTE] [--users UID:GID] --proto %d "
 	        "--mode bwrap -- "
 	        "BWRAP_ARGV...\n"
-	        "(started by libagentsbx; see helpers/init_proto.h)\n", why, SBX_INIT_PROTO_VERSION,
+	        "(started by libagentsbx; see src/proto/init_proto.h)\n", why, SBX_INIT_PROTO_VERSION,
 	        SBX_INIT_PROTO_VERSION);
 	return 2;
 }

@@ -135,7 +135,7 @@ int sbx_net_loopback_up(char *err, size_t errlen);
  * namespace: the loopback end of the allowlist proxy. fds[1] is -1 without IPv6. */
 int sbx_bridge_listen(uint16_t port, int fds[2], char *err, size_t errlen);
 /* Forks the bridge process: it accepts on the listeners and hands each connection to the
- * proxy over channel (helpers/proxy_proto.h). The child first closes close_fds[0..n). Returns
+ * proxy over channel (src/proto/proxy_proto.h). The child first closes close_fds[0..n). Returns
  * the child's pid or a negative errno. */
 pid_t sbx_bridge_start(const int listeners[2], int channel, const int *close_fds, size_t n,
                        char *err, size_t errlen);

@@ -29,9 +29,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "init_proto.h"
+#include "proto/init_proto.h"
 #include "listen.h"
-#include "run_proto.h"
+#include "proto/run_proto.h"
 #include "runner.h"
 #include "server.h"
 

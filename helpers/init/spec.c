@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "init_proto.h"
+#include "proto/init_proto.h"
 #include "spec.h"
 #include "util/json.h"
 

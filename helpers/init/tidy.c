@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-#include "init_proto.h"
+#include "proto/init_proto.h"
 #include "sandbox.h"
 #include "tidy.h"
 #include "util/journal.h"

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "proxy.h"
-#include "proxy_proto.h"
+#include "proto/proxy_proto.h"
 #include "util/json.h"
 
 /* Receives one message and at most one fd (extra fds are closed). Returns the bytes of the

@@ -15,7 +15,7 @@
 
 #include "peer.h"
 #include "proxy.h"
-#include "proxy_proto.h"
+#include "proto/proxy_proto.h"
 #include "util/buf.h"
 #include "util/json.h"
 
@@ -215,7 +215,7 @@ int main(int argc, char **argv)
 
 	if (argc != 3 || strcmp(argv[1], "--proto") || strcmp(argv[2], "1") ||
 	    fstat(SBX_PROXY_CONTROL_FD, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-		fprintf(stderr, "agentsbx-proxy: started by libagentsbx (see helpers/proxy_proto.h)\n"
+		fprintf(stderr, "agentsbx-proxy: started by libagentsbx (see src/proto/proxy_proto.h)\n"
 		        "usage: agentsbx-proxy --proto %d\n", SBX_PROXY_PROTO_VERSION);
 		return 2;
 	}

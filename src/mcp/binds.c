@@ -16,7 +16,7 @@
 #include "internal.h"
 #include "init/sandbox.h"
 #include "mcp/mcp.h"
-#include "mcp/proto.h"
+#include "proto/mcp_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/statedir.h"

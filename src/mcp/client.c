@@ -10,7 +10,7 @@
 
 #include "internal.h"
 #include "mcp/client.h"
-#include "mcp/proto.h"
+#include "proto/mcp_proto.h"
 #include "util/buf.h"
 #include "util/error.h"
 

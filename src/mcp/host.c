@@ -32,7 +32,7 @@
 
 #include "mcp/client.h"
 #include "mcp/mcp.h"
-#include "mcp/proto.h"
+#include "proto/mcp_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"

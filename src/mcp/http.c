@@ -21,7 +21,7 @@
 
 #include "mcp/client.h"
 #include "mcp/mcp.h"
-#include "mcp/proto.h"
+#include "proto/mcp_proto.h"
 #include "mcp/sse.h"
 #include "network.h"
 #include "util/error.h"

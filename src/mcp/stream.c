@@ -1,4 +1,4 @@
-/* The host's end of the stream transport (src/mcp/proto.h): the gateway runs as an ordinary
+/* The host's end of the stream transport (src/proto/mcp_proto.h): the gateway runs as an ordinary
  * workspace process started through the backend's spawn, and its stdin and stdout carry
  * frames "<channel> <line>", one channel per server connection. This is how the host reaches
  * a gateway it has no socket path to (remote backends), and it works on every backend.
@@ -18,7 +18,7 @@
 #include "mcp/client.h"
 #include "mcp/frames.h"
 #include "mcp/mcp.h"
-#include "mcp/proto.h"
+#include "proto/mcp_proto.h"
 #include "util/error.h"
 
 #define START_TIMEOUT_MS 15000

@@ -1,4 +1,4 @@
-/* The host side of agentsbx-proxy (netproxy.h, helpers/proxy_proto.h). */
+/* The host side of agentsbx-proxy (netproxy.h, src/proto/proxy_proto.h). */
 #include <errno.h>
 #include <stddef.h>
 #include <poll.h>
@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include "internal.h"
-#include "proxy_proto.h"
+#include "proto/proxy_proto.h"
 #include "util/fdpass.h"
 #include "util/buf.h"
 #include "util/cleanup.h"

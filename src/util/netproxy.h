@@ -1,4 +1,4 @@
-/* The host side of agentsbx-proxy (helpers/proxy_proto.h): starting the proxy of a workspace
+/* The host side of agentsbx-proxy (src/proto/proxy_proto.h): starting the proxy of a workspace
  * in mode "allowlist", handing it new policies and bridge channels, stopping it. Used by the
  * sandbox backends (sandbox.c); any backend whose commands sit in a network namespace of
  * their own can use it the same way. */

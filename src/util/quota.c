@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "init_proto.h"
+#include "proto/init_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fdpass.h"

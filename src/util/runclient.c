@@ -21,7 +21,7 @@
 
 #include "internal.h"
 #include "util/error.h"
-#include "run_proto.h"
+#include "proto/run_proto.h"
 #include "util/runclient.h"
 
 /* A poll(2) timeout for a deadline from sbx_now_ms() (-1: none). */

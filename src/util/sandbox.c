@@ -1,5 +1,5 @@
 /* The host side of a sandbox run by agentsbx-init: options, start (direct or through the
- * system bubblewrap), commands, stop. See sandbox.h and helpers/init_proto.h. */
+ * system bubblewrap), commands, stop. See sandbox.h and src/proto/init_proto.h. */
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,8 +16,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "init_proto.h"
-#include "proxy_proto.h"
+#include "proto/init_proto.h"
+#include "proto/proxy_proto.h"
 #include "internal.h"
 #include "mcp/mcp.h"
 #include "util/auditlog.h"

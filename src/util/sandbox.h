@@ -1,4 +1,4 @@
-/* The host side of a sandbox run by agentsbx-init (helpers/init_proto.h): parsing the sandbox
+/* The host side of a sandbox run by agentsbx-init (src/proto/init_proto.h): parsing the sandbox
  * options of a backend's config object, starting the init directly or through the system
  * bubblewrap, sending it commands and stopping it. The ns and bwrap backends are thin ops
  * tables over this; so will be any backend that reuses the init (the docker fast path). */

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "init_proto.h"
+#include "proto/init_proto.h"
 #include "util/hostlock.h"
 
 /* Opens <workdir>/.agentsbx/run (root_fd: an fd of the workdir), creating it when create.

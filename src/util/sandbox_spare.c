@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-#include "init_proto.h"
+#include "proto/init_proto.h"
 #include "util/fdpass.h"
 #include "util/launch.h"
 #include "util/sandbox_spare.h"

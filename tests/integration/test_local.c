@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 
 #include <agentsbx/agentsbx.h>
-#include "run_proto.h"
+#include "proto/run_proto.h"
 #include "support.h"
 
 extern char **environ;
