@@ -26,7 +26,7 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/json.h"
-#include "util/sandbox_attach.h"
+#include "backends/sandbox/attach.h"
 
 #define DEFAULT_TTL_MS (3600 * 1000LL)
 #define DEFAULT_SWEEP_MS (300 * 1000LL)

@@ -3,7 +3,7 @@
  * builds the namespaces and the root; agentsbx-init runs inside as PID 1 and serves. */
 #include <stdio.h>
 
-#include "util/sandbox.h"
+#include "backends/sandbox/sandbox.h"
 
 static int bwrap_probe(char *detail, size_t len)
 {

@@ -17,7 +17,7 @@
 #include "util/error.h"
 #include "util/fdpass.h"
 #include "util/launch.h"
-#include "util/sandbox_attach.h"
+#include "backends/sandbox/attach.h"
 
 /* Paths a command must not change even inside the writable workspace (the ns backend's list,
  * helpers/init/policy.c); those that exist when the container is made are bound read-only. */

@@ -24,7 +24,7 @@
 #include "util/error.h"
 #include "util/fdpass.h"
 #include "util/runclient.h"
-#include "util/sandbox.h"
+#include "backends/sandbox/sandbox.h"
 
 #define RUNNER_EXIT_MS 2000
 

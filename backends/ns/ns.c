@@ -4,7 +4,7 @@
  * system bubblewrap where only that is allowed (Ubuntu's AppArmor rule). */
 #include <stdio.h>
 
-#include "util/sandbox.h"
+#include "backends/sandbox/sandbox.h"
 
 static int ns_probe(char *detail, size_t len)
 {

@@ -6,7 +6,7 @@
 #include "cli/users.h"
 #include "config.h"
 #include "util/idmap.h"
-#include "util/sandbox.h"
+#include "backends/sandbox/sandbox.h"
 
 int cli_print_users(const char *config_json)
 {

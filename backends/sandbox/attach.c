@@ -27,7 +27,7 @@
 #include "util/error.h"
 #include "util/journal.h"
 #include "util/hostlock.h"
-#include "util/sandbox_attach.h"
+#include "backends/sandbox/attach.h"
 #include "util/statedir.h"
 
 #define RUN_DIR "run"

@@ -13,7 +13,7 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fdpass.h"
-#include "util/quota.h"
+#include "backends/sandbox/quota.h"
 
 #define FILES_ROOT_TIMEOUT_MS 15000
 

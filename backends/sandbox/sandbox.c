@@ -34,11 +34,11 @@
 #include "util/launch.h"
 #include "util/netproxy.h"
 #include "util/path.h"
-#include "util/quota.h"
-#include "util/sandbox.h"
-#include "util/sandbox_attach.h"
-#include "util/sandbox_spare.h"
-#include "util/sandbox_warden.h"
+#include "backends/sandbox/quota.h"
+#include "backends/sandbox/sandbox.h"
+#include "backends/sandbox/attach.h"
+#include "backends/sandbox/spare.h"
+#include "backends/sandbox/warden.h"
 
 #define INIT_NAME "agentsbx-init"
 #define READY_TIMEOUT_MS 15000

@@ -13,7 +13,7 @@
 #include "proto/init_proto.h"
 #include "util/fdpass.h"
 #include "util/launch.h"
-#include "util/sandbox_spare.h"
+#include "backends/sandbox/spare.h"
 
 /* Opens further apart than this do not start spares; a spare parked longer than the maximum
  * age is not used (its /etc is a copy from when it started; and by SBX_INIT_PRESTART_IDLE_MS

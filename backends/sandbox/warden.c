@@ -16,7 +16,7 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/launch.h"
-#include "util/sandbox_warden.h"
+#include "backends/sandbox/warden.h"
 
 #define WARDEN_TIMEOUT_MS 15000
 
