@@ -26,7 +26,6 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/json.h"
-#include "backends/sandbox/attach.h"
 
 #define DEFAULT_TTL_MS (3600 * 1000LL)
 #define DEFAULT_SWEEP_MS (300 * 1000LL)
@@ -50,8 +49,9 @@ struct sbx_manager {
 	struct sbx_store store;
 	sbx_json *ws_config;      /* the "workspace" object */
 	char *backend;
+	const sbx_backend_ops *ops; /* the backend's table (the registry keeps it) */
 	bool host_files;          /* the backend keeps the files on this host */
-	bool sandbox;             /* "ns" or "bwrap" */
+	bool can_detach;          /* SBX_BACKEND_CAP_DETACHED: its sandbox may outlive a handle */
 	bool detached;
 	enum sbx_isolation policy;
 	int64_t ttl_ms, sweep_ms;
@@ -118,6 +118,13 @@ static int section_caps(const sbx_backend_ops *ops, const sbx_json *section, uin
 	return r;
 }
 
+/* Can the manager keep, list and stop this backend's detached sandboxes? */
+static bool ops_can_detach(const sbx_backend_ops *ops)
+{
+	return ops && (ops->caps & SBX_BACKEND_CAP_DETACHED) && ops->detached_running &&
+	       ops->detached_stop;
+}
+
 /* The backend and what follows from it; refuses what the manager sets itself. */
 static int study_workspace_config(sbx_manager *m)
 {
@@ -130,7 +137,7 @@ static int study_workspace_config(sbx_manager *m)
 		return config_error("workspace", "'id' and 'workdir' are the manager's to set");
 	if (b && b->type != SBX_JSON_STRING)
 		return config_error("workspace.backend", "expected a string");
-	if (!(m->backend = strdup(b ? b->str : "ns")))
+	if (!(m->backend = strdup(b ? b->str : SBX_DEFAULT_BACKEND)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	if ((r = sbx_registry_find(m->backend, &ops)) < 0)
 		return r;
@@ -138,10 +145,11 @@ static int study_workspace_config(sbx_manager *m)
 	if ((r = section_caps(ops, section, &caps)) < 0)
 		return r;
 	m->host_files = caps & SBX_BACKEND_CAP_HOST_FILES;
-	m->sandbox = !strcmp(m->backend, "ns") || !strcmp(m->backend, "bwrap");
+	m->ops = ops;
+	m->can_detach = (caps & SBX_BACKEND_CAP_DETACHED) && ops_can_detach(ops);
 	const sbx_json *d = section && section->type == SBX_JSON_OBJECT
 	                    ? sbx_json_get(section, "detached") : NULL;
-	m->detached = m->sandbox && !(d && d->type == SBX_JSON_BOOL && !d->b);
+	m->detached = m->can_detach && !(d && d->type == SBX_JSON_BOOL && !d->b);
 	return 0;
 }
 
@@ -389,7 +397,7 @@ static int open_entry(sbx_manager *m, struct entry *e, const char *recorded)
 	if (!config)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	/* A sandbox that is not detached cannot be shared: one process at a time. */
-	if ((r = sbx_store_lease(&m->store, e->mid.id, m->sandbox && !e->detached,
+	if ((r = sbx_store_lease(&m->store, e->mid.id, m->can_detach && !e->detached,
 	                         &e->lease_fd)) < 0)
 		return r;
 	if ((r = sbx_workspace_open(config, &e->ws)) < 0)
@@ -546,13 +554,49 @@ int sbx_manager_release(sbx_manager *m, sbx_workspace *ws)
 
 /* ---- closing --------------------------------------------------------------------------- */
 
+/* The table of the backend a record names: the manager's own unless the record was made
+ * under a config that named another. NULL when that backend cannot be found. */
+static const sbx_backend_ops *record_ops(const sbx_manager *m, const sbx_json *rec)
+{
+	const sbx_json *b = sbx_json_get(rec, "backend");
+	const sbx_backend_ops *ops = NULL;
+
+	if (!b || b->type != SBX_JSON_STRING || !strcmp(b->str, m->backend))
+		return m->ops;
+	return sbx_registry_find(b->str, &ops) == 0 ? ops : NULL;
+}
+
+/* Stops the detached sandbox of workdir through its backend (under the workspace's lock). */
+static int stop_detached(const sbx_backend_ops *ops, const char *workdir, const char *id,
+                         bool *stopped)
+{
+	int done = 0, r;
+
+	*stopped = false;
+	if (!ops_can_detach(ops))
+		return sbx_fail(-SBX_ENOSYS, "workspace manager: workspace %s: its backend cannot "
+		                "stop a detached sandbox", id);
+	r = ops->detached_stop(workdir, id, &done);
+	*stopped = done != 0;
+	return r;
+}
+
+/* Whether a detached sandbox of workdir runs; false when its backend cannot tell. */
+static bool detached_running(const sbx_backend_ops *ops, const char *workdir)
+{
+	int running = 0;
+
+	return ops_can_detach(ops) && ops->detached_running(workdir, &running) == 0 && running;
+}
+
 /* Stops a detached sandbox that no process holds (under the workspace's lock). */
-static int stop_if_unheld(sbx_manager *m, const char *id, const char *workdir, bool *stopped)
+static int stop_if_unheld(sbx_manager *m, const sbx_backend_ops *ops, const char *id,
+                          const char *workdir, bool *stopped)
 {
 	*stopped = false;
 	if (!sbx_store_lease_free(&m->store, id))
 		return 0;
-	return sbx_sandbox_destroy_detached(workdir, id, stopped);
+	return stop_detached(ops, workdir, id, stopped);
 }
 
 /* Closes an entry marked CLOSING (outside the manager's lock); with stop, also its detached
@@ -567,7 +611,7 @@ static int retire_entry(sbx_manager *m, struct entry *e, bool stop)
 	e->ws = NULL;
 	close(SBX_TAKE_FD(e->lease_fd));
 	if (r == 0 && stop && e->detached && e->workdir)
-		r = stop_if_unheld(m, e->mid.id, e->workdir, &stopped);
+		r = stop_if_unheld(m, m->ops, e->mid.id, e->workdir, &stopped);
 	return r < 0 ? r : c;
 }
 
@@ -603,7 +647,8 @@ static int collect_orphans(sbx_manager *m)
 		    sbx_store_lock(&m->store, *id, false, &lock) == 0) {
 			const sbx_json *d = sbx_json_get(rec, "detached"), *w = sbx_json_get(rec, "workdir");
 			if (d && d->type == SBX_JSON_BOOL && d->b && w && w->type == SBX_JSON_STRING &&
-			    stop_if_unheld(m, *id, w->str, &stopped) == 0 && stopped)
+			    stop_if_unheld(m, record_ops(m, rec), *id, w->str, &stopped) == 0 &&
+			    stopped)
 				stopped_count++;
 		}
 		sbx_json_free(rec);
@@ -682,7 +727,7 @@ int sbx_manager_close(sbx_manager *m, const char *id)
 	if (d && d->type == SBX_JSON_BOOL && d->b && w && w->type == SBX_JSON_STRING &&
 	    (r = sbx_store_lock(&m->store, id, true, &lock)) == 0) {
 		r = sbx_store_lease_free(&m->store, id)
-		    ? sbx_sandbox_destroy_detached(w->str, id, &stopped)
+		    ? stop_detached(record_ops(m, rec), w->str, id, &stopped)
 		    : sbx_fail(-SBX_EBUSY, "workspace manager: workspace %s is held by another "
 		               "process", id);
 	}
@@ -712,7 +757,7 @@ static void list_one(sbx_manager *m, sbx_buf *b, const char *id)
 	bool detached = d && d->type == SBX_JSON_BOOL && d->b;
 	bool has_dir = w && w->type == SBX_JSON_STRING;
 	bool held = here || !sbx_store_lease_free(&m->store, id);
-	bool running = detached && has_dir ? sbx_sandbox_detached_running(w->str) : held;
+	bool running = detached && has_dir ? detached_running(record_ops(m, rec), w->str) : held;
 	const char *keys[] = { "id", "user_key", "name", "policy", "backend" };
 
 	sbx_buf_puts(b, b->len > 1 ? ",{" : "{");

@@ -226,6 +226,25 @@ static int build_base_env(sbx_workspace *ws)
 	return r;
 }
 
+/* open() with the host paths a HELPER_BINDS backend binds (the MCP gateway's, which only
+ * the core knows how to find and check), valid for the call. A capped workspace gets no
+ * run folder: it must not be a way past the cap (its MCP speaks over a stream). */
+static int open_with_binds(sbx_workspace *ws, sbx_backend_config *bc)
+{
+	sbx_backend_bind *binds = NULL;
+	size_t n = 0;
+	int r = 0;
+
+	if (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS)
+		r = sbx_mcp_helper_binds(bc, !ws->cfg->disk_bytes, &binds, &n);
+	bc->binds = binds;
+	bc->n_binds = n;
+	if (r == 0)
+		r = ws->ops->open(bc, &ws->state);
+	sbx_mcp_helper_binds_free(binds, n);
+	return r;
+}
+
 static int open_backend(sbx_workspace *ws, const sbx_open_opts *opts)
 {
 	const char *network_mode = NULL;
@@ -261,7 +280,7 @@ static int open_backend(sbx_workspace *ws, const sbx_open_opts *opts)
 		bc.progress = opts->progress;
 		bc.progress_userdata = opts->progress_userdata;
 	}
-	if ((r = ws->ops->open(&bc, &ws->state)) < 0)
+	if ((r = open_with_binds(ws, &bc)) < 0)
 		return r;
 	if ((r = sbx_workspace_adopt_files_root(ws)) < 0)
 		ws->ops->close(ws->state);

@@ -19,7 +19,7 @@ int sbx_workspace_check_disk_limits(const sbx_workspace *ws)
 		return 0;
 	if (!(ws->caps & SBX_BACKEND_CAP_DISK_LIMITS))
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s': backend '%s' cannot enforce it%s",
-		                key, ws->ops->name, strcmp(ws->ops->name, "local") == 0
+		                key, ws->ops->name, ws->caps & SBX_BACKEND_CAP_HOST_VIEW
 		                ? " (it has no sandbox: commands write the host's disk directly)" : "");
 	if (!cfg->disk_bytes)
 		return 0;

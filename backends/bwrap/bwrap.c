@@ -15,4 +15,5 @@ static int bwrap_open(const sbx_backend_config *cfg, void **state)
 	return sbx_sandbox_backend_open("bwrap", false, cfg, state);
 }
 
-const sbx_backend_ops sbx_backend_bwrap = SBX_SANDBOX_BACKEND_OPS("bwrap", bwrap_probe, bwrap_open);
+const sbx_backend_ops sbx_backend_bwrap =
+	SBX_SANDBOX_BACKEND_OPS("bwrap", "sandboxed (bubblewrap)", bwrap_probe, bwrap_open);

@@ -304,4 +304,5 @@ const sbx_backend_ops sbx_backend_docker = {
 	.base_env = docker_base_env,
 	.workspace_caps = docker_workspace_caps,
 	.file_tree = docker_file_tree,
+	.description = "Docker-based",
 };

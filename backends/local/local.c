@@ -126,8 +126,9 @@ const sbx_backend_ops sbx_backend_local = {
 	.size = sizeof(sbx_backend_ops),
 	.abi_version = SBX_BACKEND_ABI_VERSION,
 	.name = "local",
-	/* No isolation, so neither ISOLATED nor NETWORK_NONE. */
-	.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_NETWORK_HOST,
+	/* No isolation, so neither ISOLATED nor NETWORK_NONE: commands see the host as it is. */
+	.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_NETWORK_HOST |
+	        SBX_BACKEND_CAP_HOST_VIEW,
 	.probe = local_probe,
 	.open = local_open,
 	.close = local_close,
@@ -139,4 +140,5 @@ const sbx_backend_ops sbx_backend_local = {
 	.proc_signal = sbx_runclient_signal,
 	.proc_kill = sbx_runclient_kill,
 	.proc_release = sbx_runclient_release,
+	.description = "local",
 };

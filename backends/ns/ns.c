@@ -22,4 +22,5 @@ static int ns_open(const sbx_backend_config *cfg, void **state)
 	return sbx_sandbox_backend_open("ns", true, cfg, state);
 }
 
-const sbx_backend_ops sbx_backend_ns = SBX_SANDBOX_BACKEND_OPS("ns", ns_probe, ns_open);
+const sbx_backend_ops sbx_backend_ns =
+	SBX_SANDBOX_BACKEND_OPS("ns", "sandboxed (Linux namespaces)", ns_probe, ns_open);

@@ -19,7 +19,6 @@
 #include "proto/init_proto.h"
 #include "proto/proxy_proto.h"
 #include "internal.h"
-#include "mcp/mcp.h"
 #include "util/auditlog.h"
 #include "util/fdlimit.h"
 #include "util/fdpass.h"
@@ -1990,6 +1989,34 @@ static void free_ws(struct sandbox_ws *w)
 	free(w);
 }
 
+/* The binds the core made for the helpers (SBX_BACKEND_CAP_HELPER_BINDS: the MCP gateway's
+ * folder and run folder), after the config's own, copied: the core's list lives only for
+ * open(). */
+static int adopt_helper_binds(const sbx_backend_config *cfg, struct sbx_sandbox_options *o)
+{
+	size_t n = SBX_BACKEND_CONFIG_HAS(cfg, n_binds) && cfg->binds ? cfg->n_binds : 0;
+	struct sbx_bind *grown;
+
+	if (n == 0)
+		return 0;
+	if (!(grown = realloc(o->binds, (o->n_binds + n + 1) * sizeof *grown)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	o->binds = grown;
+	for (size_t i = 0; i < n; i++) {
+		char *source = strdup(cfg->binds[i].source), *dest = strdup(cfg->binds[i].dest);
+
+		if (!source || !dest) {
+			free(source);
+			free(dest);
+			return sbx_fail(-SBX_ENOMEM, "out of memory");
+		}
+		o->binds[o->n_binds++] = (struct sbx_bind){ .source = source, .dest = dest,
+		                                             .writable = cfg->binds[i].writable };
+		o->binds[o->n_binds] = (struct sbx_bind){ 0 };
+	}
+	return 0;
+}
+
 int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backend_config *cfg,
                              void **state)
 {
@@ -2007,8 +2034,7 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 	}
 	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0 ||
 	    (r = sbx_quota_check(name, cfg, w->opts.detached)) < 0 ||
-	    (r = sbx_mcp_sandbox_binds(cfg, !sbx_quota_disk_bytes(cfg), &w->opts.binds,
-	                               &w->opts.n_binds)) < 0) {
+	    (r = adopt_helper_binds(cfg, &w->opts)) < 0) {
 		free_ws(w);
 		return r;
 	}
@@ -2156,4 +2182,19 @@ int sbx_sandbox_backend_set_network(void *state, const char *network_json)
 const char *const *sbx_sandbox_backend_env(void *state)
 {
 	return ((struct sandbox_ws *)state)->sb->proxy ? sbx_netproxy_env() : NULL;
+}
+
+int sbx_sandbox_backend_detached_running(const char *workdir, int *running)
+{
+	*running = sbx_sandbox_detached_running(workdir);
+	return 0;
+}
+
+int sbx_sandbox_backend_detached_stop(const char *workdir, const char *id, int *stopped)
+{
+	bool done = false;
+	int r = sbx_sandbox_destroy_detached(workdir, id, &done);
+
+	*stopped = done;
+	return r;
 }

@@ -128,14 +128,20 @@ const char *const *sbx_sandbox_backend_protected(void *state);
 /* The git guard's read-only binds in the running sandbox (sandbox_warden.h). */
 int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths);
 
-#define SBX_SANDBOX_BACKEND_OPS(backend_name, probe_fn, open_fn)                               \
+/* SBX_BACKEND_CAP_DETACHED: a detached sandbox of workdir, seen and stopped from any
+ * process of the same user (attach.h). */
+int sbx_sandbox_backend_detached_running(const char *workdir, int *running);
+int sbx_sandbox_backend_detached_stop(const char *workdir, const char *id, int *stopped);
+
+#define SBX_SANDBOX_BACKEND_OPS(backend_name, description_text, probe_fn, open_fn)                             \
 	{                                                                                      \
 		.size = sizeof(sbx_backend_ops),                                               \
 		.abi_version = SBX_BACKEND_ABI_VERSION,                                        \
 		.name = backend_name,                                                          \
 		.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED |                \
 		        SBX_BACKEND_CAP_NETWORK_NONE | SBX_BACKEND_CAP_NETWORK_HOST |          \
-		        SBX_BACKEND_CAP_NETWORK_ALLOWLIST | SBX_BACKEND_CAP_DISK_LIMITS,       \
+		        SBX_BACKEND_CAP_NETWORK_ALLOWLIST | SBX_BACKEND_CAP_DISK_LIMITS |      \
+		        SBX_BACKEND_CAP_DETACHED | SBX_BACKEND_CAP_HELPER_BINDS,               \
 		.probe = probe_fn,                                                             \
 		.open = open_fn,                                                               \
 		.close = sbx_sandbox_backend_close,                                            \
@@ -152,5 +158,8 @@ int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths);
 		.base_env = sbx_sandbox_backend_env,                                           \
 		.files_root_fd = sbx_sandbox_backend_files_root,                               \
 		.protect_now = sbx_sandbox_backend_protect_now,                                \
+		.description = description_text,                                               \
+		.detached_running = sbx_sandbox_backend_detached_running,                      \
+		.detached_stop = sbx_sandbox_backend_detached_stop,                            \
 	}
 #endif

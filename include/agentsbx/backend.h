@@ -43,6 +43,35 @@ extern "C" {
                                                   of sbx_backend_config (the core refuses
                                                   limits.disk_bytes and limits.tmp_bytes for
                                                   a backend without it) */
+#define SBX_BACKEND_CAP_DETACHED     (1u << 6) /* since 1.6: the key "detached" (bool) of its
+                                                  config object makes the sandbox outlive
+                                                  close() (a later open of the same workdir
+                                                  attaches) and "idle_ttl_s" (seconds, 0 =
+                                                  never) stops it once nobody holds it. The
+                                                  workspace manager turns it on by default and
+                                                  needs detached_running() and detached_stop() */
+#define SBX_BACKEND_CAP_HELPER_BINDS (1u << 7) /* since 1.6: binds the host paths the core
+                                                  names in sbx_backend_config.binds into the
+                                                  sandbox (the MCP gateway's folder at
+                                                  SBX_BACKEND_HELPERS_VIEW, its run folder at
+                                                  SBX_BACKEND_MCP_RUN_VIEW); the core starts the
+                                                  gateway from there */
+#define SBX_BACKEND_CAP_HOST_VIEW    (1u << 8) /* since 1.6: commands see the host's file
+                                                  system at the host's own paths (no root of
+                                                  their own): helpers run from where the
+                                                  library finds them on the host */
+
+/* Since 1.6: where a HELPER_BINDS backend binds the helper programs (read-only) and the MCP
+ * gateway's run folder (writable) inside the sandbox. */
+#define SBX_BACKEND_HELPERS_VIEW "/run/agentsbx/helpers"
+#define SBX_BACKEND_MCP_RUN_VIEW "/tmp/.agentsbx-mcp"
+
+/* Since 1.6: one host path to bind into the sandbox (sbx_backend_config.binds). */
+typedef struct sbx_backend_bind {
+	const char *source;           /* absolute host path, made and checked by the core */
+	const char *dest;             /* absolute path inside the sandbox */
+	int writable;                 /* 0: read-only */
+} sbx_backend_bind;
 
 /* Resource limits from the "limits" config object; 0 = not set. */
 typedef struct sbx_backend_limits {
@@ -74,7 +103,9 @@ typedef struct sbx_backend_config {
 	                                 deny; see agentsbx.h), or NULL when the config has none */
 	int audit_dir_fd;             /* the workspace's state folder (a directory fd, owned by the
 	                                 core: dup it to keep it) where helpers append audit records
-	                                 the way src/util/auditlog.h does; -1 when the log is off */
+	                                 (one JSON object a line to audit.jsonl, rotated at
+	                                 audit_max_bytes keeping audit_keep files, each append one
+	                                 write(2) under flock(2) of the file); -1 when it is off */
 	uint64_t audit_max_bytes;     /* the log's rotation size, and how many rotated files stay */
 	int audit_keep;
 	/* Since library 1.5 (read only when size covers it): where a slow open reports what it
@@ -95,9 +126,15 @@ typedef struct sbx_backend_config {
 	 * its absolute path and a directory fd of it (owned by the core: dup it to keep it).
 	 * NULL and -1 otherwise: the state folder is <workdir>/.agentsbx, which the core has
 	 * made and checked (a real directory, no link) before open() is called; reach it from
-	 * the workdir's fd without following links (src/util/statedir.h does). */
+	 * the workdir's fd without following links (openat2 with RESOLVE_BENEATH |
+	 * RESOLVE_NO_SYMLINKS, say). */
 	const char *state_dir;
 	int state_dir_fd;
+	/* Since library 1.6 (read only when size covers it; given only to backends with
+	 * SBX_BACKEND_CAP_HELPER_BINDS): the host paths to bind into the sandbox, valid during
+	 * open() only (copy what you keep). NULL and 0: none (no MCP gateway is installed). */
+	const sbx_backend_bind *binds;
+	size_t n_binds;
 } sbx_backend_config;
 
 /* Whether the core's config struct has member: read a member added after 1.0 only when this
@@ -119,6 +156,22 @@ typedef struct sbx_backend_spawn {
 	const sbx_backend_limits *limits; /* per-command rlimits to apply */
 } sbx_backend_spawn;
 
+/* Concurrency. The ops of one workspace (one state) are called as follows; a backend needs
+ * no lock of its own beyond what this leaves concurrent:
+ *   - probe(), workspace_caps(), detached_running(), detached_stop(): any thread, any time,
+ *     concurrently with each other and with every workspace's ops (they touch no state).
+ *   - open(), close(), reset(): alone on their state: no other call on a workspace may
+ *     overlap its close or reset (agentsbx.h), and the core ends the workspace's commands
+ *     and MCP gateway first. Different workspaces open and close concurrently.
+ *   - spawn(), the file_*() ops, file_tree(), protect_now(): concurrently from several
+ *     threads on the same state (one per command or tool call).
+ *   - proc_wait(), proc_signal(), proc_kill(): concurrently with each other on the same
+ *     proc; proc_release() once, after every other call on that proc has returned.
+ *   - set_network(): serialized with itself by the core (one lock per workspace),
+ *     concurrent with spawn() and the file ops.
+ *   - root(), host_dir(), protected_paths(), base_env(), files_root_fd(): any thread
+ *     between open() and the next reset() or close(); they must not block.
+ */
 typedef struct sbx_backend_ops {
 	size_t size;                  /* sizeof(sbx_backend_ops) the backend was built with */
 	uint32_t abi_version;         /* SBX_BACKEND_ABI_VERSION */
@@ -210,6 +263,17 @@ typedef struct sbx_backend_ops {
 	 * -SBX_ENOSYS (or a NULL function): the backend cannot, and the core relies on
 	 * detection alone. */
 	int (*protect_now)(void *state, const char *const *rel_paths);
+	/* Since library 1.6 (older tables end before these and read as NULL). */
+	/* How the workspace block of a system prompt names this kind of workspace, e.g.
+	 * "sandboxed (Linux namespaces)". NULL: the backend's name. */
+	const char *description;
+	/* SBX_BACKEND_CAP_DETACHED backends, called with no workspace open in this process (the
+	 * workspace manager lists and stops sandboxes other processes left): whether a detached
+	 * sandbox of workdir runs (*running 1 or 0), and stopping it (*stopped 1 when one ran and
+	 * was stopped, 0 when none ran). id is the workspace's id, for messages. Both are called
+	 * under the manager's per-workspace lock, never concurrently for one workdir. */
+	int (*detached_running)(const char *workdir, int *running);
+	int (*detached_stop)(const char *workdir, const char *id, int *stopped);
 } sbx_backend_ops;
 
 /* Whether a backend's table is new enough to have member (a later addition). */

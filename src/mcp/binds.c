@@ -1,4 +1,6 @@
-/* What an ns/bwrap sandbox needs for MCP: the gateway binary and a folder it can listen in.
+/* What a sandbox with SBX_BACKEND_CAP_HELPER_BINDS needs for MCP: the gateway binary and a
+ * folder it can listen in. The core makes and checks them and hands them to the backend's
+ * open() as sbx_backend_config.binds; the backend only binds them.
  *
  * The helper directory is bound read-only at SBX_MCP_HELPERS_VIEW: the host's build or
  * libexec tree is not otherwise visible inside, and a read-only bind (unlike a copy into the
@@ -14,30 +16,32 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "init/sandbox.h"
 #include "mcp/mcp.h"
 #include "proto/mcp_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/statedir.h"
 
-static int append_bind(struct sbx_bind **binds, size_t *n, char *source, const char *dest,
+/* Takes source (malloc'd, freed on failure); dest is a constant of backend.h. */
+static int append_bind(sbx_backend_bind **binds, size_t *n, char *source, const char *dest,
                        bool writable)
 {
-	struct sbx_bind *grown = realloc(*binds, (*n + 2) * sizeof *grown);
-	char *d = strdup(dest);
+	sbx_backend_bind *grown = source ? realloc(*binds, (*n + 1) * sizeof *grown) : NULL;
 
-	if (!grown || !d || !source) {
-		if (grown)
-			*binds = grown;
-		free(d);
+	if (!grown) {
 		free(source);
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
 	*binds = grown;
-	grown[*n] = (struct sbx_bind){ .source = source, .dest = d, .writable = writable };
-	grown[++*n] = (struct sbx_bind){ 0 };
+	grown[(*n)++] = (sbx_backend_bind){ .source = source, .dest = dest, .writable = writable };
 	return 0;
+}
+
+void sbx_mcp_helper_binds_free(sbx_backend_bind *binds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((char *)binds[i].source);
+	free(binds);
 }
 
 /* The state folder's mcp/, made private to the user, reached from the workdir's fd (or the
@@ -67,8 +71,8 @@ static int make_run_dir(const sbx_backend_config *cfg, char **out)
 	return 0;
 }
 
-int sbx_mcp_sandbox_binds(const sbx_backend_config *cfg, bool run_folder,
-                          struct sbx_bind **binds, size_t *n)
+int sbx_mcp_helper_binds(const sbx_backend_config *cfg, bool run_folder,
+                         sbx_backend_bind **binds, size_t *n)
 {
 	char *gateway = NULL, *run = NULL;
 	int r;

@@ -51,12 +51,11 @@ static int fail_prefixed(int r)
 }
 
 /* Does the gateway of this backend listen in a run folder the host reaches where the state
- * folder is? ns and bwrap bind it into the sandbox, local runs the gateway on the host. */
+ * folder is? A HELPER_BINDS backend binds that folder into the sandbox; a HOST_VIEW backend
+ * runs the gateway on the host itself. */
 static bool gateway_on_host_view(const sbx_workspace *ws)
 {
-	const char *name = ws->ops->name;
-
-	return !strcmp(name, "ns") || !strcmp(name, "bwrap") || !strcmp(name, "local");
+	return ws->caps & (SBX_BACKEND_CAP_HELPER_BINDS | SBX_BACKEND_CAP_HOST_VIEW);
 }
 
 /* -SBX_ENOENT when no gateway listens (no socket, or a stale one). */
@@ -200,16 +199,14 @@ static int copy_gateway_into_state(sbx_workspace *ws, char **exe, char **run_dir
 /* Where the gateway binary and its folder are, as the workspace's commands see them. */
 static int gateway_argv(sbx_workspace *ws, char **exe, char **run_dir)
 {
-	const char *name = ws->ops->name;
-
 	if (!(ws->caps & SBX_BACKEND_CAP_HOST_FILES))
 		return upload_gateway(ws, exe, run_dir);
-	if (!strcmp(name, "ns") || !strcmp(name, "bwrap")) {
+	if (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS) {
 		*exe = strdup(SBX_MCP_HELPERS_VIEW "/" SBX_MCP_GATEWAY_NAME);
 		if (ws->cfg->disk_bytes)   /* no run folder: the stream needs none */
 			return *exe ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory");
 		*run_dir = strdup(SBX_MCP_RUN_VIEW);
-	} else if (!strcmp(name, "local")) {
+	} else if (ws->caps & SBX_BACKEND_CAP_HOST_VIEW) {
 		_cleanup_close_ int dir = -1;
 		int r = sbx_helper_path(SBX_MCP_GATEWAY_NAME, exe);
 

@@ -11,19 +11,19 @@
 #include "util/buf.h"
 #include "util/json.h"
 
-struct sbx_bind;
 struct sbx_tool_def;
 
 /* The ids NULL stands for when a server is used. */
 #define SBX_MCP_DEFAULT_AGENT "default"
 #define SBX_MCP_DEFAULT_SESSION "default"
 
-/* Appends the binds a sandbox needs for MCP (binds.c): the gateway's folder and, with
- * run_folder, the writable run folder on the host (a capped workspace has none: it must not
+/* Appends the binds a HELPER_BINDS sandbox needs for MCP (binds.c), for
+ * sbx_backend_config.binds: the gateway's folder and, with run_folder, the writable run folder on the host (a capped workspace has none: it must not
  * be a way past the cap, and its MCP speaks over a stream), in the state folder cfg names
  * (<workdir>/.agentsbx, or cfg->state_dir), made and checked without following a link. */
-int sbx_mcp_sandbox_binds(const sbx_backend_config *cfg, bool run_folder,
-                          struct sbx_bind **binds, size_t *n);
+int sbx_mcp_helper_binds(const sbx_backend_config *cfg, bool run_folder,
+                         sbx_backend_bind **binds, size_t *n);
+void sbx_mcp_helper_binds_free(sbx_backend_bind *binds, size_t n);
 
 /* Drops the handle's connections and stops a gateway it started (workspace close, reset). */
 void sbx_mcp_shutdown(sbx_workspace *ws);

@@ -27,6 +27,8 @@
 #ifndef SBX_MCP_PROTO_H
 #define SBX_MCP_PROTO_H
 
+#include <agentsbx/backend.h>
+
 #define SBX_MCP_GATEWAY_NAME "agentsbx-mcp-gateway"
 /* The gateway's folder in the state folder (host side): socket, lock and log. */
 #define SBX_MCP_RUN_DIR ".agentsbx/mcp"
@@ -37,8 +39,8 @@
 /* Inside ns/bwrap sandboxes (bound by src/util/sandbox.c): the helper directory read-only,
  * and the gateway's folder writable. Below /tmp because Landlock lets the sandbox write
  * there and nowhere else outside /workspace. */
-#define SBX_MCP_HELPERS_VIEW "/run/agentsbx/helpers"
-#define SBX_MCP_RUN_VIEW "/tmp/.agentsbx-mcp"
+#define SBX_MCP_HELPERS_VIEW SBX_BACKEND_HELPERS_VIEW
+#define SBX_MCP_RUN_VIEW SBX_BACKEND_MCP_RUN_VIEW
 /* The first argument that selects the stream transport. */
 #define SBX_MCP_STDIO_FLAG "--stdio"
 /* Where the gateway binary is uploaded on backends without host files (root-relative; a

@@ -10,21 +10,11 @@
 #include "tools/tool.h"
 #include "util/error.h"
 
-static const char *backend_words(const char *backend)
+/* How the prompt names the kind of workspace: the backend's own words (description, since
+ * 1.6; the registry pads older tables, so it reads NULL there), else its name. */
+static const char *backend_words(const sbx_backend_ops *ops)
 {
-	static const struct {
-		const char *name, *words;
-	} names[] = {
-		{ "local", "local" }, { "ns", "sandboxed (Linux namespaces)" },
-		{ "bwrap", "sandboxed (bubblewrap)" }, { "docker", "Docker-based" },
-		{ "k8s", "Kubernetes-based" }, { "e2b", "E2B-based" }, { "daytona", "Daytona-based" },
-		{ "opensandbox", "OpenSandbox" },
-	};
-
-	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-		if (strcmp(names[i].name, backend) == 0)
-			return names[i].words;
-	return backend;
+	return ops->description ? ops->description : ops->name;
 }
 
 static void put_protected(sbx_buf *b, sbx_workspace *ws)
@@ -70,7 +60,7 @@ static void put_workspace_block(sbx_buf *b, sbx_workspace *ws)
 	const char *net = ws->cfg->network_mode ? ws->cfg->network_mode : "none";
 
 	sbx_buf_printf(b, "<workspace>\nYou have access to a %s workspace at %s.\n\n",
-	               backend_words(ws->ops->name), root);
+	               backend_words(ws->ops), root);
 	sbx_buf_printf(b, "%s/\n"
 	               "├── data/       system-managed: offloaded files (images, documents)\n"
 	               "├── skills/     skills: instructions, scripts and resources\n"
