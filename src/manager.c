@@ -554,13 +554,18 @@ int sbx_manager_release(sbx_manager *m, sbx_workspace *ws)
 
 /* ---- closing --------------------------------------------------------------------------- */
 
-/* The table of the backend a record names: the manager's own unless the record was made
- * under a config that named another. NULL when that backend cannot be found. */
+/* The table of the backend that runs a record's workspace: the one its recorded config
+ * names (what the workspace was opened with; a manager of another config, the CLI's, may
+ * look at it), else the record's, else the manager's own. NULL when it cannot be found. */
 static const sbx_backend_ops *record_ops(const sbx_manager *m, const sbx_json *rec)
 {
-	const sbx_json *b = sbx_json_get(rec, "backend");
+	const sbx_json *config = sbx_json_get(rec, "config");
+	const sbx_json *b = config && config->type == SBX_JSON_OBJECT
+	                    ? sbx_json_get(config, "backend") : NULL;
 	const sbx_backend_ops *ops = NULL;
 
+	if (!b || b->type != SBX_JSON_STRING)
+		b = sbx_json_get(rec, "backend");
 	if (!b || b->type != SBX_JSON_STRING || !strcmp(b->str, m->backend))
 		return m->ops;
 	return sbx_registry_find(b->str, &ops) == 0 ? ops : NULL;

@@ -133,7 +133,7 @@ int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths);
 int sbx_sandbox_backend_detached_running(const char *workdir, int *running);
 int sbx_sandbox_backend_detached_stop(const char *workdir, const char *id, int *stopped);
 
-#define SBX_SANDBOX_BACKEND_OPS(backend_name, description_text, probe_fn, open_fn)                             \
+#define SBX_SANDBOX_BACKEND_OPS(backend_name, description_text, probe_fn, open_fn)           \
 	{                                                                                      \
 		.size = sizeof(sbx_backend_ops),                                               \
 		.abi_version = SBX_BACKEND_ABI_VERSION,                                        \

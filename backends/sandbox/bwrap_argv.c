@@ -1,0 +1,444 @@
+/* bubblewrap's command line for a sandbox started through /usr/bin/bwrap, and the
+ * placeholders the protected paths need on the host. */
+#include "backends/sandbox/sandbox_int.h"
+
+
+
+static void arg(struct argv_builder *a, const char *s)
+{
+	if (a->n + 2 > a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 64;
+		const char **v = realloc(a->v, cap * sizeof *v);
+		if (!v) {
+			a->oom = true;
+			return;
+		}
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+static void args3(struct argv_builder *a, const char *x, const char *y, const char *z)
+{
+	arg(a, x);
+	arg(a, y);
+	if (z)
+		arg(a, z);
+}
+
+
+static const char *pooled(struct string_pool *p, char *s)
+{
+	char **v = s ? realloc(p->v, (p->n + 1) * sizeof *v) : NULL;
+
+	if (!v) {
+		free(s);
+		return "";  /* bwrap then fails on an empty path, and the start reports it */
+	}
+	p->v = v;
+	p->v[p->n++] = s;
+	return s;
+}
+
+void sbx_sandbox_pool_free(struct string_pool *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->v[i]);
+	free(p->v);
+}
+
+static char *path_join(const char *a, const char *b)
+{
+	char *s = NULL;
+
+	return asprintf(&s, "%s/%s", a, b) < 0 ? NULL : s;
+}
+
+/* "a/b/" → "a/b": with the mark, lstat would follow a symlink. */
+static char *without_dir_mark(const char *p)
+{
+	size_t n = strlen(p);
+
+	return strndup(p, n && p[n - 1] == '/' ? n - 1 : n);
+}
+
+const char *const *sbx_sandbox_protected_list(const struct sbx_sandbox *sb)
+{
+	return sb->opts->protected_paths ? (const char *const *)sb->opts->protected_paths
+	                                 : sbx_default_protected_paths;
+}
+
+/* Protected entries missing when the sandbox starts get empty read-only placeholders, which
+ * the init or bubblewrap binds read-only onto themselves, so they can't be created from
+ * inside. They are made here, for both, and noted in the workspace's journal before they
+ * exist (util/journal.h): they go when the sandbox stops — here at close, by the sandbox's
+ * tidier when it ends otherwise (its host killed, its idle TTL), or, when both died, at the
+ * next open — and only while they are still the empty entries made here. */
+void sbx_sandbox_make_placeholders(struct sbx_sandbox *sb)
+{
+	const char *const *list = sbx_sandbox_protected_list(sb);
+	size_t n = 0;
+	sbx_journal *j = NULL;
+
+	free(SBX_TAKE_PTR(sb->placeholders));
+	while (list[n])
+		n++;
+	_cleanup_free_ char **paths = calloc(n + 1, sizeof *paths);
+	_cleanup_free_ bool *dirs = calloc(n + 1, sizeof *dirs);
+	if (!paths || !dirs || sbx_journal_open(sb->root_fd, SBX_JOURNAL_WORKSPACE, &j) < 0) {
+		sbx_error_clear();    /* best effort: the sandbox makes them itself then */
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		paths[i] = without_dir_mark(list[i]);
+		dirs[i] = list[i][0] && list[i][strlen(list[i]) - 1] == '/';
+		if (!paths[i])
+			break;
+	}
+	if (sbx_journal_make_placeholders(j, (const char *const *)paths, dirs, sb->opts->detached,
+	                                  &sb->placeholders) < 0)
+		sbx_error_clear();
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	sbx_journal_free(j);
+}
+
+void sbx_sandbox_remove_placeholders(struct sbx_sandbox *sb)
+{
+	sbx_journal_undo(sb->root_fd, SBX_JOURNAL_WORKSPACE, sb->placeholders);
+	free(SBX_TAKE_PTR(sb->placeholders));
+}
+
+static void bwrap_system_dirs(struct argv_builder *a, struct string_pool *pool,
+                              const char *rootfs)
+{
+	if (rootfs) {
+		args3(a, "--ro-bind", rootfs, "/");
+		return;
+	}
+	for (const char *const *d = sbx_system_dirs; *d; d++) {
+		const char *path = pooled(pool, path_join("", *d));
+		char target[PATH_MAX];
+		struct stat st;
+		ssize_t n;
+
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode) && (n = readlink(path, target, sizeof target - 1)) > 0) {
+			target[n] = '\0';
+			args3(a, "--symlink", pooled(pool, strdup(target)), path);
+		} else if (S_ISDIR(st.st_mode)) {
+			args3(a, "--ro-bind", path, path);
+		}
+	}
+}
+
+static void bwrap_etc_entry(struct argv_builder *a, struct string_pool *pool, const char *name)
+{
+	const char *path = pooled(pool, path_join("/etc", name));
+
+	args3(a, "--ro-bind-try", path, path);
+}
+
+/* The allow-list, with "name*" entries expanded against the host's /etc. */
+static void bwrap_etc(struct argv_builder *a, struct string_pool *pool, bool have_rootfs)
+{
+	if (have_rootfs)
+		return;
+	args3(a, "--tmpfs", "/etc", NULL);
+	for (const char *const *e = sbx_etc_allowlist; *e; e++) {
+		size_t len = strlen(*e);
+		DIR *d;
+		struct dirent *de;
+
+		if ((*e)[len - 1] != '*') {
+			bwrap_etc_entry(a, pool, *e);
+			continue;
+		}
+		if (!(d = opendir("/etc")))
+			continue;
+		while ((de = readdir(d)))
+			if (!strncmp(de->d_name, *e, len - 1) && de->d_name[0] != '.')
+				bwrap_etc_entry(a, pool, pooled(pool, strdup(de->d_name)));
+		closedir(d);
+	}
+}
+
+/* The fds bubblewrap binds (--bind-fd, --ro-bind-fd): the child gets v[i] as fd
+ * BWRAP_FIRST_BIND_FD + i, after the init's own (init_proto.h). Closed by the caller after
+ * the start. */
+#define BWRAP_FIRST_BIND_FD SBX_INIT_FIRST_TREE_FD
+
+
+/* Takes fd; returns its number in bubblewrap as a string, or NULL (fd closed) when out of
+ * memory — the path is then left out, and bwrap_argv reports the shortage. */
+static const char *fd_list_take(struct fd_list *l, struct string_pool *pool, int fd)
+{
+	int *v = realloc(l->v, (l->n + 1) * sizeof *v);
+	char *num = NULL;
+
+	if (!v || asprintf(&num, "%d", BWRAP_FIRST_BIND_FD + (int)l->n) < 0) {
+		if (v)
+			l->v = v;
+		close(fd);
+		return NULL;
+	}
+	l->v = v;
+	l->v[l->n++] = fd;
+	return pooled(pool, num);
+}
+
+/* Takes fd (closed on failure). */
+int sbx_sandbox_fd_list_push(struct fd_list *l, int fd)
+{
+	int *v = realloc(l->v, (l->n + 1) * sizeof *v);
+
+	if (!v) {
+		close(fd);
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	}
+	l->v = v;
+	l->v[l->n++] = fd;
+	return 0;
+}
+
+void sbx_sandbox_fd_list_close(struct fd_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		close(l->v[i]);
+	free(l->v);
+	*l = (struct fd_list){ 0 };
+}
+
+static bool already_bound(const struct argv_builder *a, const char *dest)
+{
+	for (size_t i = 0; i + 2 < a->n; i++)
+		if (!strcmp(a->v[i], "--bind-fd") && !strcmp(a->v[i + 2], dest))
+			return true;
+	return false;
+}
+
+static void bind_fd(struct argv_builder *a, struct string_pool *pool, struct fd_list *fds,
+                    const char *option, int fd, const char *dest)
+{
+	const char *num = fd_list_take(fds, pool, fd);
+
+	if (num)
+		args3(a, option, num, dest);
+	else
+		a->oom = true;
+}
+
+/* One protected path under bubblewrap, treated as protect.c treats it in direct mode. It is
+ * walked from the workspace one component at a time without following a link, and each
+ * step is handed to bubblewrap as an open fd: nothing can be swapped in between the look and
+ * the bind.
+ *  - a directory on the way is bound onto itself, writable as before: a mount point cannot
+ *    be renamed, so ".git" cannot be moved aside and replaced by a fresh one with new hooks;
+ *  - a regular file on the way (a worktree's ".git" file, which names the real git
+ *    directory) decides where the rest resolves: it is bound read-only, and the walk ends;
+ *  - the path itself, when it exists (make_placeholders made what was missing), is
+ *    bound read-only;
+ *  - a symlink ends the walk: binding over it would follow it. */
+static void bwrap_protect_one(struct argv_builder *a, struct string_pool *pool,
+                              struct fd_list *fds, int root_fd, const char *entry)
+{
+	_cleanup_free_ char *rel = without_dir_mark(entry), *prefix = NULL;
+	_cleanup_close_ int cur = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+	char *save = NULL, *name, *next;
+
+	if (!rel || !(prefix = calloc(1, strlen(rel) + 1)) || cur < 0) {
+		a->oom = a->oom || !rel || !prefix;
+		return;
+	}
+	for (name = strtok_r(rel, "/", &save); name; name = next) {
+		int fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		const char *dest;
+		struct stat st;
+
+		next = strtok_r(NULL, "/", &save);
+		if (fd >= 0 && (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd < 0)
+			return;   /* missing, or a link: nothing to bind */
+		strcat(strcat(prefix, *prefix ? "/" : ""), name);
+		dest = pooled(pool, path_join(SBX_SANDBOX_ROOT, prefix));
+		if (!next || !S_ISDIR(st.st_mode)) {
+			bind_fd(a, pool, fds, "--ro-bind-fd", fd, dest);
+			return;
+		}
+		if (!already_bound(a, dest)) {
+			int pin = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+			if (pin < 0) {
+				close(fd);
+				return;
+			}
+			bind_fd(a, pool, fds, "--bind-fd", pin, dest);
+		}
+		close(cur);
+		cur = fd;
+	}
+}
+
+static void bwrap_protected(struct argv_builder *a, struct string_pool *pool,
+                            struct fd_list *fds, const struct sbx_sandbox *sb)
+{
+	for (const char *const *p = sbx_sandbox_protected_list(sb); *p; p++)
+		bwrap_protect_one(a, pool, fds, sb->root_fd, *p);
+}
+
+/* Binds the init makes itself when the sandbox runs as a host range (helpers/init/quota.c):
+ * from the idmapped workspace, or idmapped mounts of their own. */
+static bool init_makes_bind(const struct sbx_sandbox *sb, size_t i)
+{
+	return sb->idmap.on && (sbx_sandbox_path_below(sb->opts->binds[i].source, sb->workdir) ||
+	                        sbx_sandbox_bind_needs_tree(sb, i));
+}
+
+/* Such a bind's mount point, where the init cannot make one: outside its own /tmp and
+ * workspace, in bubblewrap's read-only root. A directory, or a file for a file. */
+static void bwrap_mount_point(struct argv_builder *a, const struct sbx_sandbox *sb, size_t i)
+{
+	const struct sbx_bind *b = &sb->opts->binds[i];
+	const char *in_ws = sbx_sandbox_path_below(b->source, sb->workdir);
+	struct stat st;
+	bool dir = true;
+
+	if (!strncmp(b->dest, "/tmp/", 5) || sbx_sandbox_path_below(b->dest, SBX_SANDBOX_ROOT))
+		return;
+	if (in_ws ? fstatat(sb->root_fd, in_ws, &st, AT_SYMLINK_NOFOLLOW) == 0
+	          : lstat(b->source, &st) == 0)
+		dir = S_ISDIR(st.st_mode);
+	if (dir)
+		args3(a, "--dir", b->dest, NULL);
+	else
+		args3(a, "--ro-bind", "/dev/null", b->dest);
+}
+
+/* The workspace: by fd, not by path (the host path can't be swapped under us), with its
+ * protected paths; or, as a host range, only its mount point, for the init's idmapped one. */
+static void bwrap_workspace(struct argv_builder *a, struct string_pool *pool,
+                            struct fd_list *fds, const struct sbx_sandbox *sb)
+{
+	if (sb->idmap.on) {
+		args3(a, "--dir", SBX_SANDBOX_ROOT, NULL);
+		return;
+	}
+	args3(a, sb->cfg.read_only ? "--ro-bind-fd" : "--bind-fd", "5", SBX_SANDBOX_ROOT);
+	/* A capped workspace hides this one; the init protects its paths on the tmpfs. */
+	if (!sbx_quota_disk_bytes(&sb->cfg))
+		bwrap_protected(a, pool, fds, sb);
+}
+
+/* A bind source inside the workspace (the MCP run folder, a caller's bind below the workdir)
+ * goes to bubblewrap as an fd opened beneath the workspace, as the init opens it in direct
+ * mode: bubblewrap would follow a link in the path anywhere on the host. */
+static int bwrap_workspace_bind(struct argv_builder *a, struct string_pool *pool,
+                                struct fd_list *fds, const struct sbx_sandbox *sb,
+                                const struct sbx_bind *b, const char *rel)
+{
+	int fd = sbx_path_open(sb->root_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+	struct stat st;
+	char msg[512];
+
+	if (fd >= 0 && (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode) || S_ISCHR(st.st_mode) ||
+	                S_ISBLK(st.st_mode))) {
+		close(fd);
+		return sbx_fail(-SBX_EINVAL, "%s: bind source %s: a link or a device node is not "
+		                "allowed", sb->who, b->source);
+	}
+	if (fd < 0) {
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(fd, "%s: bind source %s: %s", sb->who, b->source, msg);
+	}
+	bind_fd(a, pool, fds, b->writable ? "--bind-fd" : "--ro-bind-fd", fd, b->dest);
+	return 0;
+}
+
+static int bwrap_binds(struct argv_builder *a, struct string_pool *pool, struct fd_list *fds,
+                       const struct sbx_sandbox *sb)
+{
+	const struct sbx_sandbox_options *o = sb->opts;
+	int r;
+
+	for (size_t i = 0; i < o->n_binds; i++) {
+		const char *in_ws = sbx_sandbox_path_below(o->binds[i].source, sb->workdir);
+
+		if (init_makes_bind(sb, i)) {
+			bwrap_mount_point(a, sb, i);
+			continue;
+		}
+		if (in_ws && (r = bwrap_workspace_bind(a, pool, fds, sb, &o->binds[i], in_ws)) < 0)
+			return r;
+		if (!in_ws)
+			args3(a, o->binds[i].writable ? "--bind" : "--ro-bind", o->binds[i].source,
+			      o->binds[i].dest);
+	}
+	return 0;
+}
+
+/* bubblewrap's command line in *out (caller frees), or a negative code with the message. */
+int sbx_sandbox_bwrap_argv(const struct sbx_sandbox *sb, const char *init, struct string_pool *pool,
+                           struct fd_list *fds, const char ***out)
+{
+	struct argv_builder a = { 0 };
+	const struct sbx_sandbox_options *o = sb->opts;
+	int r;
+
+	/* --unshare-all only tries the user namespace; --disable-userns needs one for sure. */
+	/* The outer process that starts bwrap and watches the host (helpers/init/main.c). */
+	arg(&a, init);
+	if (o->detached)
+		arg(&a, "--detached");
+	if (sb->placeholders)
+		args3(&a, "--tidy", sb->placeholders, NULL);   /* its outer process tidies */
+	/* As root: the outer process starts bubblewrap as the range's first host ids. */
+	if (sb->idmap.on) {
+		char *ids = NULL;
+
+		if (asprintf(&ids, "%u:%u", sb->idmap.uid, sb->idmap.gid) < 0)
+			ids = NULL;
+		args3(&a, "--users", pooled(pool, ids), NULL);
+	}
+	args3(&a, "--proto", "1", NULL);
+	args3(&a, "--mode", "bwrap", "--");
+	args3(&a, SBX_BWRAP_PATH, "--unshare-all", "--unshare-user");
+	if (!strcmp(sb->network_mode, "host"))
+		arg(&a, "--share-net");
+	/* bwrap's parent is agentsbx-init's single-threaded outer process ("--mode bwrap"), so
+	 * --die-with-parent (PR_SET_PDEATHSIG, which fires when the parent *thread* ends) holds. */
+	args3(&a, "--die-with-parent", "--new-session", NULL);
+	arg(&a, "--as-pid-1");
+	/* Unprivileged, it runs the init as that user; the init attaches the workspace in a
+	 * user and mount namespace of its own (helpers/init/quota.c), as for a capped /tmp, and
+	 * is uid 0 there. (Not "--uid 0": bubblewrap drops CAP_SETFCAP, and without it no
+	 * namespace below may map its parent's uid 0.) */
+	if (!sbx_sandbox_bwrap_caps_tmpfs(sb) && !sb->idmap.on)
+		arg(&a, "--disable-userns");
+	args3(&a, "--hostname", o->hostname, NULL);
+	bwrap_system_dirs(&a, pool, o->rootfs);
+	bwrap_etc(&a, pool, o->rootfs != NULL);
+	args3(&a, "--proc", "/proc", NULL);
+	args3(&a, "--dev", "/dev", NULL);
+	args3(&a, "--tmpfs", "/tmp", NULL);
+	bwrap_workspace(&a, pool, fds, sb);
+	if ((r = bwrap_binds(&a, pool, fds, sb)) < 0) {
+		free(a.v);
+		return r;
+	}
+	args3(&a, "--ro-bind", init, BWRAP_INIT_PATH);
+	args3(&a, "--chdir", SBX_SANDBOX_ROOT, NULL);
+	args3(&a, "--", BWRAP_INIT_PATH, "--proto");
+	args3(&a, "1", "--mode", "inside");
+	if (a.oom) {
+		free(a.v);
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	}
+	*out = a.v;
+	return 0;
+}

@@ -1,0 +1,92 @@
+/* Commands: the spawn message the init reads and the runclient that follows one. */
+#include "backends/sandbox/sandbox_int.h"
+
+
+/* The spawn message: the header, then the payload (init_proto.h); *len counts both. */
+static char *build_message(const sbx_backend_spawn *req, const sbx_backend_limits *limits,
+                           size_t *len)
+{
+	sbx_rlimit_text rl[SBX_RUNCLIENT_MAX_RLIMITS];
+	size_t nrl = sbx_runclient_rlimits(limits, rl);
+	struct sbx_init_spawn head = { .kind = SBX_INIT_SPAWN, .nlimits = (uint32_t)nrl };
+	sbx_buf b = { 0 };
+
+	sbx_buf_append(&b, &head, sizeof head);
+	sbx_buf_append(&b, req->cwd, strlen(req->cwd) + 1);
+	for (; req->argv[head.argc]; head.argc++)
+		sbx_buf_append(&b, req->argv[head.argc], strlen(req->argv[head.argc]) + 1);
+	for (; req->envp && req->envp[head.envc]; head.envc++)
+		sbx_buf_append(&b, req->envp[head.envc], strlen(req->envp[head.envc]) + 1);
+	for (size_t i = 0; i < nrl; i++)
+		sbx_buf_append(&b, rl[i], strlen(rl[i]) + 1);
+	if (b.oom || b.len - sizeof head > SBX_INIT_PAYLOAD_MAX) {
+		sbx_buf_free(&b);
+		return NULL;
+	}
+	head.payload_len = (uint32_t)(b.len - sizeof head);
+	memcpy(b.data, &head, sizeof head);
+	return sbx_buf_steal(&b, len);
+}
+
+/* The payload travels in the message itself, or in a memfd when it is larger than the inline
+ * limit (a memfd per command costs an inode, and few commands need one). */
+static int send_spawn(int ctl, const char *msg, size_t len,
+                      const int stdio_and_runner[SBX_INIT_SPAWN_FDS - 1])
+{
+	const size_t head_len = sizeof(struct sbx_init_spawn);
+	_cleanup_close_ int payload_fd = -1;
+	int fds[SBX_INIT_SPAWN_FDS];
+
+	memcpy(fds, stdio_and_runner, sizeof *fds * (SBX_INIT_SPAWN_FDS - 1));
+	if (len - head_len <= SBX_INIT_INLINE_MAX)
+		return sbx_send_with_fds(ctl, msg, len, fds, SBX_INIT_SPAWN_FDS - 1);
+	payload_fd = sbx_memfd_with("agentsbx-spawn", msg + head_len, len - head_len);
+	if (payload_fd < 0)
+		return -EIO;
+	fds[SBX_INIT_SPAWN_FDS - 1] = payload_fd;
+	return sbx_send_with_fds(ctl, msg, head_len, fds, SBX_INIT_SPAWN_FDS);
+}
+
+int sbx_init_channel_spawn(int ctl, const char *who, const sbx_backend_spawn *req,
+                           const sbx_backend_limits *limits, struct sbx_runclient_set *live,
+                           void **proc, int *wait_fd)
+{
+	_cleanup_free_ char *msg = NULL;
+	_cleanup_close_ int host_end = -1, runner_end = -1;
+	struct sbx_runclient *p;
+	size_t len = 0;
+	int sv[2], r;
+
+	if (ctl < 0)
+		return sbx_fail(-SBX_ESTATE, "%s: the sandbox is not running", who);
+	if (!(msg = build_message(req, limits, &len)))
+		return sbx_fail(-SBX_E2BIG, "%s: command, environment and cwd exceed %u bytes",
+		                who, SBX_INIT_PAYLOAD_MAX);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return sbx_fail(sbx_errno_code(errno), "%s: socketpair: %s", who, strerror(errno));
+	host_end = sv[0];
+	runner_end = sv[1];
+	const int fds[SBX_INIT_SPAWN_FDS - 1] = { req->stdin_fd, req->stdout_fd, req->stderr_fd,
+	                                          runner_end };
+	if ((r = send_spawn(ctl, msg, len, fds)) < 0)
+		return sbx_fail(-SBX_EIO, "%s: the sandbox init does not answer: %s", who,
+		                strerror(-r));
+	if (!(p = sbx_runclient_new(0, host_end, who)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	host_end = -1;
+	if (live)
+		sbx_runclient_track(live, p);
+	*proc = p;
+	*wait_fd = p->ctrl;
+	return 0;
+}
+
+int sbx_sandbox_spawn(struct sbx_sandbox *sb, const sbx_backend_spawn *req, void **proc,
+                      int *wait_fd)
+{
+	const sbx_backend_limits *limits = req->size >= offsetof(sbx_backend_spawn, limits) +
+	                                   sizeof req->limits && req->limits ? req->limits
+	                                                                      : &sb->cfg.limits;
+
+	return sbx_init_channel_spawn(sb->ctl, sb->who, req, limits, &sb->live, proc, wait_fd);
+}

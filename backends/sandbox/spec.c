@@ -1,0 +1,158 @@
+/* The spec the init reads (src/proto/init_proto.h): the sandbox described as JSON, the
+ * users it runs as, and the seccomp program every sandbox of the process shares. */
+#include "backends/sandbox/sandbox_int.h"
+
+
+/* Building the deny-list with libseccomp costs about a millisecond, every sandbox the same:
+ * it is built once per process, kept in a sealed memfd, and handed to each direct-mode init
+ * (which falls back to building it when there is none). */
+static pthread_once_t program_once = PTHREAD_ONCE_INIT;
+static int program_fd = -1;
+
+static void build_seccomp_program(void)
+{
+	char err[256];
+	int fd = memfd_create("agentsbx-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return;
+	if (sbx_seccomp_export(fd, err, sizeof err) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		close(fd);
+		return;
+	}
+	program_fd = fd;
+}
+
+int sbx_sandbox_seccomp_program(void)
+{
+	pthread_once(&program_once, build_seccomp_program);
+	return program_fd;
+}
+
+/* ---- the spec the init reads --------------------------------------------------------- */
+
+static void json_key_string(sbx_buf *b, const char *key, const char *value)
+{
+	sbx_buf_printf(b, "\"%s\":", key);
+	sbx_buf_json_string(b, value, strlen(value));
+	sbx_buf_puts(b, ",");
+}
+
+/* The part of path below dir ("a/b" for dir "/w" and path "/w/a/b"), or NULL. */
+const char *sbx_sandbox_path_below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (strncmp(path, dir, n) != 0 || path[n] != '/' || !path[n + 1])
+		return NULL;
+	return path + n + 1;
+}
+
+/* Under bubblewrap (0.8.0 cannot size a tmpfs), a capped /tmp or workspace needs the init
+ * to enter a user and mount namespace of its own (helpers/init/quota.c), which
+ * --disable-userns would forbid; its seccomp filter refuses every namespace after that. Only
+ * a config that asks for a cap pays for it with bubblewrap's backstop: without one, /tmp is
+ * bubblewrap's, uncapped, as it always was. */
+bool sbx_sandbox_bwrap_caps_tmpfs(const struct sbx_sandbox *sb)
+{
+	return sbx_quota_asked(&sb->cfg);
+}
+
+/* ---- users (util/idmap.h) ------------------------------------------------------------- */
+
+/* A bind the sandbox gets as a mount the library made, when it runs as a host range: one
+ * from outside the workdir (those inside come with the idmapped workspace). The init, no
+ * longer the host's root, could reach the source only as far as any user may. */
+bool sbx_sandbox_bind_needs_tree(const struct sbx_sandbox *sb, size_t i)
+{
+	return sb->idmap.on && !sbx_sandbox_path_below(sb->opts->binds[i].source, sb->workdir);
+}
+
+/* What a host process of ours looks like to the sandbox's init: a uid its namespace does
+ * not map, which the kernel shows as the overflow uid. */
+static unsigned overflow_uid(void)
+{
+	_cleanup_close_ int fd = open("/proc/sys/kernel/overflowuid", O_RDONLY | O_CLOEXEC);
+	char text[16] = "";
+	unsigned v = 65534;
+
+	if (fd >= 0 && read(fd, text, sizeof text - 1) > 0)
+		sscanf(text, "%u", &v);
+	return v;
+}
+
+static void spec_users(sbx_buf *b, const struct sbx_sandbox *sb)
+{
+	if (!sb->idmap.on)
+		return;
+	sbx_buf_printf(b, "\"users\":{\"uid\":%u,\"gid\":%u,\"count\":%u},\"host_uid\":%u,",
+	               sb->idmap.uid, sb->idmap.gid, sb->idmap.count, overflow_uid());
+	if (sbx_quota_disk_bytes(&sb->cfg))
+		sbx_buf_puts(b, "\"state_mount\":true,");
+}
+
+/* The init's spec. A pre-started init gets the same without the workspace id (it serves
+ * any workspace of this shape, and the id only names a cgroup, which such a sandbox has not). */
+char *sbx_sandbox_build_spec(const struct sbx_sandbox *sb, bool prestart)
+{
+	const struct sbx_sandbox_options *o = sb->opts;
+	sbx_buf b = { 0 };
+	int trees = 0;
+
+	sbx_buf_puts(&b, prestart ? "{\"prestart\":true," : "{");
+	json_key_string(&b, "id", prestart ? "prestarted" : sb->id);
+	json_key_string(&b, "hostname", o->hostname);
+	json_key_string(&b, "network", sb->network_mode);
+	if (sb->proxy)
+		sbx_buf_printf(&b, "\"proxy_port\":%d,", SBX_PROXY_PORT);
+	if (o->rootfs)
+		json_key_string(&b, "rootfs", o->rootfs);
+	sbx_buf_puts(&b, "\"binds\":[");
+	for (size_t i = 0; i < o->n_binds; i++) {
+		const char *in_ws = sbx_sandbox_path_below(o->binds[i].source, sb->workdir);
+
+		sbx_buf_puts(&b, i ? ",{" : "{");
+		/* Sources in the workspace are named relative to it: the init opens them beneath it,
+		 * and a pre-started init can serve any workspace. */
+		json_key_string(&b, in_ws ? "workspace_source" : "source",
+		                in_ws ? in_ws : o->binds[i].source);
+		json_key_string(&b, "dest", o->binds[i].dest);
+		if (sbx_sandbox_bind_needs_tree(sb, i))
+			sbx_buf_printf(&b, "\"tree_fd\":%d,", SBX_INIT_FIRST_TREE_FD + trees++);
+		sbx_buf_printf(&b, "\"writable\":%s}", o->binds[i].writable ? "true" : "false");
+	}
+	sbx_buf_puts(&b, "],");
+	spec_users(&b, sb);
+	if (o->protected_paths) {
+		sbx_buf_puts(&b, "\"protected\":[");
+		for (char **p = o->protected_paths; *p; p++) {
+			sbx_buf_puts(&b, p == o->protected_paths ? "" : ",");
+			sbx_buf_json_string(&b, *p, strlen(*p));
+		}
+		sbx_buf_puts(&b, "],");
+	}
+	if (sb->cfg.read_only)
+		sbx_buf_puts(&b, "\"workspace_readonly\":true,");
+	if (o->detached && o->idle_ttl_ms > 0)
+		sbx_buf_printf(&b, "\"idle_ttl_ms\":%lld,", (long long)o->idle_ttl_ms);
+	/* As root, what the sandbox creates in the workdir is root's on the host (idmapped, or
+	 * the host-root fallback): a set-id bit on it would be a root program for any host user. */
+	if (geteuid() == 0)
+		sbx_buf_puts(&b, "\"refuse_setid\":true,");
+	if (sb->mode == SBX_SANDBOX_DIRECT || sbx_sandbox_bwrap_caps_tmpfs(sb))
+		sbx_quota_spec_keys(&b, &sb->cfg);
+	sbx_buf_printf(&b, "\"memory_bytes\":%llu,\"pids\":%llu,\"landlock\":%s,"
+	               "\"seccomp_program\":%s}",
+	               (unsigned long long)sb->cfg.limits.memory_bytes,
+	               (unsigned long long)sb->cfg.limits.pids, o->landlock ? "true" : "false",
+	               sb->mode == SBX_SANDBOX_DIRECT && sbx_sandbox_seccomp_program() >= 0
+	               ? "true" : "false");
+	if (b.oom) {
+		sbx_buf_free(&b);
+		return NULL;
+	}
+	return sbx_buf_steal(&b, NULL);
+}
