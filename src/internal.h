@@ -12,6 +12,7 @@
 struct sbx_workspace {
 	const sbx_backend_ops *ops;
 	uint32_t caps;            /* SBX_BACKEND_CAP_* of this workspace (sbx_backend_caps) */
+	const struct sbx_files_ops *files; /* how its files are reached (files_int.h) */
 	void *state;              /* the backend's */
 	sbx_config *cfg;
 	char *id;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "files_int.h"
 #include "gitguard.h"
 #include "internal.h"
 #include "mcp/mcp.h"
@@ -339,6 +340,7 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	    (r = sbx_backend_caps(ws->ops, ws->cfg->backend_options, &ws->caps)) < 0 ||
 	    (r = sbx_workspace_check_disk_limits(ws)) < 0)
 		goto fail;
+	ws->files = sbx_files_ops_for(ws->caps);
 	r = ws->cfg->id ? ((ws->id = strdup(ws->cfg->id)) ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory"))
 	                : random_id(&ws->id);
 	if (r < 0)
