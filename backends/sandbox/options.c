@@ -248,3 +248,32 @@ void sbx_sandbox_free_options(struct sbx_sandbox_options *o)
 	free(o->subid_user);
 	memset(o, 0, sizeof *o);
 }
+
+/* The ops tables built on this archive, and whether their config object may choose the mode
+ * (what each passes to sbx_sandbox_backend_open). */
+static const struct {
+	const sbx_backend_ops *ops;
+	bool allow_mode;
+} sandbox_tables[] = {
+	{ &sbx_backend_ns, true },
+	{ &sbx_backend_bwrap, false },
+};
+
+int sbx_sandbox_describe_users(const char *backend, const char *options_json, const char *dir,
+                               char *line, size_t len, bool *ok)
+{
+	struct sbx_sandbox_options o = { 0 };
+	int r;
+
+	for (size_t i = 0; i < SBX_ARRAY_SIZE(sandbox_tables); i++) {
+		if (strcmp(backend, sandbox_tables[i].ops->name) != 0)
+			continue;
+		if ((r = sbx_sandbox_parse_options(backend, options_json, sandbox_tables[i].allow_mode,
+		                                   &o)) < 0)
+			return r;
+		*ok = sbx_idmap_describe(o.subid_user, dir, o.allow_host_root, line, len);
+		sbx_sandbox_free_options(&o);
+		return 0;
+	}
+	return 1;
+}

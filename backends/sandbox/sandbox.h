@@ -69,6 +69,17 @@ int sbx_sandbox_parse_options(const char *backend, const char *options_json, boo
                               struct sbx_sandbox_options *o);
 void sbx_sandbox_free_options(struct sbx_sandbox_options *o);
 
+/* The ns and bwrap tables (backends/ns, backends/bwrap), built on this archive. */
+extern const sbx_backend_ops sbx_backend_ns;
+extern const sbx_backend_ops sbx_backend_bwrap;
+
+/* `agentsbx doctor`'s users line for a config whose backend is named backend: 1 when that is
+ * not a table of this archive (its sandboxes have no such users); else 0, with line (the
+ * mapping a sandbox of this process gets and whether dir can be idmapped) and *ok (false:
+ * such a sandbox would be refused), or negative when the options are invalid. */
+int sbx_sandbox_describe_users(const char *backend, const char *options_json, const char *dir,
+                               char *line, size_t len, bool *ok);
+
 struct sbx_sandbox;
 
 /* Starts the sandbox for a workspace and waits until its init is ready. mode is DIRECT or
