@@ -349,7 +349,7 @@ static int start_container(struct docker_ws *ws)
 }
 
 /* The run folder of the workspace's state folder, where a detached server listens
- * (util/sandbox_attach.h, as for a detached ns sandbox). */
+ * (backends/sandbox/attach.h, as for a detached ns sandbox). */
 static int open_run_dir(struct docker_ws *ws, bool create, int *run_fd)
 {
 	const char *dir = docker_attach_root(ws);

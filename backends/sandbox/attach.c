@@ -1,4 +1,4 @@
-/* Detached sandboxes, host side (see sandbox_attach.h and helpers/init/listen.c).
+/* Detached sandboxes, host side (see attach.h and helpers/init/listen.c).
  *
  * The socket lives in the workspace's state folder, which every sandbox binds read-only by
  * default: commands inside can see it but not replace it, and the init refuses their

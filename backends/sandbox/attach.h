@@ -23,7 +23,7 @@ int sbx_attach_open_run_dir(int root_fd, bool create, int *run_fd);
 int sbx_attach_lock(int run_fd, int *lock_fd);
 
 /* Connects to the running sandbox (as root: whatever unprivileged uid it runs as, see
- * sandbox_attach.c). 0: *fd is a channel spoken to as the one the init was
+ * attach.c). 0: *fd is a channel spoken to as the one the init was
  * started with, *ready its READY message, *init_pid the init's pid (host view). -SBX_ENOENT
  * when none runs (no socket, or nobody listens). */
 int sbx_attach_connect(int run_fd, const char *who, struct sbx_init_ready *ready,

@@ -395,7 +395,7 @@ static void stop_and_tidy(struct sbx_sandbox *sb)
 		sbx_cgroup_cleanup(sb->id);
 }
 
-/* ---- pre-started sandboxes (sandbox_spare.h) ------------------------------------------ */
+/* ---- pre-started sandboxes (spare.h) ------------------------------------------ */
 
 /* A pre-started init knows neither the workspace id (cgroup limits are per id) nor a proxy
  * (one per workspace), and only direct mode builds its own root. */
@@ -420,7 +420,7 @@ static char *spare_shape(const struct sbx_sandbox *sb)
 
 /* Starts an init of this shape and parks it: it builds itself while the caller goes on. A
  * failure costs only the next start its head start. Runs on the spare's starter thread
- * (sandbox_spare.h). Takes shape. */
+ * (spare.h). Takes shape. */
 static void prestart(char *shape)
 {
 	struct sbx_spare s = { .shape = shape, .pidfd = -1, .ctl = -1, .err_fd = -1 };
@@ -568,7 +568,7 @@ static void free_sandbox(struct sbx_sandbox *sb)
 	free(sb);
 }
 
-/* ---- detached sandboxes (sandbox_attach.c) -------------------------------------------- */
+/* ---- detached sandboxes (attach.c) -------------------------------------------- */
 
 /* The socket lives in the state folder: a sandbox that could write there could replace it. */
 static bool protects_state_dir(const struct sbx_sandbox *sb)

@@ -37,7 +37,7 @@ enum sbx_sandbox_mode {
  *   hostname         string   default "agentsbx"
  *   detached         bool     default false: the sandbox outlives the process that opened it;
  *                             a later open of the same workdir (any process of the same uid)
- *                             attaches to it, and closing only detaches (sandbox_attach.h)
+ *                             attaches to it, and closing only detaches (attach.h)
  *   idle_ttl_s       number   a detached sandbox stops itself once no host has held it for
  *                             this many seconds (helpers/init/server.c); default 3600, 0 =
  *                             never (the workspace manager sets its ttl_s)
@@ -133,10 +133,9 @@ int sbx_sandbox_backend_files_root(void *state);
 /* The proxy settings of mode "allowlist" (util/netproxy.h), else NULL. */
 const char *const *sbx_sandbox_backend_env(void *state);
 
-/* The ops table of a sandbox backend: only its name, probe and open differ. */
 /* The paths the sandbox keeps read-only for commands (the configured list or the default). */
 const char *const *sbx_sandbox_backend_protected(void *state);
-/* The git guard's read-only binds in the running sandbox (sandbox_warden.h). */
+/* The git guard's read-only binds in the running sandbox (warden.h). */
 int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths);
 
 /* SBX_BACKEND_CAP_DETACHED: a detached sandbox of workdir, seen and stopped from any
@@ -144,33 +143,9 @@ int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths);
 int sbx_sandbox_backend_detached_running(const char *workdir, int *running);
 int sbx_sandbox_backend_detached_stop(const char *workdir, const char *id, int *stopped);
 
-#define SBX_SANDBOX_BACKEND_OPS(backend_name, description_text, probe_fn, open_fn)           \
-	{                                                                                      \
-		.size = sizeof(sbx_backend_ops),                                               \
-		.abi_version = SBX_BACKEND_ABI_VERSION,                                        \
-		.name = backend_name,                                                          \
-		.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED |                \
-		        SBX_BACKEND_CAP_NETWORK_NONE | SBX_BACKEND_CAP_NETWORK_HOST |          \
-		        SBX_BACKEND_CAP_NETWORK_ALLOWLIST | SBX_BACKEND_CAP_DISK_LIMITS |      \
-		        SBX_BACKEND_CAP_DETACHED | SBX_BACKEND_CAP_HELPER_BINDS,               \
-		.probe = probe_fn,                                                             \
-		.open = open_fn,                                                               \
-		.close = sbx_sandbox_backend_close,                                            \
-		.reset = sbx_sandbox_backend_reset,                                            \
-		.root = sbx_sandbox_backend_root,                                              \
-		.host_dir = sbx_sandbox_backend_host_dir,                                      \
-		.spawn = sbx_sandbox_backend_spawn,                                            \
-		.proc_wait = sbx_runclient_wait,                                               \
-		.proc_signal = sbx_runclient_signal,                                           \
-		.proc_kill = sbx_runclient_kill,                                               \
-		.proc_release = sbx_runclient_release,                                         \
-		.protected_paths = sbx_sandbox_backend_protected,                              \
-		.set_network = sbx_sandbox_backend_set_network,                                \
-		.base_env = sbx_sandbox_backend_env,                                           \
-		.files_root_fd = sbx_sandbox_backend_files_root,                               \
-		.protect_now = sbx_sandbox_backend_protect_now,                                \
-		.description = description_text,                                               \
-		.detached_running = sbx_sandbox_backend_detached_running,                      \
-		.detached_stop = sbx_sandbox_backend_detached_stop,                            \
-	}
+/* What every table built on this archive can do. */
+#define SBX_SANDBOX_CAPS                                                                      \
+	(SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED | SBX_BACKEND_CAP_NETWORK_NONE |  \
+	 SBX_BACKEND_CAP_NETWORK_HOST | SBX_BACKEND_CAP_NETWORK_ALLOWLIST |                      \
+	 SBX_BACKEND_CAP_DISK_LIMITS | SBX_BACKEND_CAP_DETACHED | SBX_BACKEND_CAP_HELPER_BINDS)
 #endif

@@ -72,7 +72,7 @@ struct sbx_sandbox {
 	char cgroup_note[244];
 	struct sbx_runclient_set live;
 	int files_root;               /* limits.disk_bytes: the init's fd of the capped workspace
-	                                 (util/quota.h), replaced at every start; else -1 */
+	                                 (quota.h), replaced at every start; else -1 */
 	struct sbx_idmap idmap;       /* the caller is root: the host range the sandbox runs as
 	                                 (util/idmap.h); off for anyone else, or after the
 	                                 root_inside fallback */

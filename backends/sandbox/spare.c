@@ -1,4 +1,4 @@
-/* The parked spare of this process (sandbox_spare.h). One slot, under a lock: a spare is
+/* The parked spare of this process (spare.h). One slot, under a lock: a spare is
  * worth its idle process only to a caller that keeps opening workspaces of one shape. */
 #include <errno.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-/* See sandbox_warden.h. The warden is a fresh agentsbx-init, so that setns() into the
+/* See warden.h. The warden is a fresh agentsbx-init, so that setns() into the
  * sandbox's user namespace happens in a single-threaded process that runs nothing else. */
 #include <errno.h>
 #include <fcntl.h>

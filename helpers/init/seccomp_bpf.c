@@ -5,7 +5,7 @@
  * libc then falls back to the call it used before. 32-bit tables and x32 numbers go straight
  * to libseccomp's program, which refuses them.
  *
- * Programs are built in the process that starts sandboxes (src/util/sandbox.c exports one
+ * Programs are built in the process that starts sandboxes (backends/sandbox/spec.c exports one
  * into a sealed memfd) or, failing that, by the init itself; either way the init loads one
  * after no_new_privs. */
 #include <errno.h>

@@ -2,7 +2,7 @@
  * host's git guard (src/gitguard.c): the git dirs a command created become unchangeable for
  * the next command, as the ones that existed at open are.
  *
- * Started by the library (src/util/sandbox_warden.c) with
+ * Started by the library (backends/sandbox/warden.c) with
  *   fd 3: a pidfd of a process in the sandbox's mount namespace (direct mode: the outer
  *         process; bubblewrap: its child, the init);
  *   fd 4: the entries, NUL-separated, root-relative: "a/.git//" pins a directory (bound onto

@@ -36,9 +36,9 @@
 #define SBX_MCP_SOCKET_NAME "gateway.sock"
 #define SBX_MCP_LOCK_NAME "gateway.lock"
 #define SBX_MCP_LOG_NAME "gateway.log"
-/* Inside ns/bwrap sandboxes (bound by src/util/sandbox.c): the helper directory read-only,
- * and the gateway's folder writable. Below /tmp because Landlock lets the sandbox write
- * there and nowhere else outside /workspace. */
+/* Inside a sandbox with SBX_BACKEND_CAP_HELPER_BINDS (ns, bwrap), bound where backend.h
+ * says: the helper directory read-only, and the gateway's folder writable. Below /tmp
+ * because Landlock lets the sandbox write there and nowhere else outside /workspace. */
 #define SBX_MCP_HELPERS_VIEW SBX_BACKEND_HELPERS_VIEW
 #define SBX_MCP_RUN_VIEW SBX_BACKEND_MCP_RUN_VIEW
 /* The first argument that selects the stream transport. */

@@ -7,7 +7,7 @@
  * own consistent, i.e. that order work on files or guard a value a child may compute again:
  * what the holder was doing is the parent's business, and the child's own calls then run
  * beside it as another process's would. (Mutexes that guard in-memory state take theirs
- * around the fork instead: util/hostlock.c, util/idmap.c, util/sandbox_spare.c,
+ * around the fork instead: util/hostlock.c, util/idmap.c, backends/sandbox/spare.c,
  * gitguard_watch.c. Taking these around the fork too could deadlock it: a thread holding one
  * may wait for one of those.) */
 #ifndef SBX_UTIL_FORKSAFE_H
