@@ -270,8 +270,9 @@ typedef struct sbx_backend_ops {
 	/* SBX_BACKEND_CAP_DETACHED backends, called with no workspace open in this process (the
 	 * workspace manager lists and stops sandboxes other processes left): whether a detached
 	 * sandbox of workdir runs (*running 1 or 0), and stopping it (*stopped 1 when one ran and
-	 * was stopped, 0 when none ran). id is the workspace's id, for messages. Both are called
-	 * under the manager's per-workspace lock, never concurrently for one workdir. */
+	 * was stopped, 0 when none ran). id is the workspace's id, for messages. detached_stop()
+	 * is called under the manager's lock of that workspace (never twice at once for one
+	 * workdir); detached_running() at any time, also while the sandbox stops. */
 	int (*detached_running)(const char *workdir, int *running);
 	int (*detached_stop)(const char *workdir, const char *id, int *stopped);
 } sbx_backend_ops;
