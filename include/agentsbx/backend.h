@@ -103,9 +103,10 @@ typedef struct sbx_backend_config {
 	                                 deny; see agentsbx.h), or NULL when the config has none */
 	int audit_dir_fd;             /* the workspace's state folder (a directory fd, owned by the
 	                                 core: dup it to keep it) where helpers append audit records
-	                                 (one JSON object a line to audit.jsonl, rotated at
-	                                 audit_max_bytes keeping audit_keep files, each append one
-	                                 write(2) under flock(2) of the file); -1 when it is off */
+	                                 (one JSON object a line to audit.jsonl, each line one
+	                                 write(2) under flock(2) of this directory fd, rotating
+	                                 audit.jsonl -> .1 -> ... -> .<audit_keep> first when the
+	                                 line would pass audit_max_bytes); -1 when it is off */
 	uint64_t audit_max_bytes;     /* the log's rotation size, and how many rotated files stay */
 	int audit_keep;
 	/* Since library 1.5 (read only when size covers it): where a slow open reports what it
@@ -159,7 +160,8 @@ typedef struct sbx_backend_spawn {
 /* Concurrency. The ops of one workspace (one state) are called as follows; a backend needs
  * no lock of its own beyond what this leaves concurrent:
  *   - probe(), workspace_caps(), detached_running(), detached_stop(): any thread, any time,
- *     concurrently with each other and with every workspace's ops (they touch no state).
+ *     concurrently with each other and with every workspace's ops (they touch no state);
+ *     detached_stop() never twice at once for one workdir.
  *   - open(), close(), reset(): alone on their state: no other call on a workspace may
  *     overlap its close or reset (agentsbx.h), and the core ends the workspace's commands
  *     and MCP gateway first. Different workspaces open and close concurrently.
