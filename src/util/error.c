@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/error.h"
+#include "error.h"
 
 #define SBX_ERROR_MAX 1024
 

@@ -12,7 +12,7 @@
 
 #include "init_proto.h"
 #include "util/fdpass.h"
-#include "util/launch.h"
+#include "backends/common/launch.h"
 #include "util/sandbox_spare.h"
 
 /* Opens further apart than this do not start spares; a spare parked longer than the maximum
