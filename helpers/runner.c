@@ -36,6 +36,7 @@
 
 #include "proto/run_proto.h"
 #include "runner.h"
+#include "util/clock.h"
 
 #define NORETURN __attribute__((noreturn))
 
@@ -557,30 +558,22 @@ static bool reap_all(struct runner *r)
 	}
 }
 
-static long elapsed_ms(const struct timespec *since)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000;
-}
-
 static void kill_tree(struct runner *r)
 {
 	const struct timespec pause = { 0, KILL_ROUND_PAUSE_NS };
-	struct timespec start;
+	int64_t start;
 
 	/* The main process may not have reached setsid() yet, so signal it by pid as well. */
 	signal_command(r, SIGKILL);
 	kill(r->cmd, SIGKILL);
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	start = sbx_now_ms();
 	/* Processes may fork while being found; each round kills all it sees, and a killed
 	 * process forks no more, so the rounds converge. */
 	for (;;) {
 		bool children_gone = reap_all(r);
 		size_t strays = children_gone && r->subreaper ? 0 : kill_descendants(r);
 
-		if ((children_gone && strays == 0) || elapsed_ms(&start) >= KILL_DEADLINE_MS)
+		if ((children_gone && strays == 0) || sbx_now_ms() - start >= KILL_DEADLINE_MS)
 			break;
 		nanosleep(&pause, NULL);
 	}

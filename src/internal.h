@@ -8,6 +8,7 @@
 #include <agentsbx/agentsbx.h>
 #include <agentsbx/backend.h>
 #include "config.h"
+#include "util/clock.h" /* sbx_now_ms(), the clock of every deadline and stamp */
 
 struct sbx_workspace {
 	const sbx_backend_ops *ops;
@@ -147,8 +148,5 @@ int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exe
 /* write(2) to a pipe without the host ever receiving SIGPIPE when the reader is gone. Returns
  * the bytes written or -errno. */
 ssize_t sbx_pipe_write(int fd, const void *data, size_t len);
-
-/* Milliseconds on the monotonic clock. */
-int64_t sbx_now_ms(void);
 
 #endif

@@ -189,10 +189,3 @@ ssize_t sbx_pipe_write(int fd, const void *data, size_t len)
 	return n < 0 ? -err : n;
 }
 
-int64_t sbx_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}

@@ -16,7 +16,7 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fdpass.h"
-#include "util/launch.h"
+#include "backends/common/launch.h"
 #include "backends/sandbox/attach.h"
 
 /* Paths a command must not change even inside the writable workspace (the ns backend's list,

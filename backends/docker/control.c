@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "docker.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 static int random_name(char *out, size_t len)
@@ -65,18 +66,15 @@ int docker_control_listen(const char *dir, int *fd_out, char **name_out)
 
 int docker_control_accept(int lfd, int stop_fd, int timeout_ms, int *conn)
 {
-	struct timespec start, now;
+	int64_t start = sbx_now_ms();
 
 	*conn = -1;
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		struct pollfd p[2] = { { .fd = lfd, .events = POLLIN },
 		                       { .fd = stop_fd, .events = POLLIN } };
-		long waited;
+		int64_t waited = sbx_now_ms() - start;
 		int n;
 
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		waited = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
 		if (waited >= timeout_ms)
 			return -SBX_ETIMEDOUT;
 		n = poll(p, stop_fd >= 0 ? 2 : 1, (int)(timeout_ms - waited));

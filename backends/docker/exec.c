@@ -23,7 +23,7 @@
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fdpass.h"
-#include "util/runclient.h"
+#include "backends/common/runclient.h"
 #include "backends/sandbox/sandbox.h"
 
 #define RUNNER_EXIT_MS 2000
@@ -121,14 +121,6 @@ void docker_exec_state(struct docker_ws *ws, const char *exec_id, bool *running,
 	sbx_buf_free(&path);
 }
 
-long long docker_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- the live list ----------------------------------------------------------------------- */
 
 static void track(struct docker_ws *ws, struct docker_proc *p)
@@ -214,11 +206,11 @@ static int start_exec_detached(struct docker_ws *ws, const char *exec_id)
  * runs: a runner that failed before connecting ends its exec. */
 static int accept_direct_runner(struct docker_ws *ws, const char *exec_id, int lfd, int *ctrl)
 {
-	long long deadline = docker_now_ms() + CONNECT_TIMEOUT_MS;
+	long long deadline = sbx_now_ms() + CONNECT_TIMEOUT_MS;
 	bool running = true;
 	int code = -1, r;
 
-	while (docker_now_ms() < deadline) {
+	while (sbx_now_ms() < deadline) {
 		r = docker_control_accept(lfd, -1, 250, ctrl);
 		if (r != -SBX_ETIMEDOUT)
 			return r < 0 ? sbx_fail(r, "docker: accepting the runner: %s", strerror(-r)) : 0;
@@ -345,8 +337,8 @@ static void wait_runner_exit(struct docker_proc *p)
 	struct pollfd f = { .fd = p->rc->ctrl, .events = POLLIN };
 	char byte;
 
-	for (long long until = docker_now_ms() + RUNNER_EXIT_MS; docker_now_ms() < until;) {
-		if (poll(&f, 1, (int)(until - docker_now_ms())) < 0 && errno != EINTR)
+	for (long long until = sbx_now_ms() + RUNNER_EXIT_MS; sbx_now_ms() < until;) {
+		if (poll(&f, 1, (int)(until - sbx_now_ms())) < 0 && errno != EINTR)
 			break;
 		if (f.revents & (POLLHUP | POLLERR) ||
 		    ((f.revents & POLLIN) && recv(p->rc->ctrl, &byte, 1, MSG_DONTWAIT) <= 0))

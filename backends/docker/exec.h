@@ -9,7 +9,8 @@
 
 #include "docker.h"
 #include "frames.h"
-#include "util/runclient.h"
+#include "backends/common/runclient.h"
+#include "util/clock.h"
 
 /* How long to wait for a runner's connection, and for a killed command's end. */
 #define CONNECT_TIMEOUT_MS 30000
@@ -49,7 +50,6 @@ int docker_exec_create(struct docker_ws *ws, const sbx_backend_spawn *req, const
                        bool direct, char **exec_id);
 /* Whether an exec still runs, and its exit code (-1 unknown). */
 void docker_exec_state(struct docker_ws *ws, const char *exec_id, bool *running, int *exit_code);
-long long docker_now_ms(void);
 
 /* stream.c */
 /* Starts req through the hijacked stream: the runner connects on lfd (listening as sock). */

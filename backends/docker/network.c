@@ -1,6 +1,6 @@
 /* Network mode "allowlist" on docker: the container has no network but its loopback
  * (NetworkMode none), and the only way out is the workspace's proxy on the host
- * (util/netproxy.h), as on ns. Inside, the exec server — the container's main process —
+ * (backends/common/netproxy.h), as on ns. Inside, the exec server — the container's main process —
  * forks the bridge (helpers/init/bridge.c) that listens on 127.0.0.1:3128 and hands each
  * accepted socket to the proxy as an fd. The bridge channel reaches the server over its
  * control socket, which lives in the bound state folder: SCM_RIGHTS carries the fd across
@@ -15,7 +15,7 @@
 #include "util/error.h"
 #include "util/fdpass.h"
 #include "util/json.h"
-#include "util/netproxy.h"
+#include "backends/common/netproxy.h"
 
 static int refuse(const char *key, const char *why)
 {

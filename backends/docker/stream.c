@@ -198,21 +198,21 @@ static bool pump_step(struct docker_proc *p, long long *stream_end, long long *r
 		f[c = n++] = (struct pollfd){ .fd = p->ctrl, .events = POLLIN };
 	f[w = n++] = (struct pollfd){ .fd = p->wake_fd, .events = POLLIN };
 	if (p->stream_done && *stream_end < 0)
-		*stream_end = docker_now_ms() + REPORT_GRACE_MS;
+		*stream_end = sbx_now_ms() + REPORT_GRACE_MS;
 	if (*stream_end >= 0)
-		timeout = (int)(*stream_end - docker_now_ms());
-	if (*release_end >= 0 && (timeout < 0 || *release_end - docker_now_ms() < timeout))
-		timeout = (int)(*release_end - docker_now_ms());
+		timeout = (int)(*stream_end - sbx_now_ms());
+	if (*release_end >= 0 && (timeout < 0 || *release_end - sbx_now_ms() < timeout))
+		timeout = (int)(*release_end - sbx_now_ms());
 	if (timeout < -1 || (timeout == 0 && (*stream_end >= 0 || *release_end >= 0)))
 		timeout = 0;
 	if (poll(f, (nfds_t)n, timeout) < 0 && errno != EINTR)
 		return give_up(p, "poll failed"), false;
-	if (*stream_end >= 0 && !p->report_done && docker_now_ms() >= *stream_end) {
+	if (*stream_end >= 0 && !p->report_done && sbx_now_ms() >= *stream_end) {
 		give_up(p, "the engine closed the exec stream while the command was running "
 		           "(did the engine stop or restart?)");
 		return false;
 	}
-	if (*release_end >= 0 && docker_now_ms() >= *release_end) {
+	if (*release_end >= 0 && sbx_now_ms() >= *release_end) {
 		give_up(p, "the killed command's exec stream did not end");
 		return false;
 	}
@@ -220,7 +220,7 @@ static bool pump_step(struct docker_proc *p, long long *stream_end, long long *r
 		uint64_t v;
 
 		if (read(p->wake_fd, &v, sizeof v) == sizeof v && p->releasing && *release_end < 0)
-			*release_end = docker_now_ms() + RELEASE_TIMEOUT_MS;
+			*release_end = sbx_now_ms() + RELEASE_TIMEOUT_MS;
 	}
 	if (s >= 0 && (f[s].revents & POLLOUT))
 		send_stdin(p);
@@ -304,17 +304,17 @@ static int runner_failed(struct docker_ws *ws, const char *exec_id, int stream, 
 {
 	struct docker_frames frames = { 0 };
 	sbx_buf text = { 0 };
-	long long until = docker_now_ms() + 2000;
+	long long until = sbx_now_ms() + 2000;
 	char chunk[4096];
 	int code, r;
 
 	docker_frames_feed(&frames, early->data ? early->data : "", early->len, collect_frame,
 	                   &text);
-	while (text.len < 2048 && docker_now_ms() < until) {
+	while (text.len < 2048 && sbx_now_ms() < until) {
 		struct pollfd f = { .fd = stream, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&f, 1, (int)(until - docker_now_ms())) <= 0)
+		if (poll(&f, 1, (int)(until - sbx_now_ms())) <= 0)
 			break;
 		if ((n = recv(stream, chunk, sizeof chunk, 0)) <= 0)
 			break;

@@ -4,7 +4,7 @@
 #define SBX_BACKEND_LOCAL_H
 
 #include <agentsbx/backend.h>
-#include "util/runclient.h"
+#include "backends/common/runclient.h"
 
 struct local_ws {
 	char *workdir;                /* the root, as commands and the host both see it */

@@ -11,7 +11,7 @@
 #include <agentsbx/backend.h>
 
 #include "init/sandbox.h"
-#include "util/runclient.h"
+#include "backends/common/runclient.h"
 
 enum sbx_sandbox_mode {
 	SBX_SANDBOX_AUTO,         /* direct where it works, else through bubblewrap */
@@ -130,7 +130,7 @@ int sbx_sandbox_backend_spawn(void *state, const sbx_backend_spawn *req, void **
 int sbx_sandbox_backend_set_network(void *state, const char *network_json);
 /* limits.disk_bytes: the capped workspace's root for the core (files_root_fd), else -1. */
 int sbx_sandbox_backend_files_root(void *state);
-/* The proxy settings of mode "allowlist" (util/netproxy.h), else NULL. */
+/* The proxy settings of mode "allowlist" (backends/common/netproxy.h), else NULL. */
 const char *const *sbx_sandbox_backend_env(void *state);
 
 /* The paths the sandbox keeps read-only for commands (the configured list or the default). */

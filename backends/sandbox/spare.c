@@ -11,8 +11,9 @@
 #include <sys/wait.h>
 
 #include "proto/init_proto.h"
+#include "util/clock.h"
 #include "util/fdpass.h"
-#include "util/launch.h"
+#include "backends/common/launch.h"
 #include "backends/sandbox/spare.h"
 
 /* Opens further apart than this do not start spares; a spare parked longer than the maximum
@@ -72,14 +73,6 @@ static void lock_slot(void)
 {
 	pthread_once(&fork_once, watch_forks);
 	pthread_mutex_lock(&lock);
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int sbx_spare_receive_outer(struct sbx_spare *s, int timeout_ms)
@@ -178,8 +171,8 @@ bool sbx_spare_take(const char *shape, struct sbx_spare *out)
 
 	lock_slot();
 	forget_if_inherited();
-	note_take(shape, now_ms());
-	if (parked.shape && now_ms() - parked_at_ms > SPARE_MAX_AGE_MS)
+	note_take(shape, sbx_now_ms());
+	if (parked.shape && sbx_now_ms() - parked_at_ms > SPARE_MAX_AGE_MS)
 		stale = unpark();
 	else if (parked.shape && strcmp(parked.shape, shape) == 0) {
 		*out = unpark();
@@ -192,7 +185,7 @@ bool sbx_spare_take(const char *shape, struct sbx_spare *out)
 
 bool sbx_spare_wanted(const char *shape)
 {
-	long long now = now_ms();
+	long long now = sbx_now_ms();
 	bool wanted;
 
 	lock_slot();
@@ -270,7 +263,7 @@ void sbx_spare_schedule(char *shape, sbx_spare_starter start)
 	free(scheduled);
 	scheduled = shape;
 	scheduled_start = start;
-	if (now_ms() < eager_until_ms) {
+	if (sbx_now_ms() < eager_until_ms) {
 		start_now = true;
 		pthread_cond_signal(&start_cond);
 	}
@@ -301,7 +294,7 @@ void sbx_spare_park(struct sbx_spare *s)
 	old = unpark();
 	parked = *s;
 	parked_owner = getpid();
-	parked_at_ms = now_ms();
+	parked_at_ms = sbx_now_ms();
 	pthread_mutex_unlock(&lock);
 	*s = (struct sbx_spare)SPARE_NONE;
 	sbx_spare_discard(&old);

@@ -15,7 +15,7 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
-#include "util/launch.h"
+#include "backends/common/launch.h"
 #include "backends/sandbox/warden.h"
 
 #define WARDEN_TIMEOUT_MS 15000

@@ -12,6 +12,7 @@
 
 #include "util/linebuf.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/json.h"
 
 /* Output queued for a peer beyond which the gateway stops reading from the other side, so
@@ -63,7 +64,6 @@ extern struct gw_conn *gw_conns;
 
 /* Logging to the gateway's log file (stderr once started). */
 void gw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int64_t gw_now_ms(void);
 
 /* conn.c */
 void gw_conn_send(struct gw_conn *c, const char *line, size_t len);

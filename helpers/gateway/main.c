@@ -37,14 +37,6 @@
 
 struct gw_conn *gw_conns;
 
-int64_t gw_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void gw_log(const char *fmt, ...)
 {
 	va_list ap;

@@ -222,7 +222,7 @@ int gw_server_ensure(struct gw_server *s, char *err, size_t errlen)
 	sbx_json *spec = NULL;
 	const sbx_json *command;
 	char **argv = NULL, **envp = NULL;
-	int64_t now = gw_now_ms();
+	int64_t now = sbx_now_ms();
 	int e;
 
 	if (s->pid)
@@ -363,7 +363,7 @@ static void describe_exit(struct gw_server *s, int status)
 
 static void on_exit_status(struct gw_server *s, int status)
 {
-	int64_t now = gw_now_ms(), backoff = BACKOFF_MIN_MS;
+	int64_t now = sbx_now_ms(), backoff = BACKOFF_MIN_MS;
 
 	/* What it wrote before dying may hold the answer or the reason. */
 	while (s->out_fd >= 0)
@@ -430,7 +430,7 @@ static char *json_text(const sbx_json *v)
 static void send_diagnostic(struct gw_server *s, const char *what, const char *line, size_t len)
 {
 	sbx_buf b = { 0 }, text = { 0 };
-	int64_t now = gw_now_ms();
+	int64_t now = sbx_now_ms();
 
 	if (now - s->last_diag_ms < DIAG_INTERVAL_MS)
 		return;   /* a flood gets one notice a second, not one per line */

@@ -25,7 +25,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/sandbox.h"
 
 #define HANDOVER_TIMEOUT_S 2
@@ -62,8 +62,8 @@ int sbx_bridge_listen(uint16_t port, int fds[2], char *err, size_t errlen)
 
 	fds[0] = listen_on(AF_INET, &loopback4, port);
 	if (fds[0] < 0)
-		return sbx_init_fail(err, errlen, fds[0], "proxy bridge: listen on 127.0.0.1:%u: %s",
-		                     port, strerror(-fds[0]));
+		return sbx_fail_buf(err, errlen, fds[0], "proxy bridge: listen on 127.0.0.1:%u: %s",
+		                    port, strerror(-fds[0]));
 	/* ::1 only where the sandbox has IPv6; clients are pointed at 127.0.0.1 anyway. */
 	fds[1] = listen_on(AF_INET6, &in6addr_loopback, port);
 	if (fds[1] < 0)
@@ -132,7 +132,7 @@ pid_t sbx_bridge_start(const int listeners[2], int channel, const int *close_fds
 	pid_t pid = fork();
 
 	if (pid < 0)
-		return sbx_init_fail(err, errlen, errno, "proxy bridge: fork: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, errno, "proxy bridge: fork: %s", strerror(errno));
 	if (pid > 0)
 		return pid;
 	/* The init's own channels are not the bridge's business. */

@@ -22,7 +22,7 @@
 
 #include "init/sandbox.h"
 #include "util/cleanup.h"
-#include "init/errmsg.h"
+#include "util/error.h"
 
 /* Locks the capability rules for uid 0 off for good: exec as root grants nothing, uid changes
  * do not touch cap sets, ambient caps cannot be raised, and keep-caps stays off. */
@@ -67,9 +67,9 @@ static int have_effective_cap(cap_value_t cap, bool *has, char *err, size_t errl
 	cap_flag_value_t v = CAP_CLEAR;
 
 	if (!cur)
-		return sbx_init_fail(err, errlen, -errno, "cap_get_proc: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "cap_get_proc: %s", strerror(errno));
 	if (cap_get_flag(cur, cap, CAP_EFFECTIVE, &v) != 0)
-		return sbx_init_fail(err, errlen, -errno, "cap_get_flag: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "cap_get_flag: %s", strerror(errno));
 	*has = v == CAP_SET;
 	return 0;
 }
@@ -80,11 +80,11 @@ static int lock_securebits(char *err, size_t errlen)
 
 	want &= ~(unsigned)SECBIT_KEEP_CAPS;
 	if (cap_set_secbits(want) != 0)
-		return sbx_init_fail(err, errlen, -errno, "setting securebits 0x%x: %s", want,
-		                 strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "setting securebits 0x%x: %s", want,
+		                strerror(errno));
 	if ((cap_get_secbits() & SBX_SECUREBITS) != SBX_SECUREBITS)
-		return sbx_init_fail(err, errlen, -EPERM, "securebits 0x%x did not stick",
-		                 cap_get_secbits());
+		return sbx_fail_buf(err, errlen, -EPERM, "securebits 0x%x did not stick",
+		                cap_get_secbits());
 	return 0;
 }
 
@@ -97,13 +97,13 @@ static int drop_bounding_set(int last_cap, char *err, size_t errlen)
 		int in_bound = cap_get_bound((cap_value_t)cap);
 
 		if (in_bound < 0)
-			return sbx_init_fail(err, errlen, -errno, "reading bounding cap %d: %s", cap,
-			                 strerror(errno));
+			return sbx_fail_buf(err, errlen, -errno, "reading bounding cap %d: %s", cap,
+			                strerror(errno));
 		if (in_bound == 0)
 			continue;
 		if (cap_drop_bound((cap_value_t)cap) != 0)
-			return sbx_init_fail(err, errlen, -errno, "dropping bounding cap %d: %s", cap,
-			                 strerror(errno));
+			return sbx_fail_buf(err, errlen, -errno, "dropping bounding cap %d: %s", cap,
+			                strerror(errno));
 	}
 	return 0;
 }
@@ -112,7 +112,7 @@ static int drop_bounding_set(int last_cap, char *err, size_t errlen)
 static int clear_ambient_set(char *err, size_t errlen)
 {
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0L, 0L, 0L) != 0 && errno != EINVAL)
-		return sbx_init_fail(err, errlen, -errno, "clearing ambient caps: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "clearing ambient caps: %s", strerror(errno));
 	return 0;
 }
 
@@ -121,9 +121,9 @@ static int clear_process_sets(char *err, size_t errlen)
 	_cleanup_cap_ cap_t none = cap_init();
 
 	if (!none || cap_clear(none) != 0)
-		return sbx_init_fail(err, errlen, -ENOMEM, "cap_init: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -ENOMEM, "cap_init: %s", strerror(errno));
 	if (cap_set_proc(none) != 0)
-		return sbx_init_fail(err, errlen, -errno, "cap_set_proc(empty): %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "cap_set_proc(empty): %s", strerror(errno));
 	return 0;
 }
 
@@ -133,14 +133,14 @@ static int verify_all_empty(int last_cap, char *err, size_t errlen)
 	_cleanup_cap_ cap_t none = cap_init();
 
 	if (!cur || !none)
-		return sbx_init_fail(err, errlen, -ENOMEM, "cap_get_proc: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -ENOMEM, "cap_get_proc: %s", strerror(errno));
 	if (cap_compare(cur, none) != 0)
-		return sbx_init_fail(err, errlen, -EPERM, "capabilities left after clearing");
+		return sbx_fail_buf(err, errlen, -EPERM, "capabilities left after clearing");
 	for (int cap = 0; cap <= last_cap; cap++) {
 		if (cap_get_bound((cap_value_t)cap) != 0)
-			return sbx_init_fail(err, errlen, -EPERM, "cap %d left in the bounding set", cap);
+			return sbx_fail_buf(err, errlen, -EPERM, "cap %d left in the bounding set", cap);
 		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, (unsigned long)cap, 0L, 0L) > 0)
-			return sbx_init_fail(err, errlen, -EPERM, "cap %d left in the ambient set", cap);
+			return sbx_fail_buf(err, errlen, -EPERM, "cap %d left in the ambient set", cap);
 	}
 	return 0;
 }
@@ -160,7 +160,7 @@ int sbx_caps_drop_all(char *err, size_t errlen)
 	if ((rc = drop_bounding_set(last_cap, err, errlen)) < 0)
 		return rc;
 	if (prctl(PR_SET_KEEPCAPS, 0L, 0L, 0L, 0L) != 0 && errno != EPERM)
-		return sbx_init_fail(err, errlen, -errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
 	if ((rc = clear_ambient_set(err, errlen)) < 0)
 		return rc;
 	if ((rc = clear_process_sets(err, errlen)) < 0)

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/sandbox.h"
 #include "util/cleanup.h"
 
@@ -237,20 +237,20 @@ static int v1_setup_one(int ctrl, const char *id, pid_t pid, const struct sbx_cg
 	if (r == 0)
 		r = v1_dir(ctrl, id, false, dir, sizeof dir);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "cgroup v1 %s: find our own cgroup: %s",
-		                     ctrl_names[ctrl], strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "cgroup v1 %s: find our own cgroup: %s",
+		                    ctrl_names[ctrl], strerror(-r));
 	/* A second round when the directory vanished before the pid was in (sbx_cgroup_sweep,
 	 * in another process, took it for a dead workspace's empty one). */
 	for (int round = 0; round < 2; round++) {
 		r = make_fresh_dir(parent, dir);
 		if (is_permission_error(r))
-			return sbx_init_fail(err, errlen, -ENOTSUP,
-			                     "cgroup v1 %s: cannot create %s: %s (needs root, and there is "
-			                     "no delegated cgroup v2 hierarchy)", ctrl_names[ctrl], dir,
-			                     strerror(-r));
+			return sbx_fail_buf(err, errlen, -ENOTSUP,
+			                    "cgroup v1 %s: cannot create %s: %s (needs root, and there is "
+			                    "no delegated cgroup v2 hierarchy)", ctrl_names[ctrl], dir,
+			                    strerror(-r));
 		if (r < 0)
-			return sbx_init_fail(err, errlen, r, "cgroup v1: mkdir %s: %s", dir,
-			                     strerror(-r));
+			return sbx_fail_buf(err, errlen, r, "cgroup v1: mkdir %s: %s", dir,
+			                    strerror(-r));
 		r = v1_limit(ctrl, dir, lim);
 		if (r == 0)
 			r = write_u64(dir, "cgroup.procs", (uint64_t)pid);
@@ -259,8 +259,8 @@ static int v1_setup_one(int ctrl, const char *id, pid_t pid, const struct sbx_cg
 	}
 	if (r < 0) {
 		rmdir(dir);
-		return sbx_init_fail(err, errlen, r, "cgroup v1 %s: set up %s: %s", ctrl_names[ctrl],
-		                     dir, strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "cgroup v1 %s: set up %s: %s", ctrl_names[ctrl],
+		                    dir, strerror(-r));
 	}
 	return 0;
 }
@@ -287,9 +287,9 @@ static int v1_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *l
 	for (int c = 0; c < N_CTRL; c++) {
 		snprintf(path, sizeof path, CGROUP_ROOT "/%s", ctrl_names[c]);
 		if (want[c] && access(path, F_OK) < 0)
-			return sbx_init_fail(err, errlen, -ENOTSUP,
-			                     "cgroup: no cgroup v2 and no v1 %s controller at %s",
-			                     ctrl_names[c], path);
+			return sbx_fail_buf(err, errlen, -ENOTSUP,
+			                    "cgroup: no cgroup v2 and no v1 %s controller at %s",
+			                    ctrl_names[c], path);
 	}
 	for (int c = 0; c < N_CTRL; c++) {
 		int r = want[c] ? v1_setup_one(c, id, pid, lim, err, errlen) : 0;
@@ -342,19 +342,19 @@ static int v2_delegate(const char *dir, const bool want[N_CTRL], char *err, size
 			continue;
 		snprintf(path, sizeof path, "%s/cgroup.controllers", dir);
 		if (!file_lists_word(path, ctrl_names[c]))
-			return sbx_init_fail(err, errlen, -ENOTSUP,
-			                     "cgroup v2: the %s controller is not available in %s",
-			                     ctrl_names[c], dir);
+			return sbx_fail_buf(err, errlen, -ENOTSUP,
+			                    "cgroup v2: the %s controller is not available in %s",
+			                    ctrl_names[c], dir);
 		snprintf(plus, sizeof plus, "+%s", ctrl_names[c]);
 		r = write_file(dir, "cgroup.subtree_control", plus);
 		if (r == -EBUSY)
-			return sbx_init_fail(err, errlen, -ENOTSUP,
-			                     "cgroup v2: %s holds processes, so it cannot hand %s down to a "
-			                     "child (no internal processes rule)", dir, ctrl_names[c]);
+			return sbx_fail_buf(err, errlen, -ENOTSUP,
+			                    "cgroup v2: %s holds processes, so it cannot hand %s down to a "
+			                    "child (no internal processes rule)", dir, ctrl_names[c]);
 		if (r < 0)
-			return sbx_init_fail(err, errlen, is_permission_error(r) ? -ENOTSUP : r,
-			                     "cgroup v2: enable %s in %s: %s (not delegated to us?)",
-			                     ctrl_names[c], dir, strerror(-r));
+			return sbx_fail_buf(err, errlen, is_permission_error(r) ? -ENOTSUP : r,
+			                    "cgroup v2: enable %s in %s: %s (not delegated to us?)",
+			                    ctrl_names[c], dir, strerror(-r));
 	}
 	return 0;
 }
@@ -384,25 +384,25 @@ static int v2_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *l
 	int r = v2_base(id, base, sizeof base);
 
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "cgroup v2: find our own cgroup: %s",
-		                     strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "cgroup v2: find our own cgroup: %s",
+		                    strerror(-r));
 	if (fits(snprintf(parent, sizeof parent, "%s/" CGROUP_PARENT, base), sizeof parent) < 0 ||
 	    fits(snprintf(dir, sizeof dir, "%s/%s", parent, id), sizeof dir) < 0)
-		return sbx_init_fail(err, errlen, -ENAMETOOLONG, "cgroup v2: %s: path too long", base);
+		return sbx_fail_buf(err, errlen, -ENAMETOOLONG, "cgroup v2: %s: path too long", base);
 	r = v2_delegate(base, want, err, errlen);
 	if (r < 0)
 		return r;
 	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-		return sbx_init_fail(err, errlen, is_permission_error(-errno) ? -ENOTSUP : -errno,
-		                     "cgroup v2: mkdir %s: %s", parent, strerror(errno));
+		return sbx_fail_buf(err, errlen, is_permission_error(-errno) ? -ENOTSUP : -errno,
+		                    "cgroup v2: mkdir %s: %s", parent, strerror(errno));
 	r = v2_delegate(parent, want, err, errlen);
 	if (r < 0)
 		return r;
 	for (int round = 0; round < 2; round++) {   /* as in v1_setup_one */
 		r = make_fresh_dir(parent, dir);
 		if (r < 0)
-			return sbx_init_fail(err, errlen, is_permission_error(r) ? -ENOTSUP : r,
-			                     "cgroup v2: mkdir %s: %s", dir, strerror(-r));
+			return sbx_fail_buf(err, errlen, is_permission_error(r) ? -ENOTSUP : r,
+			                    "cgroup v2: mkdir %s: %s", dir, strerror(-r));
 		r = v2_limit(dir, lim);
 		if (r == 0)
 			r = write_u64(dir, "cgroup.procs", (uint64_t)pid);
@@ -411,7 +411,7 @@ static int v2_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *l
 	}
 	if (r < 0) {
 		rmdir(dir);
-		return sbx_init_fail(err, errlen, r, "cgroup v2: set up %s: %s", dir, strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "cgroup v2: set up %s: %s", dir, strerror(-r));
 	}
 	return 0;
 }
@@ -435,9 +435,9 @@ int sbx_cgroup_setup(const char *id, pid_t pid, const struct sbx_cgroup_limits *
                      char *err, size_t errlen)
 {
 	if (!id_ok(id))
-		return sbx_init_fail(err, errlen, -EINVAL, "cgroup: bad id \"%s\"", id ? id : "(null)");
+		return sbx_fail_buf(err, errlen, -EINVAL, "cgroup: bad id \"%s\"", id ? id : "(null)");
 	if (!lim || pid <= 0)
-		return sbx_init_fail(err, errlen, -EINVAL, "cgroup: no limits or no pid");
+		return sbx_fail_buf(err, errlen, -EINVAL, "cgroup: no limits or no pid");
 	if (lim->memory_bytes == 0 && lim->pids == 0)
 		return 0;             /* nothing to limit: no cgroup needed */
 	if (is_cgroup2(CGROUP_ROOT))

@@ -34,7 +34,7 @@ struct landlock_path_beneath_attr {
 
 #include "init/sandbox.h"
 #include "util/cleanup.h"
-#include "init/errmsg.h"
+#include "util/error.h"
 
 #ifndef __NR_landlock_create_ruleset   /* the same numbers on every architecture but alpha */
 #define __NR_landlock_create_ruleset 444
@@ -96,7 +96,7 @@ static int landlock_abi_version(char *err, size_t errlen)
 		return (int)v;
 	if (errno == ENOSYS || errno == EOPNOTSUPP)
 		return 0;
-	return sbx_init_fail(err, errlen, -errno, "landlock ABI probe: %s", strerror(errno));
+	return sbx_fail_buf(err, errlen, -errno, "landlock ABI probe: %s", strerror(errno));
 }
 
 /* Every write-ish right this ABI version can restrict. */
@@ -126,16 +126,16 @@ static int allow_beneath(int ruleset_fd, const char *path, uint64_t rights, bool
 	if (fd < 0 && missing_ok && (errno == ENOENT || errno == ENOTDIR))
 		return 0;
 	if (fd < 0)
-		return sbx_init_fail(err, errlen, -errno, "landlock: open %s: %s", path, strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "landlock: open %s: %s", path, strerror(errno));
 	if (fstat(fd, &st) != 0)
-		return sbx_init_fail(err, errlen, -errno, "landlock: stat %s: %s", path, strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "landlock: stat %s: %s", path, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		rights &= ~SBX_LL_DIR_ONLY;
 	rule.allowed_access = rights;
 	rule.parent_fd = fd;
 	if (ll_add_rule(ruleset_fd, &rule) != 0)
-		return sbx_init_fail(err, errlen, -errno, "landlock: rule for %s: %s", path,
-		               strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "landlock: rule for %s: %s", path,
+		              strerror(errno));
 	return 0;
 }
 
@@ -167,7 +167,7 @@ int sbx_landlock_apply(const struct sbx_harden_spec *spec, bool *applied, char *
 
 	*applied = false;
 	if (!spec)
-		return sbx_init_fail(err, errlen, -EINVAL, "landlock: no spec");
+		return sbx_fail_buf(err, errlen, -EINVAL, "landlock: no spec");
 	if (!spec->landlock)
 		return 0;
 	abi = landlock_abi_version(err, errlen);
@@ -176,12 +176,12 @@ int sbx_landlock_apply(const struct sbx_harden_spec *spec, bool *applied, char *
 	attr.handled_access_fs = handled_write_rights(abi);
 	ruleset_fd = (int)ll_create_ruleset(&attr, sizeof attr, 0);
 	if (ruleset_fd < 0)
-		return sbx_init_fail(err, errlen, -errno, "landlock_create_ruleset: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "landlock_create_ruleset: %s", strerror(errno));
 	if ((rc = add_rules(ruleset_fd, spec, attr.handled_access_fs, err, errlen)) < 0)
 		return rc;
 	/* Needs no_new_privs (or CAP_SYS_ADMIN): the kernel refuses it otherwise, with EPERM. */
 	if (ll_restrict_self(ruleset_fd) != 0)
-		return sbx_init_fail(err, errlen, -errno, "landlock_restrict_self: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "landlock_restrict_self: %s", strerror(errno));
 	*applied = true;
 	return 0;
 }

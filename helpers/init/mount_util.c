@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/mount_util.h"
 #include "util/cleanup.h"
 
@@ -575,25 +575,25 @@ static int place_at(int basefd, int src_fd, bool tree, const char *rel, unsigned
 	int r;
 
 	if (fstat(src_fd, &st) < 0)
-		return sbx_init_fail(err, errlen, -errno, "%s /%s: fstat of the source: %s", what,
-		                     rel, strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "%s /%s: fstat of the source: %s", what,
+		                    rel, strerror(errno));
 	r = split_rel(rel, buf, sizeof buf, &parent, &name);
 	if (r == 0)
 		r = sbx_mkdirs_beneath(basefd, parent, &parent_fd);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "%s /%s: create the parent directories: %s",
-		                     what, rel, strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "%s /%s: create the parent directories: %s",
+		                    what, rel, strerror(-r));
 	r = sbx_mountpoint_at(parent_fd, name, S_ISDIR(st.st_mode), &mp);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "%s /%s: create the mount point: %s", what, rel,
-		                     strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "%s /%s: create the mount point: %s", what, rel,
+		                    strerror(-r));
 	r = tree ? move_onto(src_fd, mp) : sbx_bind_fds(src_fd, mp);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "%s /%s: %s", what, rel, strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "%s /%s: %s", what, rel, strerror(-r));
 	r = sbx_remount_tree_at(parent_fd, name, flags);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "remount /%s%s: %s", rel,
-		                     (flags & MS_RDONLY) ? " read-only" : "", strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "remount /%s%s: %s", rel,
+		                    (flags & MS_RDONLY) ? " read-only" : "", strerror(-r));
 	return 0;
 }
 
@@ -617,10 +617,10 @@ int sbx_mount_new_at(int basefd, const char *rel, const char *fstype, unsigned l
 	int r = sbx_mkdirs_beneath(basefd, rel, &fd);
 
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "mount %s on /%s: create the directory: %s",
-		                     fstype, rel, strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "mount %s on /%s: create the directory: %s",
+		                    fstype, rel, strerror(-r));
 	if (mount(fstype, sbx_fd_path(&p, fd), fstype, flags, data) < 0)
-		return sbx_init_fail(err, errlen, -errno, "mount %s on /%s: %s", fstype, rel,
-		                     strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "mount %s on /%s: %s", fstype, rel,
+		                    strerror(errno));
 	return 0;
 }

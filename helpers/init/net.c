@@ -13,7 +13,7 @@
 #include <netlink/socket.h>
 #include <linux/if.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/sandbox.h"
 
 /* libnl answers with its own codes; the init speaks errno. */
@@ -40,8 +40,8 @@ static int errno_of_nlerr(int nlerr)
 
 static int nl_fail(char *err, size_t errlen, int nlerr, const char *step)
 {
-	return sbx_init_fail(err, errlen, errno_of_nlerr(nlerr), "loopback: %s: %s", step,
-	                     nl_geterror(nlerr));
+	return sbx_fail_buf(err, errlen, errno_of_nlerr(nlerr), "loopback: %s: %s", step,
+	                    nl_geterror(nlerr));
 }
 
 static int set_link_up(struct nl_sock *sk, char *err, size_t errlen)
@@ -54,7 +54,7 @@ static int set_link_up(struct nl_sock *sk, char *err, size_t errlen)
 	change = rtnl_link_alloc();
 	if (!change) {
 		rtnl_link_put(lo);
-		return sbx_init_fail(err, errlen, -ENOMEM, "loopback: out of memory");
+		return sbx_fail_buf(err, errlen, -ENOMEM, "loopback: out of memory");
 	}
 	rtnl_link_set_flags(change, IFF_UP);
 	r = rtnl_link_change(sk, lo, change, 0);
@@ -71,7 +71,7 @@ int sbx_net_loopback_up(char *err, size_t errlen)
 	int r;
 
 	if (!sk)
-		return sbx_init_fail(err, errlen, -ENOMEM, "loopback: out of memory");
+		return sbx_fail_buf(err, errlen, -ENOMEM, "loopback: out of memory");
 	/* libnl opens its socket with SOCK_CLOEXEC, so it cannot leak into commands. */
 	r = nl_connect(sk, NETLINK_ROUTE);
 	if (r < 0)

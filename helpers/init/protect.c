@@ -32,7 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/mount_util.h"
 #include "init/rootfs_internal.h"
 #include "init/sandbox.h"
@@ -63,7 +63,7 @@ static int bind_over(int src_fd, int target_fd, int parent_fd, const char *name,
 
 static int fail_at(struct protector *p, int r, const char *rel, const char *step)
 {
-	return sbx_init_fail(p->err, p->errlen, r, "protect /%s: %s: %s", rel, step, strerror(-r));
+	return sbx_fail_buf(p->err, p->errlen, r, "protect /%s: %s: %s", rel, step, strerror(-r));
 }
 
 static bool is_pinned(const struct protector *p, const char *rel)
@@ -208,8 +208,8 @@ int sbx_protect_paths(int basefd, const char *const *paths, char *err, size_t er
 		return 0;
 	r = make_cover(basefd, &p.cover_fd);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "protect: create the cover file: %s",
-		                     strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "protect: create the cover file: %s",
+		                    strerror(-r));
 	for (size_t i = 0; paths[i] && r == 0; i++)
 		r = protect_one(&p, paths[i]);
 	/* The mounts keep the cover alive; the name must not stay in the new root. */

@@ -36,7 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/mount_util.h"
 #include "init/quota.h"
 #include "init/rootfs_internal.h"
@@ -98,8 +98,8 @@ static int place_state_dir(int basefd, int host_ws_fd, int state_fd, char *err, 
 		                     TMPFS_FLAGS, err, errlen);
 	state = openat(host_ws_fd, SBX_STATE_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (state < 0)
-		return sbx_init_fail(err, errlen, -errno, "workspace: the state folder %s: %s",
-		                     SBX_STATE_DIR, strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "workspace: the state folder %s: %s",
+		                    SBX_STATE_DIR, strerror(errno));
 	return sbx_bind_at(basefd, state, SBX_SANDBOX_ROOT "/" SBX_STATE_DIR + 1, TMPFS_FLAGS, err,
 	                   errlen);
 }
@@ -118,8 +118,8 @@ int sbx_quota_make_workspace(int basefd, int host_ws_fd, int state_fd, uint64_t 
 		return r;
 	r = clone_tree(basefd, SBX_SANDBOX_ROOT + 1, files_root);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "workspace: clone its mount for the host: %s",
-		                     strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "workspace: clone its mount for the host: %s",
+		                    strerror(-r));
 	/* The state folder is on the host's disk: writable inside, whatever the protected paths
 	 * say, it would be a way past the cap. The host's clone keeps its own, writable mount. */
 	r = sbx_open_beneath(basefd, SBX_SANDBOX_ROOT + 1, &ws);
@@ -127,8 +127,8 @@ int sbx_quota_make_workspace(int basefd, int host_ws_fd, int state_fd, uint64_t 
 		r = sbx_remount_tree_at(ws, SBX_STATE_DIR, MS_RDONLY | TMPFS_FLAGS);
 	if (r < 0) {
 		close(SBX_TAKE_FD(*files_root));
-		return sbx_init_fail(err, errlen, r, "workspace: the state folder read-only: %s",
-		                     strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "workspace: the state folder read-only: %s",
+		                    strerror(-r));
 	}
 	return 0;
 }
@@ -172,8 +172,8 @@ static int clone_binds_below(const struct sbx_quota_inside *q, const char *top,
 			continue;
 		r = clone_tree(AT_FDCWD, q->binds[i].dest, &out[*n].fd);
 		if (r < 0)
-			return sbx_init_fail(err, errlen, r, "clone the bind %s: %s", q->binds[i].dest,
-			                     strerror(-r));
+			return sbx_fail_buf(err, errlen, r, "clone the bind %s: %s", q->binds[i].dest,
+			                    strerror(-r));
 		out[*n].rel = rest;
 		out[*n].dir = fstat(out[*n].fd, &st) == 0 && S_ISDIR(st.st_mode);
 		++*n;
@@ -192,7 +192,7 @@ static int attach_carried(int rootfd, const char *prefix, struct carried *c, siz
 		int r;
 
 		if (asprintf(&rel, "%s%s", prefix, c[i].rel) < 0)
-			return sbx_init_fail(err, errlen, -ENOMEM, "out of memory");
+			return sbx_fail_buf(err, errlen, -ENOMEM, "out of memory");
 		slash = strrchr(rel, '/');
 		if (slash) {
 			*slash = '\0';
@@ -206,8 +206,8 @@ static int attach_carried(int rootfd, const char *prefix, struct carried *c, siz
 		                      MOVE_MOUNT_F_EMPTY_PATH) < 0)
 			r = -errno;
 		if (r < 0)
-			return sbx_init_fail(err, errlen, r, "carry a bind over to %s: %s", c[i].rel,
-			                     strerror(-r));
+			return sbx_fail_buf(err, errlen, r, "carry a bind over to %s: %s", c[i].rel,
+			                    strerror(-r));
 	}
 	return 0;
 }
@@ -227,8 +227,8 @@ static int protect_and_move_in(const struct sbx_quota_inside *q, int tmpfd, char
 
 	if (r == 0 && syscall(SYS_move_mount, tmpfd, SBX_SANDBOX_ROOT + 1, AT_FDCWD,
 	                      SBX_SANDBOX_ROOT, 0) < 0)
-		r = sbx_init_fail(err, errlen, -errno, "move the workspace to %s: %s",
-		                  SBX_SANDBOX_ROOT, strerror(errno));
+		r = sbx_fail_buf(err, errlen, -errno, "move the workspace to %s: %s",
+		                 SBX_SANDBOX_ROOT, strerror(errno));
 	if (r == 0)
 		unlinkat(tmpfd, SBX_SANDBOX_ROOT + 1, AT_REMOVEDIR);
 	return r;
@@ -280,8 +280,8 @@ static int place_init_binds(const struct sbx_quota_inside *q, int rootfd, int tm
 		if (!made_by_init(q, b))
 			continue;
 		if (bind_place(b->dest, rootfd, tmpfd, &base, rel, sizeof rel) < 0)
-			return sbx_init_fail(err, errlen, -ENAMETOOLONG, "bind %s: path too long",
-			                     b->dest);
+			return sbx_fail_buf(err, errlen, -ENAMETOOLONG, "bind %s: path too long",
+			                    b->dest);
 		if (b->tree_fd > 2) {
 			r = sbx_attach_at(base, b->tree_fd, rel, flags, err, errlen);
 			if (r < 0)
@@ -289,8 +289,8 @@ static int place_init_binds(const struct sbx_quota_inside *q, int rootfd, int tm
 			continue;
 		}
 		if ((r = sbx_open_beneath(q->workspace_tree, b->source, &src)) < 0)
-			return sbx_init_fail(err, errlen, r, "open bind source /workspace/%s: %s",
-			                     b->source, strerror(-r));
+			return sbx_fail_buf(err, errlen, r, "open bind source /workspace/%s: %s",
+			                    b->source, strerror(-r));
 		if ((r = sbx_bind_at(base, src, rel, flags, err, errlen)) < 0)
 			return r;
 	}
@@ -317,7 +317,7 @@ static int new_tmp(const struct sbx_quota_inside *q, int rootfd, const char *rel
 	int r = sbx_quota_mount_tmpfs(rootfd, rel, "1777", TMPFS_FLAGS, q->tmp_bytes, err, errlen);
 
 	if (r == 0 && (r = sbx_open_beneath(rootfd, rel, fd)) < 0)
-		r = sbx_init_fail(err, errlen, r, "open /%s: %s", rel, strerror(-r));
+		r = sbx_fail_buf(err, errlen, r, "open /%s: %s", rel, strerror(-r));
 	return r;
 }
 
@@ -329,10 +329,10 @@ static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char
 	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_close_ int host_ws = -1, tmpfd = -1, shm = -1;
 	size_t n_tmp = 0, n_ws = 0;
-	int r = in_tmp && in_ws ? 0 : sbx_init_fail(err, errlen, -ENOMEM, "out of memory");
+	int r = in_tmp && in_ws ? 0 : sbx_fail_buf(err, errlen, -ENOMEM, "out of memory");
 
 	if (r == 0 && rootfd < 0)
-		r = sbx_init_fail(err, errlen, -errno, "open /: %s", strerror(errno));
+		r = sbx_fail_buf(err, errlen, -errno, "open /: %s", strerror(errno));
 
 	if (r == 0)
 		r = clone_binds_below(q, "/tmp", in_tmp, &n_tmp, err, errlen);
@@ -340,8 +340,8 @@ static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char
 		r = clone_binds_below(q, SBX_SANDBOX_ROOT, in_ws, &n_ws, err, errlen);
 	if (r == 0 && q->workspace_bytes && q->state_fd <= 2 &&
 	    (host_ws = open(SBX_SANDBOX_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-		r = sbx_init_fail(err, errlen, -errno, "open %s: %s", SBX_SANDBOX_ROOT,
-		                  strerror(errno));
+		r = sbx_fail_buf(err, errlen, -errno, "open %s: %s", SBX_SANDBOX_ROOT,
+		                 strerror(errno));
 	if (r == 0)
 		r = new_tmp(q, rootfd, "tmp", &tmpfd, err, errlen);
 	if (r == 0 && q->workspace_bytes)
@@ -388,21 +388,21 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 
 		snprintf(why, sizeof why, "%s", err);
 		if (q->workspace_tree > 2 && !q->workspace_bytes && !q->tmp_bytes)
-			return sbx_init_fail(err, errlen, r, "users: no namespace of our own below "
-			                     "bubblewrap's to attach the idmapped workspace in (the config key "
-			                     "'root_inside': \"allow-host-root\" runs the sandbox as host "
-			                     "root instead): %s", why);
-		return sbx_init_fail(err, errlen, r, "config: key 'limits.%s': no namespace of our own "
-		                     "below bubblewrap's to mount the capped file system in: %s",
-		                     q->workspace_bytes ? "disk_bytes" : "tmp_bytes", why);
+			return sbx_fail_buf(err, errlen, r, "users: no namespace of our own below "
+			                    "bubblewrap's to attach the idmapped workspace in (the config key "
+			                    "'root_inside': \"allow-host-root\" runs the sandbox as host "
+			                    "root instead): %s", why);
+		return sbx_fail_buf(err, errlen, r, "config: key 'limits.%s': no namespace of our own "
+		                    "below bubblewrap's to mount the capped file system in: %s",
+		                    q->workspace_bytes ? "disk_bytes" : "tmp_bytes", why);
 	}
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return sbx_init_fail(err, errlen, -errno, "make / private: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "make / private: %s", strerror(errno));
 	r = inside_mounts(q, files_root, err, errlen);
 	/* The cwd bubblewrap gave us is the directory now hidden under the new workspace. */
 	if (r == 0 && chdir(SBX_SANDBOX_ROOT) < 0)
-		r = sbx_init_fail(err, errlen, -errno, "chdir %s: %s", SBX_SANDBOX_ROOT,
-		                  strerror(errno));
+		r = sbx_fail_buf(err, errlen, -errno, "chdir %s: %s", SBX_SANDBOX_ROOT,
+		                 strerror(errno));
 	if (r < 0 && *files_root >= 0)
 		close(SBX_TAKE_FD(*files_root));
 	return r;

@@ -28,7 +28,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/mount_util.h"
 #include "init/quota.h"
 #include "init/rootfs_internal.h"
@@ -145,36 +145,36 @@ static int validate_workspace_fd(int fd, char *err, size_t errlen)
 	struct stat st;
 
 	if (fd < 0 || fstat(fd, &st) < 0)
-		return sbx_init_fail(err, errlen, -EBADF, "rootfs: the workspace fd is not open");
+		return sbx_fail_buf(err, errlen, -EBADF, "rootfs: the workspace fd is not open");
 	if (!S_ISDIR(st.st_mode))
-		return sbx_init_fail(err, errlen, -ENOTDIR, "rootfs: the workspace is not a directory");
+		return sbx_fail_buf(err, errlen, -ENOTDIR, "rootfs: the workspace is not a directory");
 	return 0;
 }
 
 static int validate_spec(const struct sbx_rootfs_spec *spec, char *err, size_t errlen)
 {
 	if (!spec)
-		return sbx_init_fail(err, errlen, -EINVAL, "rootfs: no spec");
+		return sbx_fail_buf(err, errlen, -EINVAL, "rootfs: no spec");
 	if (spec->hostname && (!*spec->hostname || strlen(spec->hostname) > HOST_NAME_MAX))
-		return sbx_init_fail(err, errlen, -EINVAL, "rootfs: bad hostname \"%s\"",
-		                     spec->hostname);
+		return sbx_fail_buf(err, errlen, -EINVAL, "rootfs: bad hostname \"%s\"",
+		                    spec->hostname);
 	for (size_t i = 0; spec->protected_paths && spec->protected_paths[i]; i++)
 		if (!sbx_rel_path_ok(spec->protected_paths[i]))
-			return sbx_init_fail(err, errlen, -EINVAL,
-			                     "rootfs: protected path \"%s\" is not a plain relative path",
-			                     spec->protected_paths[i]);
+			return sbx_fail_buf(err, errlen, -EINVAL,
+			                    "rootfs: protected path \"%s\" is not a plain relative path",
+			                    spec->protected_paths[i]);
 	for (size_t i = 0; i < spec->n_binds; i++) {
 		const struct sbx_bind *b = &spec->binds[i];
 
 		if (!b->source || (b->in_workspace ? !sbx_rel_path_ok(b->source) : b->source[0] != '/'))
-			return sbx_init_fail(err, errlen, -EINVAL,
-			                     "rootfs: bind source \"%s\" is not an %s path",
-			                     b->source ? b->source : "(null)",
-			                     b->in_workspace ? "plain relative" : "absolute");
+			return sbx_fail_buf(err, errlen, -EINVAL,
+			                    "rootfs: bind source \"%s\" is not an %s path",
+			                    b->source ? b->source : "(null)",
+			                    b->in_workspace ? "plain relative" : "absolute");
 		if (!bind_dest_ok(b->dest))
-			return sbx_init_fail(err, errlen, -EINVAL,
-			                     "rootfs: bind destination \"%s\" is not allowed",
-			                     b->dest ? b->dest : "(null)");
+			return sbx_fail_buf(err, errlen, -EINVAL,
+			                    "rootfs: bind destination \"%s\" is not allowed",
+			                    b->dest ? b->dest : "(null)");
 	}
 	return 0;
 }
@@ -188,8 +188,8 @@ static int pin_host_anchors(struct pins *p, char *err, size_t errlen)
 	p->host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	p->host_tmp = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (p->host_root < 0 || p->host_tmp < 0)
-		return sbx_init_fail(err, errlen, -errno, "rootfs: open / and /tmp: %s",
-		                     strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "rootfs: open / and /tmp: %s",
+		                    strerror(errno));
 	return 0;
 }
 
@@ -225,26 +225,26 @@ static int pin_workspace(struct pins *pins, int ws_fd, bool tree, char *err, siz
 	 * no path, and moving it needs none. */
 	if (tree) {
 		if ((pins->workspace = fcntl(ws_fd, F_DUPFD_CLOEXEC, 3)) < 0)
-			return sbx_init_fail(err, errlen, -errno, "workspace: dup: %s", strerror(errno));
+			return sbx_fail_buf(err, errlen, -errno, "workspace: dup: %s", strerror(errno));
 		return 0;
 	}
 	n = readlink(sbx_fd_path(&p, ws_fd), path, sizeof path - 1);
 	if (n <= 0)
-		return sbx_init_fail(err, errlen, n < 0 ? -errno : -EIO, "workspace: readlink %s: %s",
-		                     p.s, n < 0 ? strerror(errno) : "empty");
+		return sbx_fail_buf(err, errlen, n < 0 ? -errno : -EIO, "workspace: readlink %s: %s",
+		                    p.s, n < 0 ? strerror(errno) : "empty");
 	path[n] = '\0';
 	if (path[0] != '/' || (n > 10 && strcmp(path + n - 10, " (deleted)") == 0))
-		return sbx_init_fail(err, errlen, -ENOENT, "workspace: %s is gone", path);
+		return sbx_fail_buf(err, errlen, -ENOENT, "workspace: %s is gone", path);
 	r = open_host_path(pins, path, &fd);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "workspace: reopen %s in the new mount namespace: %s",
-		                     path, strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "workspace: reopen %s in the new mount namespace: %s",
+		                    path, strerror(-r));
 	if (fstat(ws_fd, &a) < 0 || fstat(fd, &b) < 0)
-		return sbx_init_fail(err, errlen, -errno, "workspace: fstat: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "workspace: fstat: %s", strerror(errno));
 	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-		return sbx_init_fail(err, errlen, -ESTALE,
-		                     "workspace: %s is no longer the directory the workspace fd names",
-		                     path);
+		return sbx_fail_buf(err, errlen, -ESTALE,
+		                    "workspace: %s is no longer the directory the workspace fd names",
+		                    path);
 	pins->workspace = SBX_TAKE_FD(fd);
 	return 0;
 }
@@ -265,7 +265,7 @@ static int pin_top_entry(int dirfd, const char *where, const char *name, struct 
 
 		if (fd >= 0)
 			close(fd);
-		return sbx_init_fail(err, errlen, r, "open %s/%s: %s", where, name, strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "open %s/%s: %s", where, name, strerror(-r));
 	}
 	if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
 		return pin_push(l, name, fd, NULL);
@@ -276,8 +276,8 @@ static int pin_top_entry(int dirfd, const char *where, const char *name, struct 
 	n = readlinkat(fd, "", target, sizeof target - 1);
 	close(fd);
 	if (n < 0)
-		return sbx_init_fail(err, errlen, -errno, "readlink %s/%s: %s", where, name,
-		                     strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "readlink %s/%s: %s", where, name,
+		                    strerror(errno));
 	target[n] = '\0';
 	return pin_push(l, name, -1, target);
 }
@@ -288,7 +288,7 @@ static int pin_system_dirs(struct pin_list *l, char *err, size_t errlen)
 	int r = 0;
 
 	if (rootfd < 0)
-		return sbx_init_fail(err, errlen, -errno, "open /: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "open /: %s", strerror(errno));
 	for (size_t i = 0; sbx_system_dirs[i] && r == 0; i++)
 		r = pin_top_entry(rootfd, "", sbx_system_dirs[i], l, err, errlen);
 	return r;
@@ -351,12 +351,12 @@ static int pin_rootfs_top(const char *rootfs, struct pin_list *l, char *err, siz
 	int r;
 
 	if (fd < 0)
-		return sbx_init_fail(err, errlen, -errno, "open the rootfs %s: %s", rootfs,
-		                     strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "open the rootfs %s: %s", rootfs,
+		                    strerror(errno));
 	err[0] = '\0';
 	r = for_each_name(fd, pin_rootfs_name, &w);
 	if (r < 0 && !err[0])
-		return sbx_init_fail(err, errlen, r, "read the rootfs %s: %s", rootfs, strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "read the rootfs %s: %s", rootfs, strerror(-r));
 	return r;
 }
 
@@ -398,7 +398,7 @@ static int pin_etc(struct pin_list *l, char *err, size_t errlen)
 	int r = 0;
 
 	if (etcfd < 0)
-		return sbx_init_fail(err, errlen, -errno, "open /etc: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "open /etc: %s", strerror(errno));
 	for (size_t i = 0; sbx_etc_allowlist[i] && r == 0; i++) {
 		size_t len = strlen(sbx_etc_allowlist[i]);
 
@@ -410,8 +410,8 @@ static int pin_etc(struct pin_list *l, char *err, size_t errlen)
 			r = pin_etc_entry(etcfd, sbx_etc_allowlist[i], l);
 		}
 		if (r < 0)
-			return sbx_init_fail(err, errlen, r, "open /etc/%s: %s", sbx_etc_allowlist[i],
-			                     strerror(-r));
+			return sbx_fail_buf(err, errlen, r, "open /etc/%s: %s", sbx_etc_allowlist[i],
+			                    strerror(-r));
 	}
 	return 0;
 }
@@ -434,14 +434,14 @@ static int pin_bind_source(const struct pins *p, const struct sbx_bind *b, int *
 	if (r == 0 && fstat(fd, &st) < 0)
 		r = -errno;
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "open bind source %s%s: %s",
-		                     b->in_workspace ? "/workspace/" : "", b->source, strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "open bind source %s%s: %s",
+		                    b->in_workspace ? "/workspace/" : "", b->source, strerror(-r));
 	if (S_ISLNK(st.st_mode))
-		return sbx_init_fail(err, errlen, -ELOOP,
-		                     "bind source %s is a symbolic link; give its target", b->source);
+		return sbx_fail_buf(err, errlen, -ELOOP,
+		                    "bind source %s is a symbolic link; give its target", b->source);
 	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
-		return sbx_init_fail(err, errlen, -EPERM,
-		                     "bind source %s is a device node: not allowed", b->source);
+		return sbx_fail_buf(err, errlen, -EPERM,
+		                    "bind source %s is a device node: not allowed", b->source);
 	*out = SBX_TAKE_FD(fd);
 	return 0;
 }
@@ -456,7 +456,7 @@ static int pin_binds(const struct sbx_rootfs_spec *spec, struct pins *p, bool in
 	if (!p->binds) {
 		p->binds = malloc(spec->n_binds * sizeof *p->binds);
 		if (!p->binds)
-			return sbx_init_fail(err, errlen, -ENOMEM, "rootfs: out of memory");
+			return sbx_fail_buf(err, errlen, -ENOMEM, "rootfs: out of memory");
 		for (size_t i = 0; i < spec->n_binds; i++)
 			p->binds[i] = -1;
 		p->n_binds = spec->n_binds;
@@ -496,18 +496,18 @@ static int pin_all(const struct sbx_rootfs_spec *spec, struct pins *p, char *err
 static int make_mounts_private(char *err, size_t errlen)
 {
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return sbx_init_fail(err, errlen, -errno, "make / private: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "make / private: %s", strerror(errno));
 	return 0;
 }
 
 static int mount_base(int *basefd, char *err, size_t errlen)
 {
 	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
-		return sbx_init_fail(err, errlen, -errno, "mount tmpfs on /tmp (the new root): %s",
-		                     strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "mount tmpfs on /tmp (the new root): %s",
+		                    strerror(errno));
 	*basefd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (*basefd < 0)
-		return sbx_init_fail(err, errlen, -errno, "open the new root: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "open the new root: %s", strerror(errno));
 	return 0;
 }
 
@@ -519,8 +519,8 @@ static int place_pins(int basefd, const struct pin_list *l, char *err, size_t er
 
 		if (p->link) {
 			if (symlinkat(p->link, basefd, p->rel) < 0)
-				return sbx_init_fail(err, errlen, -errno, "symlink /%s -> %s: %s", p->rel,
-				                     p->link, strerror(errno));
+				return sbx_fail_buf(err, errlen, -errno, "symlink /%s -> %s: %s", p->rel,
+				                    p->link, strerror(errno));
 			continue;
 		}
 		r = sbx_bind_at(basefd, p->fd, p->rel, RO_FLAGS, err, errlen);
@@ -554,8 +554,8 @@ static int write_etc_hostname(int basefd, const char *hostname, char *err, size_
 	if (r == 0 && symlinkat("/proc/self/mounts", etcfd, "mtab") < 0)
 		r = -errno;
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "write /etc/hostname and /etc/mtab: %s",
-		                     strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "write /etc/hostname and /etc/mtab: %s",
+		                    strerror(-r));
 	return 0;
 }
 
@@ -616,7 +616,7 @@ static int place_etc_pins(int basefd, const struct pin_list *l, char *err, size_
 	if (r == 0 && (etcw = open(sbx_fd_path(&path, etc), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = -errno;
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "open the new /etc: %s", strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "open the new /etc: %s", strerror(-r));
 	for (size_t i = 0; i < l->n; i++) {
 		const struct pin *p = &l->v[i];
 		struct stat st;
@@ -625,7 +625,7 @@ static int place_etc_pins(int basefd, const struct pin_list *l, char *err, size_
 		    st.st_size <= ETC_COPY_MAX) {
 			r = copy_pinned_file(basefd, etcw, p, &st);
 			if (r < 0)
-				return sbx_init_fail(err, errlen, r, "copy /%s: %s", p->rel, strerror(-r));
+				return sbx_fail_buf(err, errlen, r, "copy /%s: %s", p->rel, strerror(-r));
 			continue;
 		}
 		struct pin_list one = { (struct pin *)p, 1 };
@@ -733,7 +733,7 @@ static int seal(int basefd, const char *rel, char *err, size_t errlen)
 	if (r == 0)
 		r = sbx_remount_top(fd, MS_RDONLY);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "remount /%s read-only: %s", rel, strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "remount /%s read-only: %s", rel, strerror(-r));
 	return 0;
 }
 
@@ -753,13 +753,13 @@ static int seal_all(int basefd, char *err, size_t errlen)
 static int pivot_into(int basefd, char *err, size_t errlen)
 {
 	if (fchdir(basefd) < 0)
-		return sbx_init_fail(err, errlen, -errno, "chdir to the new root: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "chdir to the new root: %s", strerror(errno));
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
-		return sbx_init_fail(err, errlen, -errno, "pivot_root: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "pivot_root: %s", strerror(errno));
 	if (umount2(".", MNT_DETACH) < 0)
-		return sbx_init_fail(err, errlen, -errno, "detach the old root: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "detach the old root: %s", strerror(errno));
 	if (chdir("/") < 0)
-		return sbx_init_fail(err, errlen, -errno, "chdir /: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "chdir /: %s", strerror(errno));
 	return 0;
 }
 
@@ -769,11 +769,11 @@ static int enter_workspace(char *err, size_t errlen)
 	char cwd[sizeof SBX_SANDBOX_ROOT + 1];
 
 	if (chdir(SBX_SANDBOX_ROOT) < 0)
-		return sbx_init_fail(err, errlen, -errno, "chdir %s: %s", SBX_SANDBOX_ROOT,
-		                     strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "chdir %s: %s", SBX_SANDBOX_ROOT,
+		                    strerror(errno));
 	if (!getcwd(cwd, sizeof cwd) || strcmp(cwd, SBX_SANDBOX_ROOT) != 0)
-		return sbx_init_fail(err, errlen, -EIO, "chdir %s: the cwd is not %s",
-		                     SBX_SANDBOX_ROOT, SBX_SANDBOX_ROOT);
+		return sbx_fail_buf(err, errlen, -EIO, "chdir %s: the cwd is not %s",
+		                    SBX_SANDBOX_ROOT, SBX_SANDBOX_ROOT);
 	return 0;
 }
 
@@ -797,12 +797,12 @@ static int set_hostname(const char *hostname, char *err, size_t errlen)
 	if (!hostname)
 		return 0;
 	if (in_initial_user_namespace())
-		return sbx_init_fail(err, errlen, -EPERM,
-		                     "sethostname %s: not in a new user namespace, refusing to rename "
-		                     "the host", hostname);
+		return sbx_fail_buf(err, errlen, -EPERM,
+		                    "sethostname %s: not in a new user namespace, refusing to rename "
+		                    "the host", hostname);
 	if (sethostname(hostname, strlen(hostname)) < 0)
-		return sbx_init_fail(err, errlen, -errno, "sethostname %s: %s", hostname,
-		                     strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "sethostname %s: %s", hostname,
+		                    strerror(errno));
 	return 0;
 }
 
@@ -829,7 +829,7 @@ int sbx_rootfs_prepare(const struct sbx_rootfs_spec *spec, struct sbx_rootfs_sta
 
 	*out = NULL;
 	if (!st)
-		return sbx_init_fail(err, errlen, -ENOMEM, "rootfs: out of memory");
+		return sbx_fail_buf(err, errlen, -ENOMEM, "rootfs: out of memory");
 	*st = (struct sbx_rootfs_stage){ .pins = PINS_NONE, .basefd = -1 };
 	r = validate_spec(spec, err, errlen);
 	if (r == 0)

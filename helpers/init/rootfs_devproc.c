@@ -18,7 +18,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/mount_util.h"
 #include "init/rootfs_internal.h"
 #include "util/cleanup.h"
@@ -42,16 +42,16 @@ static int pin_node(int devfd, const struct dev_node *n, int *out, char *err, si
 	struct stat st;
 
 	if (fd < 0)
-		return sbx_init_fail(err, errlen, -errno, "open /dev/%s: %s", n->name,
-		                     strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "open /dev/%s: %s", n->name,
+		                    strerror(errno));
 	if (fstat(fd, &st) < 0)
-		return sbx_init_fail(err, errlen, -errno, "fstat /dev/%s: %s", n->name,
-		                     strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "fstat /dev/%s: %s", n->name,
+		                    strerror(errno));
 	if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != n->major ||
 	    minor(st.st_rdev) != n->minor)
-		return sbx_init_fail(err, errlen, -ENODEV,
-		                     "/dev/%s on the host is not character device %u:%u", n->name,
-		                     n->major, n->minor);
+		return sbx_fail_buf(err, errlen, -ENODEV,
+		                    "/dev/%s on the host is not character device %u:%u", n->name,
+		                    n->major, n->minor);
 	*out = SBX_TAKE_FD(fd);
 	return 0;
 }
@@ -61,7 +61,7 @@ int sbx_dev_pin_nodes(int fds[SBX_DEV_NODES], char *err, size_t errlen)
 	_cleanup_close_ int devfd = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	if (devfd < 0)
-		return sbx_init_fail(err, errlen, -errno, "open /dev: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "open /dev: %s", strerror(errno));
 	for (size_t i = 0; i < SBX_DEV_NODES; i++) {
 		int r = pin_node(devfd, &dev_nodes[i], &fds[i], err, errlen);
 
@@ -107,8 +107,8 @@ static int dev_links(int devfd, char *err, size_t errlen)
 
 	for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
 		if (symlinkat(links[i][1], devfd, links[i][0]) < 0)
-			return sbx_init_fail(err, errlen, -errno, "symlink /dev/%s: %s", links[i][0],
-			                     strerror(errno));
+			return sbx_fail_buf(err, errlen, -errno, "symlink /dev/%s: %s", links[i][0],
+			                    strerror(errno));
 	return 0;
 }
 
@@ -133,7 +133,7 @@ int sbx_dev_mount(int basefd, const int fds[SBX_DEV_NODES], char *err, size_t er
 		return r;
 	r = sbx_open_beneath(basefd, "dev", &devfd);
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "open /dev: %s", strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "open /dev: %s", strerror(-r));
 	return dev_links(devfd, err, errlen);
 }
 
@@ -210,11 +210,11 @@ int sbx_proc_mount(int basefd, int dev_null_fd, char *err, size_t errlen)
 	                         err, errlen);
 
 	if (r == -EPERM)
-		return sbx_init_fail(err, errlen, r,
-		                     "mount proc on /proc: %s (the caller must be PID 1 of a PID "
-		                     "namespace owned by its user namespace, and the host's /proc "
-		                     "must not be partly masked, as it is in most containers)",
-		                     strerror(-r));
+		return sbx_fail_buf(err, errlen, r,
+		                    "mount proc on /proc: %s (the caller must be PID 1 of a PID "
+		                    "namespace owned by its user namespace, and the host's /proc "
+		                    "must not be partly masked, as it is in most containers)",
+		                    strerror(-r));
 	if (r < 0)
 		return r;
 	r = proc_make_readonly(basefd, err, errlen);

@@ -26,7 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/sandbox.h"
 #include "init/seccomp_internal.h"
 #include "init/seccomp_table.h"
@@ -58,7 +58,7 @@ static int set_attributes(scmp_filter_ctx ctx, char *err, size_t errlen)
 	int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, badarch);
 
 	if (rc < 0)
-		return sbx_init_fail(err, errlen, rc, "seccomp: bad-arch action: %s", strerror(-rc));
+		return sbx_fail_buf(err, errlen, rc, "seccomp: bad-arch action: %s", strerror(-rc));
 	/* A binary tree of system call numbers: a call the kernel cannot cache as always
 	 * allowed walks a few compares, not all three hundred. */
 	(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
@@ -76,7 +76,7 @@ static int compat_filter(uint32_t deny_action, scmp_filter_ctx *out, char *err, 
 		if (compat_table[i].native != native)
 			continue;
 		if (!(*out = seccomp_init(deny_action)))
-			return sbx_init_fail(err, errlen, -ENOMEM, "seccomp_init failed");
+			return sbx_fail_buf(err, errlen, -ENOMEM, "seccomp_init failed");
 		if ((rc = set_attributes(*out, err, errlen)) < 0)
 			return rc;
 		/* A compat architecture libseccomp cannot add is left out: its calls then meet the
@@ -84,7 +84,7 @@ static int compat_filter(uint32_t deny_action, scmp_filter_ctx *out, char *err, 
 		for (size_t j = 0; j < 2 && compat_table[i].compat[j]; j++)
 			added += seccomp_arch_add(*out, compat_table[i].compat[j]) == 0;
 		if ((rc = seccomp_arch_remove(*out, SCMP_ARCH_NATIVE)) < 0)
-			return sbx_init_fail(err, errlen, rc, "seccomp: compat filter: %s", strerror(-rc));
+			return sbx_fail_buf(err, errlen, rc, "seccomp: compat filter: %s", strerror(-rc));
 	}
 	if (*out && !added) {
 		seccomp_release(*out);
@@ -113,7 +113,7 @@ static int add_row(scmp_filter_ctx ctx, const struct sbx_syscall_row *row, int n
 		return 0;       /* the default action */
 	}
 	if (rc < 0)
-		return sbx_init_fail(err, errlen, rc, "seccomp rule %s: %s", row->name, strerror(-rc));
+		return sbx_fail_buf(err, errlen, rc, "seccomp rule %s: %s", row->name, strerror(-rc));
 	return 0;
 }
 
@@ -130,10 +130,10 @@ int sbx_seccomp_build(int deny_errno, scmp_filter_ctx *out, char *err, size_t er
 	int rc;
 
 	if (deny_errno <= 0 || deny_errno > 4095)
-		return sbx_init_fail(err, errlen, -EINVAL, "seccomp: bad deny errno %d", deny_errno);
+		return sbx_fail_buf(err, errlen, -EINVAL, "seccomp: bad deny errno %d", deny_errno);
 	deny_action = SCMP_ACT_ERRNO((uint16_t)deny_errno);
 	if (!(*out = seccomp_init(deny_action)))
-		return sbx_init_fail(err, errlen, -ENOMEM, "seccomp_init failed");
+		return sbx_fail_buf(err, errlen, -ENOMEM, "seccomp_init failed");
 	if ((rc = set_attributes(*out, err, errlen)) < 0)
 		return rc;
 	for (size_t i = 0; i < sbx_syscall_table_len; i++) {
@@ -146,8 +146,8 @@ int sbx_seccomp_build(int deny_errno, scmp_filter_ctx *out, char *err, size_t er
 		return rc;
 	if (compat) {
 		if ((rc = seccomp_merge(*out, compat)) < 0)
-			return sbx_init_fail(err, errlen, rc, "seccomp: add the 32-bit tables: %s",
-			                     strerror(-rc));
+			return sbx_fail_buf(err, errlen, rc, "seccomp: add the 32-bit tables: %s",
+			                    strerror(-rc));
 		compat = NULL;     /* merged: the destination owns it now */
 	}
 	return 0;

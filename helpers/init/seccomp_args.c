@@ -21,7 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/seccomp_internal.h"
 
 #ifndef CLONE_NEWCGROUP
@@ -59,8 +59,8 @@ static int allow_when(const struct rule_ctx *r, unsigned n, const struct scmp_ar
 	int rc = seccomp_rule_add_exact_array(r->ctx, SCMP_ACT_ALLOW, r->nr, n, cmp);
 
 	if (rc < 0)
-		return sbx_init_fail(r->err, r->errlen, rc, "seccomp rule %s: %s", r->name,
-		                     strerror(-rc));
+		return sbx_fail_buf(r->err, r->errlen, rc, "seccomp rule %s: %s", r->name,
+		                    strerror(-rc));
 	return 0;
 }
 
@@ -174,5 +174,5 @@ int sbx_seccomp_add_arg_rules(scmp_filter_ctx ctx, const char *name, int nr, cha
 	for (size_t i = 0; i < sizeof builders / sizeof builders[0]; i++)
 		if (!strcmp(builders[i].name, name))
 			return builders[i].add(&r);
-	return sbx_init_fail(err, errlen, -EINVAL, "seccomp: no argument rules for %s", name);
+	return sbx_fail_buf(err, errlen, -EINVAL, "seccomp: no argument rules for %s", name);
 }

@@ -21,7 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/sandbox.h"
 #include "init/seccomp_internal.h"
 #include "init/seccomp_table.h"
@@ -79,16 +79,16 @@ static int export_after_prologue(scmp_filter_ctx ctx, struct program *prog, size
 	int rc;
 
 	if (fd < 0)
-		return sbx_init_fail(err, errlen, -errno, "seccomp: memfd: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "seccomp: memfd: %s", strerror(errno));
 	if ((rc = seccomp_export_bpf(ctx, fd)) < 0)
-		return sbx_init_fail(err, errlen, rc, "seccomp_export_bpf: %s", strerror(-rc));
+		return sbx_fail_buf(err, errlen, rc, "seccomp_export_bpf: %s", strerror(-rc));
 	n = pread(fd, prog->insns + at, room, 0);
 	if (n <= 0 || n % (ssize_t)sizeof prog->insns[0] != 0)
-		return sbx_init_fail(err, errlen, n < 0 ? -errno : -EIO,
-		                     "seccomp: read back the program");
+		return sbx_fail_buf(err, errlen, n < 0 ? -errno : -EIO,
+		                    "seccomp: read back the program");
 	if ((size_t)n == room && lseek(fd, 0, SEEK_END) > n)
-		return sbx_init_fail(err, errlen, -E2BIG, "seccomp: the program exceeds %d "
-		                     "instructions", BPF_MAXINSNS);
+		return sbx_fail_buf(err, errlen, -E2BIG, "seccomp: the program exceeds %d "
+		                    "instructions", BPF_MAXINSNS);
 	prog->len = at + (size_t)n / sizeof prog->insns[0];
 	return 0;
 }
@@ -103,10 +103,10 @@ static int build_program(int deny_errno, int newer_errno, struct program *prog, 
 	size_t n;
 
 	if (newer_errno <= 0 || newer_errno > 4095)
-		return sbx_init_fail(err, errlen, -EINVAL, "seccomp: bad errno %d", newer_errno);
+		return sbx_fail_buf(err, errlen, -EINVAL, "seccomp: bad errno %d", newer_errno);
 	if (max_nr < 0)
-		return sbx_init_fail(err, errlen, -ENOSYS, "seccomp: no system call of the table "
-		                     "exists on this architecture");
+		return sbx_fail_buf(err, errlen, -ENOSYS, "seccomp: no system call of the table "
+		                    "exists on this architecture");
 	if ((rc = sbx_seccomp_build(deny_errno, &ctx, err, errlen)) < 0)
 		return rc;
 	n = prologue(head, seccomp_arch_native(), max_nr, newer_errno);
@@ -124,7 +124,7 @@ static int load(const struct sock_filter *insns, size_t len, char *err, size_t e
 		return 0;
 	if (errno == ENOSYS && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0L, 0L) == 0)
 		return 0;
-	return sbx_init_fail(err, errlen, -errno, "seccomp: load the program: %s", strerror(errno));
+	return sbx_fail_buf(err, errlen, -errno, "seccomp: load the program: %s", strerror(errno));
 }
 
 int sbx_seccomp_apply_errno(int deny_errno, int newer_errno, char *err, size_t errlen)
@@ -133,7 +133,7 @@ int sbx_seccomp_apply_errno(int deny_errno, int newer_errno, char *err, size_t e
 	int rc;
 
 	if (!prog)
-		return sbx_init_fail(err, errlen, -ENOMEM, "seccomp: out of memory");
+		return sbx_fail_buf(err, errlen, -ENOMEM, "seccomp: out of memory");
 	rc = build_program(deny_errno, newer_errno, prog, err, errlen);
 	if (rc == 0)
 		rc = load(prog->insns, prog->len, err, errlen);
@@ -154,11 +154,11 @@ int sbx_seccomp_export(int fd, char *err, size_t errlen)
 	int rc;
 
 	if (!prog)
-		return sbx_init_fail(err, errlen, -ENOMEM, "seccomp: out of memory");
+		return sbx_fail_buf(err, errlen, -ENOMEM, "seccomp: out of memory");
 	rc = build_program(EPERM, ENOSYS, prog, err, errlen);
 	size = prog->len * sizeof prog->insns[0];
 	if (rc == 0 && (n = pwrite(fd, prog->insns, size, 0)) != (ssize_t)size)
-		rc = sbx_init_fail(err, errlen, n < 0 ? -errno : -EIO, "seccomp: write the program");
+		rc = sbx_fail_buf(err, errlen, n < 0 ? -errno : -EIO, "seccomp: write the program");
 	free(prog);
 	return rc;
 }
@@ -169,8 +169,8 @@ int sbx_seccomp_load_program(int fd, char *err, size_t errlen)
 	ssize_t n = pread(fd, insns, sizeof insns, 0);
 
 	if (n <= 0 || n % (ssize_t)sizeof insns[0] != 0)
-		return sbx_init_fail(err, errlen, n < 0 ? -errno : -EINVAL,
-		                     "seccomp: unreadable program on fd %d", fd);
+		return sbx_fail_buf(err, errlen, n < 0 ? -errno : -EINVAL,
+		                    "seccomp: unreadable program on fd %d", fd);
 	return load(insns, (size_t)n / sizeof insns[0], err, errlen);
 }
 
@@ -181,7 +181,7 @@ int sbx_seccomp_refuse_setid(char *err, size_t errlen)
 	int rc;
 
 	if (!prog)
-		return sbx_init_fail(err, errlen, -ENOMEM, "seccomp: out of memory");
+		return sbx_fail_buf(err, errlen, -ENOMEM, "seccomp: out of memory");
 	rc = sbx_seccomp_build_setid(&ctx, err, errlen);
 	if (rc == 0)
 		rc = export_after_prologue(ctx, prog, 0, err, errlen);

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/sandbox.h"
 #include "init/seccomp_internal.h"
 #include "init/seccomp_table.h"
@@ -39,8 +39,8 @@ static int refuse_bit(scmp_filter_ctx ctx, const char *name, int nr, unsigned ar
 	int rc = seccomp_rule_add_exact_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, &cmp);
 
 	if (rc < 0)
-		return sbx_init_fail(err, errlen, rc, "seccomp: set-id rule for %s: %s", name,
-		                     strerror(-rc));
+		return sbx_fail_buf(err, errlen, rc, "seccomp: set-id rule for %s: %s", name,
+		                    strerror(-rc));
 	return 0;
 }
 
@@ -58,10 +58,10 @@ int sbx_seccomp_build_setid(scmp_filter_ctx *out, char *err, size_t errlen)
 	int nr, rc;
 
 	if (!(*out = seccomp_init(SCMP_ACT_ALLOW)))
-		return sbx_init_fail(err, errlen, -ENOMEM, "seccomp_init failed");
+		return sbx_fail_buf(err, errlen, -ENOMEM, "seccomp_init failed");
 	/* Another architecture's calls are the baseline's to judge (it refuses them). */
 	if ((rc = seccomp_attr_set(*out, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW)) < 0)
-		return sbx_init_fail(err, errlen, rc, "seccomp: bad-arch action: %s", strerror(-rc));
+		return sbx_fail_buf(err, errlen, rc, "seccomp: bad-arch action: %s", strerror(-rc));
 	for (size_t i = 0; i < sizeof mode_calls / sizeof mode_calls[0]; i++) {
 		if ((nr = native_nr(mode_calls[i].name)) < 0)
 			continue;
@@ -73,6 +73,6 @@ int sbx_seccomp_build_setid(scmp_filter_ctx *out, char *err, size_t errlen)
 	}
 	if ((nr = native_nr("openat2")) >= 0 &&
 	    (rc = seccomp_rule_add_exact(*out, SCMP_ACT_ERRNO(ENOSYS), nr, 0)) < 0)
-		return sbx_init_fail(err, errlen, rc, "seccomp: openat2 rule: %s", strerror(-rc));
+		return sbx_fail_buf(err, errlen, rc, "seccomp: openat2 rule: %s", strerror(-rc));
 	return 0;
 }

@@ -34,6 +34,7 @@
 #include "proto/run_proto.h"
 #include "runner.h"
 #include "server.h"
+#include "util/clock.h"
 
 extern char **environ;
 
@@ -232,19 +233,9 @@ static void handle_spawn(struct spawn_request *req, const sigset_t *saved_mask)
 	free(vec);
 }
 
-/* CLOCK_BOOTTIME: the TTL is real time (a suspended machine ages too), untouched by clock
- * changes. */
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct idle {
 	uint64_t ttl_ms;          /* 0: never by itself */
-	int64_t last_use;         /* now_ms() of the last spawn or hang-up */
+	int64_t last_use;         /* sbx_boottime_ms() of the last spawn or hang-up */
 };
 
 /* poll's timeout: -1 while a client holds the sandbox (or it is not detached, or has no
@@ -255,7 +246,7 @@ static int idle_timeout(const struct idle *idle, const struct sbx_init_peers *pe
 
 	if (!idle->ttl_ms || peers->listener < 0 || peers->ctl >= 0 || peers->n_clients)
 		return -1;
-	left = idle->last_use + (int64_t)idle->ttl_ms - now_ms();
+	left = idle->last_use + (int64_t)idle->ttl_ms - sbx_boottime_ms();
 	return left <= 0 ? 0 : left > 3600000 ? 3600000 : (int)left;
 }
 
@@ -274,14 +265,14 @@ static bool serve_message(struct sbx_init_peers *peers, int fd, const sigset_t *
 
 	if (r == 0) {
 		sbx_init_peers_drop(peers, fd);   /* the backend closed the workspace (or died) */
-		idle->last_use = now_ms();
+		idle->last_use = sbx_boottime_ms();
 		return true;
 	}
 	if (r < 0)
 		return true;
 	switch (req.head.kind) {
 	case SBX_INIT_SPAWN:
-		idle->last_use = now_ms();
+		idle->last_use = sbx_boottime_ms();
 		handle_spawn(&req, saved);
 		break;
 	case SBX_INIT_LISTEN:
@@ -330,7 +321,7 @@ int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd, int *s
 
 int sbx_init_serve(int ctl, uint64_t idle_ttl_ms)
 {
-	struct idle idle = { .ttl_ms = idle_ttl_ms, .last_use = now_ms() };
+	struct idle idle = { .ttl_ms = idle_ttl_ms, .last_use = sbx_boottime_ms() };
 	struct sbx_init_peers peers;
 	sigset_t chld, saved;
 	int sigfd;

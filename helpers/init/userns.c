@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
-#include "init/errmsg.h"
+#include "util/error.h"
 #include "init/sandbox.h"
 #include "util/cleanup.h"
 
@@ -34,14 +34,14 @@ static int write_proc_self(const char *name, const char *data, char *err, size_t
 	snprintf(path, sizeof path, "/proc/self/%s", name);
 	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return sbx_init_fail(err, errlen, -errno, "open %s: %s", path, strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "open %s: %s", path, strerror(errno));
 	do
 		n = write(fd, data, len);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return sbx_init_fail(err, errlen, -errno, "write %s: %s", path, strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "write %s: %s", path, strerror(errno));
 	if ((size_t)n != len)
-		return sbx_init_fail(err, errlen, -EIO, "write %s: short write", path);
+		return sbx_fail_buf(err, errlen, -EIO, "write %s: short write", path);
 	return 0;
 }
 
@@ -99,8 +99,8 @@ static int enter(uid_t outer_uid, gid_t outer_gid, bool as_root, int extra_flags
 	if (unshare(CLONE_NEWUSER | extra_flags) < 0) {
 		int e = errno;
 
-		return sbx_init_fail(err, errlen, -e, "unshare(user namespace, flags 0x%x): %s%s",
-		                     (unsigned)extra_flags, strerror(e), userns_refusal_hint(e));
+		return sbx_fail_buf(err, errlen, -e, "unshare(user namespace, flags 0x%x): %s%s",
+		                    (unsigned)extra_flags, strerror(e), userns_refusal_hint(e));
 	}
 	r = deny_setgroups(err, errlen);
 	if (r < 0)
@@ -196,8 +196,8 @@ static int unshare_mapped(pid_t mapper, int go, int report, int extra_flags, cha
 
 		close(go);         /* the mapper reads end-of-file and leaves */
 		reap_mapper(mapper);
-		return sbx_init_fail(err, errlen, -e, "unshare(user namespace, flags 0x%x): %s%s",
-		                     (unsigned)extra_flags, strerror(e), userns_refusal_hint(e));
+		return sbx_fail_buf(err, errlen, -e, "unshare(user namespace, flags 0x%x): %s%s",
+		                    (unsigned)extra_flags, strerror(e), userns_refusal_hint(e));
 	}
 	n = write(go, "m", 1);
 	close(go);
@@ -205,11 +205,11 @@ static int unshare_mapped(pid_t mapper, int go, int report, int extra_flags, cha
 	while ((n = read(report, &f, sizeof f)) < 0 && errno == EINTR)
 		;
 	if (n == (ssize_t)sizeof f && f.err)
-		return sbx_init_fail(err, errlen, -f.err, "write /proc/self/%.15s for the host range: %s",
-		                     f.file, strerror(f.err));
+		return sbx_fail_buf(err, errlen, -f.err, "write /proc/self/%.15s for the host range: %s",
+		                    f.file, strerror(f.err));
 	if (r < 0)
-		return sbx_init_fail(err, errlen, r, "the process writing the user namespace's maps "
-		                     "failed");
+		return sbx_fail_buf(err, errlen, r, "the process writing the user namespace's maps "
+		                    "failed");
 	return 0;
 }
 
@@ -221,19 +221,19 @@ int sbx_userns_enter_range(const struct sbx_id_range *range, int extra_flags, ch
 	pid_t self = getpid(), mapper;
 
 	if (!range->count || range->uid == 0 || range->gid == 0)
-		return sbx_init_fail(err, errlen, -EINVAL, "users: the host range must not be empty "
-		                     "nor contain root");
+		return sbx_fail_buf(err, errlen, -EINVAL, "users: the host range must not be empty "
+		                    "nor contain root");
 	/* The host's supplementary groups would stay with the sandbox, out of reach of a
 	 * setgroups that the namespace denies: drop them while we still may. */
 	if (setgroups(0, NULL) < 0)
-		return sbx_init_fail(err, errlen, -errno, "setgroups: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "setgroups: %s", strerror(errno));
 	if (pipe2(go, O_CLOEXEC) < 0)
-		return sbx_init_fail(err, errlen, -errno, "pipe: %s", strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "pipe: %s", strerror(errno));
 	if (pipe2(report, O_CLOEXEC) < 0) {
 		r = -errno;
 		close(go[0]);
 		close(go[1]);
-		return sbx_init_fail(err, errlen, r, "pipe: %s", strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "pipe: %s", strerror(-r));
 	}
 	mapper = fork();
 	if (mapper == 0) {
@@ -247,7 +247,7 @@ int sbx_userns_enter_range(const struct sbx_id_range *range, int extra_flags, ch
 	if (mapper < 0) {
 		r = -errno;
 		close(go[1]);
-		return sbx_init_fail(err, errlen, r, "fork: %s", strerror(-r));
+		return sbx_fail_buf(err, errlen, r, "fork: %s", strerror(-r));
 	}
 	r = unshare_mapped(mapper, go[1], report_r, extra_flags, err, errlen);
 	if (r < 0)
@@ -255,8 +255,8 @@ int sbx_userns_enter_range(const struct sbx_id_range *range, int extra_flags, ch
 	/* Until now this process was the host's root seen from outside; from here it is the
 	 * range's first id (CAP_SETUID and CAP_SETGID in the new namespace allow it). */
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
-		return sbx_init_fail(err, errlen, -errno, "become uid 0 of the new user namespace: %s",
-		                     strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "become uid 0 of the new user namespace: %s",
+		                    strerror(errno));
 	return 0;
 }
 
@@ -265,9 +265,9 @@ int sbx_drop_to_host_ids(uint32_t uid, uint32_t gid, char *err, size_t errlen)
 	uid_t r, e, saved;
 
 	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
-		return sbx_init_fail(err, errlen, -errno, "users: become host uid %u and gid %u: %s",
-		                     uid, gid, strerror(errno));
+		return sbx_fail_buf(err, errlen, -errno, "users: become host uid %u and gid %u: %s",
+		                    uid, gid, strerror(errno));
 	if (getresuid(&r, &e, &saved) < 0 || r != uid || e != uid || saved != uid)
-		return sbx_init_fail(err, errlen, -EPERM, "users: still not host uid %u", uid);
+		return sbx_fail_buf(err, errlen, -EPERM, "users: still not host uid %u", uid);
 	return 0;
 }

@@ -48,7 +48,7 @@ void sbx_conn_record(struct sbx_conn *c, const char *decision, const char *rule,
 		.port = c->have_target ? c->target.port : 0,
 		.error = c->error[0] ? c->error : NULL,
 		.bytes_up = c->bytes_up, .bytes_down = c->bytes_down,
-		.duration_ms = sbx_proxy_now_ms() - c->started,
+		.duration_ms = sbx_now_ms() - c->started,
 	};
 
 	if (c->recorded)
@@ -142,7 +142,7 @@ void sbx_conn_refuse(struct sbx_conn *c, int status, uint8_t socks_code, const c
 		ring_put(&c->down, page, n > 0 && (size_t)n < sizeof page ? (size_t)n : 0);
 	}
 	c->state = C_LINGER;
-	c->deadline = sbx_proxy_now_ms() + SBX_PROXY_LINGER_MS;
+	c->deadline = sbx_now_ms() + SBX_PROXY_LINGER_MS;
 	sbx_conn_update_watches(c);
 }
 
@@ -190,7 +190,7 @@ void sbx_conn_accept(struct sbx_proxy *px, int fd)
 	c->down.p = c->mem + SBX_PROXY_BUF;
 	c->client = (struct sbx_watch){ .kind = W_CLIENT, .obj = c, .fd = fd };
 	c->upstream = (struct sbx_watch){ .kind = W_UPSTREAM, .obj = c, .fd = -1 };
-	c->started = sbx_proxy_now_ms();
+	c->started = sbx_now_ms();
 	c->deadline = c->started + SBX_PROXY_HEAD_TIMEOUT_MS;
 	if (sbx_watch_add(px, &c->client, EPOLLIN) < 0) {
 		munmap(c->mem, 2 * SBX_PROXY_BUF);
@@ -231,7 +231,7 @@ static void established(struct sbx_conn *c)
 	c->connected = true;
 	c->peer = c->addrs[c->next_addr - 1];
 	c->state = C_TUNNEL;
-	c->deadline = sbx_proxy_now_ms() + SBX_PROXY_IDLE_TIMEOUT_MS;
+	c->deadline = sbx_now_ms() + SBX_PROXY_IDLE_TIMEOUT_MS;
 	if (c->proto == P_CONNECT) {
 		ring_put(&c->down, connect_ok, sizeof connect_ok - 1);
 		c->reply_left = sizeof connect_ok - 1;
@@ -271,7 +271,7 @@ static void connect_next(struct sbx_conn *c, int last_error)
 			continue;
 		}
 		c->state = C_CONNECTING;
-		c->deadline = sbx_proxy_now_ms() + SBX_PROXY_CONNECT_TIMEOUT_MS;
+		c->deadline = sbx_now_ms() + SBX_PROXY_CONNECT_TIMEOUT_MS;
 		sbx_conn_update_watches(c);
 		return;
 	}
@@ -324,7 +324,7 @@ void sbx_conn_decide(struct sbx_conn *c)
 		return;
 	}
 	c->state = C_RESOLVING;
-	c->deadline = sbx_proxy_now_ms() + SBX_PROXY_RESOLVE_TIMEOUT_MS;
+	c->deadline = sbx_now_ms() + SBX_PROXY_RESOLVE_TIMEOUT_MS;
 	sbx_conn_update_watches(c);
 }
 

@@ -23,14 +23,6 @@
 #define FDS_PER_CONN 2
 #define FDS_SPARE 64
 
-int64_t sbx_proxy_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int sbx_watch_add(struct sbx_proxy *px, struct sbx_watch *w, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = w };
@@ -189,7 +181,7 @@ static bool dispatch(struct sbx_proxy *px, struct sbx_watch *w, uint32_t events)
 static void run(struct sbx_proxy *px)
 {
 	struct epoll_event ev[256];
-	int64_t next_sweep = sbx_proxy_now_ms() + 1000;
+	int64_t next_sweep = sbx_now_ms() + 1000;
 
 	while (!px->stopping) {
 		int n = epoll_wait(px->epfd, ev, 256, 1000), i;
@@ -200,9 +192,9 @@ static void run(struct sbx_proxy *px)
 			if (!dispatch(px, ev[i].data.ptr, ev[i].events))
 				px->stopping = true;
 		sbx_conn_reap(px);
-		if (sbx_proxy_now_ms() >= next_sweep) {
-			sbx_conn_sweep(px, sbx_proxy_now_ms());
-			next_sweep = sbx_proxy_now_ms() + 1000;
+		if (sbx_now_ms() >= next_sweep) {
+			sbx_conn_sweep(px, sbx_now_ms());
+			next_sweep = sbx_now_ms() + 1000;
 		}
 	}
 }

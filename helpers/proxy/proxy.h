@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "resolver.h"
+#include "util/clock.h"
 #include "util/netpolicy.h"
 
 #define SBX_PROXY_BUF (64u << 10)          /* per direction, per connection */
@@ -91,6 +92,5 @@ int sbx_proxy_set_policy(struct sbx_proxy *px, const char *json, size_t len, cha
 int sbx_watch_add(struct sbx_proxy *px, struct sbx_watch *w, uint32_t events);
 void sbx_watch_set(struct sbx_proxy *px, struct sbx_watch *w, uint32_t events);
 void sbx_watch_del(struct sbx_proxy *px, struct sbx_watch *w);
-int64_t sbx_proxy_now_ms(void);
 
 #endif

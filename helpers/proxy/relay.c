@@ -160,7 +160,7 @@ static void client_event(struct sbx_conn *c, uint32_t events)
 		c->down_shut = true;
 	}
 	if (c->state == C_TUNNEL) {
-		c->deadline = sbx_proxy_now_ms() + SBX_PROXY_IDLE_TIMEOUT_MS;
+		c->deadline = sbx_now_ms() + SBX_PROXY_IDLE_TIMEOUT_MS;
 		if (tunnel_done(c)) {
 			sbx_conn_finish(c);
 			return;
@@ -202,7 +202,7 @@ static void upstream_event(struct sbx_conn *c, uint32_t events)
 			c->up_shut = true;
 		}
 	}
-	c->deadline = sbx_proxy_now_ms() + SBX_PROXY_IDLE_TIMEOUT_MS;
+	c->deadline = sbx_now_ms() + SBX_PROXY_IDLE_TIMEOUT_MS;
 	if (tunnel_done(c)) {
 		sbx_conn_finish(c);
 		return;

@@ -1,4 +1,4 @@
-/* Wire protocol between the library (src/util/netproxy.c) and agentsbx-proxy, the network
+/* Wire protocol between the library (backends/common/netproxy.c) and agentsbx-proxy, the network
  * proxy of one workspace in mode "allowlist" (helpers/proxy/).
  *
  * The library starts `agentsbx-proxy --proto 1` (posix_spawn, never fork) with

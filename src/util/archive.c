@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/archive_int.h"
-#include "util/buf.h"
-#include "util/cleanup.h"
-#include "util/error.h"
+#include "archive_int.h"
+#include "buf.h"
+#include "cleanup.h"
+#include "error.h"
 
 #define NAME_COMPONENT_MAX 255
 

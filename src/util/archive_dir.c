@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/archive_int.h"
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/fs.h"
+#include "archive_int.h"
+#include "cleanup.h"
+#include "error.h"
+#include "fs.h"
 
 struct names {
 	char **v;

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/archive.h"
+#include "archive.h"
 
 /* Kinds a reader may find besides enum sbx_archive_entry_type: refused with `other` named. */
 #define SBX_ENTRY_OTHER 0

@@ -8,9 +8,9 @@
 #include <zlib.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/archive_int.h"
-#include "util/cleanup.h"
-#include "util/error.h"
+#include "archive_int.h"
+#include "cleanup.h"
+#include "error.h"
 
 #define BLOCK 512
 /* Long names and pax headers: far beyond any real name, small enough to hold in memory. */

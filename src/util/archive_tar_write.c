@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/archive.h"
-#include "util/buf.h"
-#include "util/error.h"
+#include "archive.h"
+#include "buf.h"
+#include "error.h"
 
 #define BLOCK 512
 #define NAME_FIELD 100

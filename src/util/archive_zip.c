@@ -9,9 +9,9 @@
 #include <zlib.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/archive_int.h"
-#include "util/cleanup.h"
-#include "util/error.h"
+#include "archive_int.h"
+#include "cleanup.h"
+#include "error.h"
 
 #define EOCD_SIG      0x06054b50u
 #define EOCD64_LOC_SIG 0x07064b50u

@@ -8,11 +8,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/auditlog.h"
-#include "util/error.h"
-#include "util/fs.h"
-#include "util/hostlock.h"
-#include "util/statedir.h"
+#include "auditlog.h"
+#include "error.h"
+#include "fs.h"
+#include "hostlock.h"
+#include "statedir.h"
 
 /* Other writers hold the lock for one write; past this something is wrong with them, and
  * the record goes out without the lock (it stays whole: one O_APPEND write) rather than

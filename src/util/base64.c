@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/base64.h"
+#include "base64.h"
 
 static int b64_value(char c)
 {

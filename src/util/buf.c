@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/buf.h"
+#include "buf.h"
 
 #define BUF_MIN_CAP 64
 

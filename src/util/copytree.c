@@ -25,9 +25,9 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/fs.h"
+#include "cleanup.h"
+#include "error.h"
+#include "fs.h"
 
 #define COPY_MAX_DEPTH 256
 #define CHUNK ((off_t)1 << 30)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/diff.h"
+#include "diff.h"
 
 #define CONTEXT 3
 #define MAX_EDIT_DISTANCE 1000   /* beyond this: one hunk replaces the differing middle */

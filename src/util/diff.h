@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "util/buf.h"
+#include "buf.h"
 
 /* What a diff may cost. The bytes and lines counted are those of the part that differs
  * (from the first changed line to the last, plus the context), in either text: the common

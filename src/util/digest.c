@@ -4,8 +4,8 @@
 #include <openssl/hmac.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/digest.h"
-#include "util/error.h"
+#include "digest.h"
+#include "error.h"
 
 int sbx_sha256_hex(const void *data, size_t len, char hex[65])
 {

@@ -1,11 +1,12 @@
-/* Thread-local error messages and the mapping from errno to the library's codes. */
+/* The error convention (error.h): the thread's message, the caller-buffer form the helpers
+ * use, and the mapping from errno to the library's codes. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/error.h"
+#include "error.h"
 
 #define SBX_ERROR_MAX 1024
 
@@ -30,6 +31,22 @@ int sbx_error_set(int code, const char *fmt, ...)
 	vsnprintf(last_error, sizeof last_error, fmt, ap);
 	va_end(ap);
 	errno = saved;
+	return code < 0 ? code : -code;
+}
+
+int sbx_fail_buf(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	errno = saved;
+	if (code == 0)
+		return -SBX_EIO;
 	return code < 0 ? code : -code;
 }
 

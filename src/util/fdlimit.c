@@ -5,8 +5,8 @@
 #include <sys/resource.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/error.h"
-#include "util/fdlimit.h"
+#include "error.h"
+#include "fdlimit.h"
 
 /* Descriptors open in this process, or -1 when /proc/self/fd cannot be listed (then that
  * listing may itself have failed for want of a descriptor: the caller checks the limit). */

@@ -5,7 +5,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "util/fdpass.h"
+#include "fdpass.h"
 
 #define MAX_FDS 8
 

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/buf.h"
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/frontmatter.h"
+#include "buf.h"
+#include "cleanup.h"
+#include "error.h"
+#include "frontmatter.h"
 
 struct cursor {
 	const char *text;

@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/fs.h"
+#include "cleanup.h"
+#include "error.h"
+#include "fs.h"
 
 #if !defined(SYS_fchmodat2) && (defined(__x86_64__) || defined(__aarch64__) || \
                                 defined(__i386__) || defined(__riscv))

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/buf.h"
-#include "util/error.h"
-#include "util/gitconfig.h"
+#include "buf.h"
+#include "error.h"
+#include "gitconfig.h"
 
 #define NAME_MAX_LEN 1024          /* longer section or key names are refused, not truncated */
 

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/gitignore.h"
-#include "util/glob.h"
+#include "cleanup.h"
+#include "error.h"
+#include "gitignore.h"
+#include "glob.h"
 
 typedef struct rule {
 	sbx_glob *glob;

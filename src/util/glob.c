@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/glob.h"
+#include "cleanup.h"
+#include "error.h"
+#include "glob.h"
 
 /* More brace groups than anyone writes; bounds the expansion work for hostile patterns. */
 #define MAX_BRACE_GROUPS 64

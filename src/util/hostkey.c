@@ -12,11 +12,11 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/fs.h"
-#include "util/hostkey.h"
-#include "util/hostlock.h"
+#include "cleanup.h"
+#include "error.h"
+#include "fs.h"
+#include "hostkey.h"
+#include "hostlock.h"
 
 /* $XDG_STATE_HOME/agentsbx, or ~/.local/state/agentsbx of this user's home. */
 static int state_dir_path(char *out, size_t len)

@@ -15,9 +15,10 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/hostlock.h"
+#include "cleanup.h"
+#include "clock.h"
+#include "error.h"
+#include "hostlock.h"
 
 #define LOCKS_NAME "locks"
 #define POLL_FIRST_MS 1
@@ -197,14 +198,6 @@ const char *sbx_hostlock_dir(void)
 	return folder(&fd) == 0 ? folder_path : NULL;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void pause_ms(int ms)
 {
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
@@ -216,7 +209,7 @@ static void pause_ms(int ms)
  * could not be given up. */
 static int lock_until(int fd, int timeout_ms)
 {
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline = sbx_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	int pause = POLL_FIRST_MS;
 
 	for (;;) {
@@ -224,7 +217,7 @@ static int lock_until(int fd, int timeout_ms)
 			return 0;
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return sbx_fail(sbx_errno_code(errno), "flock: %s", strerror(errno));
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - sbx_now_ms();
 		if (left <= 0)
 			return sbx_fail(-SBX_ETIMEDOUT, "another process of this host held the lock for "
 			                "more than %d ms", timeout_ms);
@@ -268,14 +261,14 @@ int sbx_hostlock_take(int object_fd, const char *tag, int timeout_ms, int *lock_
 		return r;
 	snprintf(name, sizeof name, "%x-%x-%llx.%s.lock", major(st.st_dev), minor(st.st_dev),
 	         (unsigned long long)st.st_ino, tag);
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline = sbx_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	for (int attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
 		fd = openat(dir, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
 		            0600);
 		if (fd < 0)
 			return sbx_fail(sbx_errno_code(errno), "open the lock %s/%s: %s", folder_path,
 			                name, strerror(errno));
-		int left = (int)(deadline - now_ms());
+		int left = (int)(deadline - sbx_now_ms());
 		if ((r = lock_until(fd, left > 0 ? left : 0)) < 0) {
 			if (r == -SBX_ETIMEDOUT)
 				sbx_fail(r, "another process of this host held the lock for more than %d "

@@ -16,9 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/http.h"
+#include "cleanup.h"
+#include "clock.h"
+#include "error.h"
+#include "http.h"
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000L
 #define MAX_HEAD_BYTES (64u << 10)
@@ -361,19 +362,11 @@ static int parse_http_url(const struct sbx_http_request *req, struct url_parts *
 	return 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits until fd is ready for events or the deadline passes (-SBX_ETIMEDOUT). */
 static int wait_ready(int fd, short events, long long deadline)
 {
 	for (;;) {
-		long long left = deadline - now_ms();
+		long long left = deadline - sbx_now_ms();
 		struct pollfd p = { .fd = fd, .events = events };
 		int n;
 
@@ -562,7 +555,7 @@ int sbx_http_upgrade(const struct sbx_http_request *req, int *fd_out, long *stat
 {
 	long timeout = req->connect_timeout_ms > 0 ? req->connect_timeout_ms
 	                                           : DEFAULT_CONNECT_TIMEOUT_MS;
-	long long deadline = now_ms() + (req->timeout_ms > 0 ? req->timeout_ms : timeout);
+	long long deadline = sbx_now_ms() + (req->timeout_ms > 0 ? req->timeout_ms : timeout);
 	sbx_buf out = { 0 }, head = { 0 };
 	struct url_parts u;
 	int fd, r;
@@ -571,8 +564,8 @@ int sbx_http_upgrade(const struct sbx_http_request *req, int *fd_out, long *stat
 	*status = 0;
 	if ((r = parse_http_url(req, &u)) < 0)
 		return r;
-	fd = req->unix_socket ? connect_unix(req, now_ms() + timeout)
-	                      : connect_tcp(req, &u, now_ms() + timeout);
+	fd = req->unix_socket ? connect_unix(req, sbx_now_ms() + timeout)
+	                      : connect_tcp(req, &u, sbx_now_ms() + timeout);
 	if (fd < 0)
 		return fd;
 	build_request_head(req, &u, &out);

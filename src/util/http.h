@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "util/buf.h"
+#include "buf.h"
 
 /* The response body cap when a request sets none. */
 #define SBX_HTTP_DEFAULT_MAX_BODY (16u << 20)

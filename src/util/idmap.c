@@ -13,11 +13,11 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/fs.h"
-#include "util/idmap.h"
-#include "util/subid.h"
+#include "cleanup.h"
+#include "error.h"
+#include "fs.h"
+#include "idmap.h"
+#include "subid.h"
 
 /* The mount API's constants, for C libraries older than glibc 2.36. */
 #ifndef MOUNT_ATTR_IDMAP

@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/buf.h"
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/journal.h"
-#include "util/journal_int.h"
-#include "util/path.h"
+#include "buf.h"
+#include "cleanup.h"
+#include "error.h"
+#include "journal.h"
+#include "journal_int.h"
+#include "path.h"
 
 /* More placeholders than this in one start are left to the sandbox to make (a note must stay
  * small; protected-path lists are short). */

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "util/fs.h"
+#include "fs.h"
 
 #define SBX_JOURNAL_WORKSPACE ".agentsbx/journal"
 #define SBX_JOURNAL_STORE ".journal"

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/buf.h"
-#include "util/journal.h"
+#include "buf.h"
+#include "journal.h"
 
 /* Reads a small file (at most len - 1 bytes, NUL-terminated); the byte count or -errno. */
 int sbx_journal_read_small(int dirfd, const char *path, char *buf, size_t len);

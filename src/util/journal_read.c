@@ -14,12 +14,12 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/journal.h"
-#include "util/journal_int.h"
-#include "util/json.h"
-#include "util/path.h"
+#include "cleanup.h"
+#include "error.h"
+#include "journal.h"
+#include "journal_int.h"
+#include "json.h"
+#include "path.h"
 
 #define ITEMS_MAX 4096
 /* A note that cannot be read back, or a dot-file of a note being replaced, is junk once it is

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <yajl/yajl_parse.h>
 
-#include "util/buf.h"
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/json.h"
+#include "buf.h"
+#include "cleanup.h"
+#include "error.h"
+#include "json.h"
 
 #define JSON_MIN_ITEMS 4
 #define JSON_STR_(x) #x

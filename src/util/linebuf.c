@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/linebuf.h"
+#include "linebuf.h"
 
 static size_t limit(const sbx_linebuf *lb)
 {

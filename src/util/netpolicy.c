@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/netpolicy.h"
+#include "netpolicy.h"
 
 #define SHOW_MAX 64
 

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/json.h"
+#include "json.h"
 
 #define SBX_NET_MAX_RULES 1024       /* per list */
 #define SBX_NET_NAME_MAX 253         /* a DNS name, without the trailing dot */

@@ -21,11 +21,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "util/buf.h"
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/fs.h"
-#include "util/path.h"
+#include "buf.h"
+#include "cleanup.h"
+#include "error.h"
+#include "fs.h"
+#include "path.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437 /* the same number on every architecture but alpha */

@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
-#include "util/cleanup.h"
-#include "util/error.h"
-#include "util/fs.h"
-#include "util/statedir.h"
+#include "cleanup.h"
+#include "error.h"
+#include "fs.h"
+#include "statedir.h"
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 #define STATE_DIR_MODE 0755

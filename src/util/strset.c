@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/error.h"
-#include "util/strset.h"
+#include "error.h"
+#include "strset.h"
 
 static uint64_t hash_of(const char *key, size_t len)
 {

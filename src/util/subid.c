@@ -1,7 +1,7 @@
 /* subuid(5)/subgid(5) lines; see subid.h. */
 #include <string.h>
 
-#include "util/subid.h"
+#include "subid.h"
 
 struct subid_line {
 	const char *owner;

@@ -15,8 +15,8 @@
 #include "util/buf.h"
 #include "util/cleanup.h"
 #include "util/error.h"
-#include "util/launch.h"
-#include "util/netproxy.h"
+#include "backends/common/launch.h"
+#include "backends/common/netproxy.h"
 
 #define PROXY_NAME "agentsbx-proxy"
 #define REPLY_TIMEOUT_MS 10000

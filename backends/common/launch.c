@@ -14,7 +14,7 @@
 #include "internal.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/launch.h"
+#include "backends/common/launch.h"
 
 /* The file actions: the sources (stderr's too) were first moved above every target, since
  * dup2 actions run in order and a source that is also a target would be overwritten before

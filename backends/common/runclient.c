@@ -22,7 +22,7 @@
 #include "internal.h"
 #include "util/error.h"
 #include "proto/run_proto.h"
-#include "util/runclient.h"
+#include "backends/common/runclient.h"
 
 /* A poll(2) timeout for a deadline from sbx_now_ms() (-1: none). */
 static int ms_until(int64_t deadline)
