@@ -47,7 +47,7 @@ __all__ = [
     "abi_version", "backends", "has_function", "library_path", "strerror", "version",
 ]
 
-__version__ = "1.0.0"
+__version__ = "1.6.0"
 
 
 def version() -> str:
