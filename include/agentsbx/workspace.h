@@ -17,7 +17,8 @@ extern "C" {
  * Workspaces
  * ------------------------------------------------------------------------------------- */
 
-/* Opens a workspace described by a JSON object (NULL or "" means "{}"):
+/* Opens a workspace described by a JSON object (NULL or "" means "{}"); docs/config.md lists
+ * every key with its type, default, range and the version it came in:
  *   backend     string  backend name (default "ns", the namespace sandbox)
  *   workdir     string  host directory holding the files; created if missing. Absent: a
  *                       private temporary directory that is removed at close. Since 1.6
