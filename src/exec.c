@@ -14,6 +14,7 @@
 #include "audit.h"
 #include "gitguard.h"
 #include "internal.h"
+#include "opts.h"
 #include "util/buf.h"
 #include "util/error.h"
 
@@ -23,7 +24,6 @@
 #define SBX_DRAIN_GRACE_MS 2000
 /* After a kill, how long to wait for the end before giving up on the output. */
 #define SBX_KILL_GRACE_MS 5000
-#define SBX_OPTS_MAX_SIZE 4096
 
 struct sbx_result {
 	int exit_code;
@@ -62,13 +62,10 @@ void sbx_exec_set_interrupt_fd(int fd)
 
 static int read_exec_opts(const sbx_exec_opts *in, sbx_exec_opts *o)
 {
-	memset(o, 0, sizeof *o);
-	if (!in)
-		return 0;
-	if (in->size < sizeof in->size || in->size > SBX_OPTS_MAX_SIZE)
-		return sbx_fail(-SBX_EINVAL, "opts.size is %zu: set it to sizeof(sbx_exec_opts)",
-		                in->size);
-	memcpy(o, in, in->size < sizeof *o ? in->size : sizeof *o);
+	int r = SBX_OPTS_READ(in, o, sbx_exec_opts);
+
+	if (r < 0)
+		return r;
 	if (o->flags & ~(SBX_EXEC_CLEAR_ENV | SBX_EXEC_MERGE_STDERR | SBX_EXEC_NO_CAPTURE))
 		return sbx_fail(-SBX_EINVAL, "opts.flags: unknown bits 0x%x", o->flags);
 	if (o->timeout_ms < -1)
@@ -318,6 +315,7 @@ int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *o
              sbx_result **out)
 {
 	sbx_audit_rec rec;
+	sbx_exec_opts o;
 	int r;
 
 	if (!out)
@@ -327,10 +325,12 @@ int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *o
 		return sbx_fail(-SBX_EINVAL, "workspace is NULL");
 	if (!argv || !argv[0])
 		return sbx_fail(-SBX_EINVAL, "argv: must hold at least the program");
-	if ((r = sbx_exec_approve(ws, "exec", argv, opts && opts->size > offsetof(sbx_exec_opts, cwd)
-	                          ? opts->cwd : NULL, &rec)) < 0)
+	/* Read (and refuse) the options before the approval hook sees their cwd. */
+	if ((r = read_exec_opts(opts, &o)) < 0)
 		return r;
-	r = sbx_exec_unhooked(ws, argv, opts, out);
+	if ((r = sbx_exec_approve(ws, "exec", argv, o.cwd, &rec)) < 0)
+		return r;
+	r = sbx_exec_unhooked(ws, argv, &o, out);
 	if (r < 0) {
 		sbx_audit_str(&rec, "result", "error");
 		sbx_audit_str(&rec, "error", sbx_last_error());

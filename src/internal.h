@@ -106,7 +106,9 @@ int sbx_workspace_adopt_files_root(sbx_workspace *ws);
  * the handles stay valid and report the command as killed. */
 void sbx_process_detach_all(sbx_workspace *ws);
 
-/* Registry (registry.c). find() loads a plugin on first use; fails with a message. */
+/* Registry (registry.c). find() loads a plugin on first use; fails with a message. The table
+ * it returns is the registry's copy, padded to this library's sizeof(sbx_backend_ops): an op
+ * an older plugin's table lacks reads NULL, so callers test the op, never ops->size. */
 int sbx_registry_find(const char *name, const sbx_backend_ops **ops);
 /* The capabilities of a workspace of ops opened with the backend's options_json: ops->caps,
  * narrowed by the table's workspace_caps where it has one. Fails as that does. */

@@ -92,8 +92,7 @@ static int backend_set_network(sbx_workspace *ws, const char *json)
 {
 	const sbx_backend_ops *ops = ws->ops;
 
-	if (ops->size < offsetof(sbx_backend_ops, set_network) + sizeof ops->set_network ||
-	    !ops->set_network)
+	if (!ops->set_network)
 		return sbx_fail(-SBX_ENOSYS, "sbx_workspace_set_network: backend '%s' cannot change "
 		                "the network policy of an open workspace", ops->name);
 	return ops->set_network(ws->state, json);

@@ -11,9 +11,9 @@
 #include "audit.h"
 #include "gitguard.h"
 #include "internal.h"
+#include "opts.h"
 #include "util/error.h"
 
-#define SBX_OPTS_MAX_SIZE 4096
 
 struct sbx_process {
 	sbx_workspace *ws;        /* NULL once detached from a closed or reset workspace */
@@ -26,13 +26,10 @@ struct sbx_process {
 
 static int read_spawn_opts(const sbx_spawn_opts *in, sbx_spawn_opts *o)
 {
-	memset(o, 0, sizeof *o);
-	if (!in)
-		return 0;
-	if (in->size < sizeof in->size || in->size > SBX_OPTS_MAX_SIZE)
-		return sbx_fail(-SBX_EINVAL, "opts.size is %zu: set it to sizeof(sbx_spawn_opts)",
-		                in->size);
-	memcpy(o, in, in->size < sizeof *o ? in->size : sizeof *o);
+	int r = SBX_OPTS_READ(in, o, sbx_spawn_opts);
+
+	if (r < 0)
+		return r;
 	if (o->flags & ~(SBX_SPAWN_CLEAR_ENV | SBX_SPAWN_MERGE_STDERR))
 		return sbx_fail(-SBX_EINVAL, "opts.flags: unknown bits 0x%x", o->flags);
 	return 0;

@@ -80,8 +80,7 @@ int sbx_backend_caps(const sbx_backend_ops *ops, const char *options_json, uint3
 	int r;
 
 	*caps = ops->caps;
-	if (ops->size < offsetof(sbx_backend_ops, workspace_caps) + sizeof ops->workspace_caps ||
-	    !ops->workspace_caps)
+	if (!ops->workspace_caps)
 		return 0;
 	if ((r = ops->workspace_caps(options_json ? options_json : "{}", &asked)) < 0)
 		return r;

@@ -2,11 +2,16 @@
 #include <stdlib.h>
 
 #include <agentsbx/agentsbx.h>
-#include "sbx-build-config.h"
 
+/* Both come from the generated <agentsbx/version.h>, that is from meson.build's version. */
 const char *sbx_version(void)
 {
-	return SBX_VERSION;
+	return SBX_VERSION_STRING;
+}
+
+int sbx_version_number(void)
+{
+	return SBX_VERSION_NUMBER;
 }
 
 int sbx_abi_version(void)

@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "mcp/mcp.h"
 #include "network.h"
+#include "opts.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -196,8 +197,7 @@ static const char *const *backend_env(const sbx_workspace *ws)
 {
 	const sbx_backend_ops *ops = ws->ops;
 
-	if (ops->size < offsetof(sbx_backend_ops, base_env) + sizeof ops->base_env ||
-	    !ops->base_env)
+	if (!ops->base_env)
 		return NULL;
 	return ops->base_env(ws->state);
 }
@@ -276,11 +276,8 @@ static int open_backend(sbx_workspace *ws, const sbx_open_opts *opts)
 		.state_dir = ws->state_temporary ? ws->state_path : NULL,
 		.state_dir_fd = ws->state_temporary ? ws->state_fd : -1,
 	};
-	if (opts && opts->size >= offsetof(sbx_open_opts, progress_userdata) +
-	                           sizeof opts->progress_userdata) {
-		bc.progress = opts->progress;
-		bc.progress_userdata = opts->progress_userdata;
-	}
+	bc.progress = opts->progress;
+	bc.progress_userdata = opts->progress_userdata;
 	if ((r = open_with_binds(ws, &bc)) < 0)
 		return r;
 	if ((r = sbx_workspace_adopt_files_root(ws)) < 0)
@@ -318,12 +315,15 @@ int sbx_workspace_open(const char *config_json, sbx_workspace **out)
 int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
                             sbx_workspace **out)
 {
+	sbx_open_opts o;
 	sbx_workspace *ws;
 	int r;
 
 	if (!out)
 		return sbx_fail(-SBX_EINVAL, "out is NULL");
 	*out = NULL;
+	if ((r = SBX_OPTS_READ(opts, &o, sbx_open_opts)) < 0)
+		return r;
 	ws = calloc(1, sizeof *ws);
 	if (!ws)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
@@ -356,7 +356,7 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	}
 	if (ws->cfg->baseline == SBX_BASELINE_SNAPSHOT && (r = sbx_snapshot_take(ws)) < 0)
 		goto fail;
-	if ((r = sbx_audit_setup(ws)) < 0 || (r = open_backend(ws, opts)) < 0)
+	if ((r = sbx_audit_setup(ws)) < 0 || (r = open_backend(ws, &o)) < 0)
 		goto fail;
 	if ((r = build_base_env(ws)) < 0 || (r = sbx_gitguard_open(ws)) < 0) {
 		ws->ops->close(ws->state);

@@ -38,8 +38,7 @@ static int backend_files_root(const sbx_workspace *ws)
 {
 	const sbx_backend_ops *ops = ws->ops;
 
-	if (ops->size < offsetof(sbx_backend_ops, files_root_fd) + sizeof ops->files_root_fd ||
-	    !ops->files_root_fd)
+	if (!ops->files_root_fd)
 		return -1;
 	return ops->files_root_fd(ws->state);
 }

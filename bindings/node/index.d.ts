@@ -315,7 +315,13 @@ export declare function probeBackends():
   Promise<Array<{ backend: string; available: boolean; detail: string }>>;
 
 /** The loaded library. */
-export declare function libraryInfo(): Promise<{ version: string; abi: number; path: string }>;
+export declare function libraryInfo(): Promise<{
+  version: string;
+  /** 0xMMmmpp (1.6.0 is 0x010600); null from a library before 1.6. */
+  number: number | null;
+  abi: number;
+  path: string;
+}>;
 
 /** Whether the loaded library has the C function (newer versions add some). */
 export declare function hasFunction(name: string): Promise<boolean>;

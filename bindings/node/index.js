@@ -464,7 +464,7 @@ async function probeBackends() {
   return JSON.parse(await threads().run('probe', []));
 }
 
-/** The loaded library: { version, abi, path }. */
+/** The loaded library: { version, number (0xMMmmpp, null before 1.6), abi, path }. */
 async function libraryInfo() {
   const info = await threads().run('version', []);
   return { ...info, path: threads().libPath };

@@ -237,8 +237,7 @@ const char *const *sbx_tool_protected_list(sbx_workspace *ws)
 {
 	const sbx_backend_ops *ops = ws->ops;
 
-	if (ops->size < offsetof(sbx_backend_ops, protected_paths) + sizeof ops->protected_paths ||
-	    !ops->protected_paths)
+	if (!ops->protected_paths)
 		return NULL;
 	return ops->protected_paths(ws->state);
 }

@@ -12,9 +12,37 @@
 START_TEST(test_versions)
 {
 	ck_assert_int_eq(sbx_abi_version(), SBX_ABI_VERSION);
-	ck_assert_str_eq(sbx_version(), "1.0.0");
+	/* One version: the library this program runs with is the one its headers describe. */
+	ck_assert_str_eq(sbx_version(), SBX_VERSION_STRING);
+	ck_assert_int_eq(sbx_version_number(), SBX_VERSION_NUMBER);
+	ck_assert(SBX_VERSION_CHECK(1, 6, 0));
+	ck_assert(SBX_VERSION_CHECK(SBX_VERSION_MAJOR, SBX_VERSION_MINOR, SBX_VERSION_PATCH));
+	ck_assert(!SBX_VERSION_CHECK(SBX_VERSION_MAJOR, SBX_VERSION_MINOR, SBX_VERSION_PATCH + 1));
 	ck_assert_str_eq(sbx_strerror(-SBX_EESCAPE), "path escapes the workspace");
 	ck_assert_str_eq(sbx_strerror(SBX_ENOENT), "no such file, backend or object");
+}
+END_TEST
+
+/* A caller built against newer headers that sets a field this library does not know is
+ * refused naming the struct, not opened with the setting dropped; left zero, it is fine. */
+START_TEST(test_open_opts_from_newer_headers)
+{
+	struct newer_open_opts {
+		sbx_open_opts known;
+		int added_later;
+	} opts;
+	sbx_workspace *ws = NULL;
+
+	memset(&opts, 0, sizeof opts);
+	opts.known.size = sizeof opts;
+	opts.added_later = 1;
+	ck_assert_int_eq(sbx_workspace_open_with("{\"backend\":\"local\"}", &opts.known, &ws),
+	                 -SBX_EINVAL);
+	ck_assert_ptr_null(ws);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "sbx_open_opts"));
+	opts.added_later = 0;
+	ck_assert_int_eq(sbx_workspace_open_with("{\"backend\":\"local\"}", &opts.known, &ws), 0);
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
 }
 END_TEST
 
@@ -120,6 +148,7 @@ int main(void)
 	TCase *tc = tcase_create("workspace");
 
 	tcase_add_test(tc, test_versions);
+	tcase_add_test(tc, test_open_opts_from_newer_headers);
 	tcase_add_test(tc, test_temporary_workdir_lives_until_close);
 	tcase_add_test(tc, test_host_workdir_persists);
 	tcase_add_loop_test(tc, test_bad_configs_name_the_key, 0,

@@ -70,6 +70,8 @@ function declareTypes() {
 const PROTOTYPES = {
   sbx_version: 'const char *sbx_version(void)',
   sbx_abi_version: 'int sbx_abi_version(void)',
+  // Since 1.6: 0xMMmmpp, as SBX_VERSION_NUMBER encodes it.
+  sbx_version_number: 'int sbx_version_number(void)',
   sbx_last_error: 'const char *sbx_last_error(void)',
   sbx_free: 'void sbx_free(void *ptr)',
   sbx_backends_probe: 'int sbx_backends_probe(_Out_ void **json_out)',

@@ -277,7 +277,9 @@ const operations = {
     return describe(ws);
   },
   probe: () => callForString('sbx_backends_probe'),
+  // number: null from a library before 1.6, which has no sbx_version_number.
   version: () => ({ version: lib.fn('sbx_version')(),
+    number: lib.has('sbx_version_number') ? lib.fn('sbx_version_number')() : null,
     abi: lib.fn('sbx_abi_version')() }),
   has: (name) => lib.has(name),
 

@@ -81,6 +81,10 @@ test('the ES module entry exports the same objects', async () => {
 test('the library is found and described', async () => {
   const info = await agentsbx.libraryInfo();
   assert.match(info.version, /^\d+\.\d+\.\d+/);
+  // One version: the package is the library it binds, and the number encodes the string.
+  assert.equal(info.version, require('../package.json').version);
+  const [major, minor, patch] = info.version.split('.').map(Number);
+  assert.equal(info.number, (major << 16) | (minor << 8) | patch);
   assert.equal(info.abi, 1);
   assert.equal(await agentsbx.hasFunction('sbx_exec'), true);
   assert.equal(await agentsbx.hasFunction('sbx_no_such_function'), false);

@@ -47,11 +47,11 @@ __all__ = [
     "abi_version", "backends", "has_function", "library_path", "strerror", "version",
 ]
 
-__version__ = "1.0.0"
+__version__ = "1.6.0"
 
 
 def version() -> str:
-    """The loaded library's version ("1.0.0")."""
+    """The loaded library's version ("1.6.0")."""
     return decode(_native.load().sbx_version())
 
 
@@ -78,5 +78,6 @@ def library_path() -> str:
 
 
 def has_function(name: str) -> bool:
-    """Does the loaded library export this API function (e.g. "sbx_skill_add")?"""
+    """Does the loaded library have this API function (e.g. "sbx_skill_add")? Its version
+    decides: every function up to it is there (see _native.SINCE)."""
     return _native.load().has(name)

@@ -1,9 +1,11 @@
 """The C side: finding libagentsbx.so.1, its structs, callback types and prototypes.
 
-Everything here mirrors include/agentsbx/agentsbx.h. Functions are resolved lazily, one at a
-time, so a library that lacks a newer function (built before it was merged, or an older
-installed copy) still serves every function it has; calling a missing one raises
-NotSupportedError naming the symbol instead of failing at import.
+Everything here mirrors include/agentsbx/agentsbx.h. The library's version decides which
+functions it has: each function is listed with the version it came in (SINCE, the nodes of
+src/libagentsbx.map), every function up to the loaded library's version is bound when it is
+loaded, and a newer one raises NotSupportedError naming the version it needs. A library older
+than 1.6 has no sbx_version_number() and its version string could not be trusted then (those
+builds all said "1.0.0"), so for it the symbols it exports decide instead.
 """
 
 from __future__ import annotations
@@ -127,6 +129,7 @@ _out_ptr = POINTER(c_void_p)  # char ** out parameters: kept as raw pointers to 
 # c_char_p, which would copy the string and lose the pointer.
 PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "sbx_version": (c_char_p, []),
+    "sbx_version_number": (c_int, []),
     "sbx_abi_version": (c_int, []),
     "sbx_last_error": (c_char_p, []),
     "sbx_strerror": (c_char_p, [c_int]),
@@ -195,42 +198,110 @@ PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
 }
 
 
+# The version each function after 1.0 came in: the node of src/libagentsbx.map that exports it
+# (tests/test_version.py checks the two agree).
+SINCE: dict[str, tuple[int, int]] = {
+    **dict.fromkeys([
+        "sbx_tools_json", "sbx_tool_call", "sbx_tool_call_session", "sbx_workspace_instructions",
+        "sbx_skill_add", "sbx_skill_add_archive", "sbx_skill_remove", "sbx_skills_json",
+        "sbx_offload_context", "sbx_offload_tool_result", "sbx_offload_data",
+        "sbx_set_approval_handler", "sbx_audit_path"], (1, 1)),
+    "sbx_workspace_set_network": (1, 2),
+    **dict.fromkeys([
+        "sbx_mcp_add", "sbx_mcp_remove", "sbx_mcp_list", "sbx_mcp_tools", "sbx_mcp_call"], (1, 3)),
+    **dict.fromkeys([
+        "sbx_manager_open", "sbx_manager_get", "sbx_manager_get_by_id", "sbx_manager_release",
+        "sbx_manager_close", "sbx_manager_list", "sbx_manager_gc", "sbx_manager_free"], (1, 4)),
+    "sbx_workspace_open_with": (1, 5),
+    **dict.fromkeys(["sbx_workspace_git_quarantine", "sbx_version_number"], (1, 6)),
+}
+
+# The first version whose number can be trusted to say what the library exports.
+VERSIONED_SINCE = (1, 6, 0)
+
+
+def library_version(cdll: ctypes.CDLL) -> tuple[int, int, int]:
+    """The loaded library's (major, minor, patch): sbx_version_number(), or for a library
+    older than 1.6 that lacks it, its version string."""
+    if hasattr(cdll, "sbx_version_number"):
+        fn = cdll.sbx_version_number
+        fn.restype, fn.argtypes = c_int, []
+        number = int(fn())
+        return (number >> 16, (number >> 8) & 0xFF, number & 0xFF)
+    text = getattr(cdll, "sbx_version", None)
+    if text is None:
+        return (0, 0, 0)
+    text.restype, text.argtypes = c_char_p, []
+    parts = (text() or b"0.0.0").decode("utf-8", "replace").split(".")
+    try:
+        return (int(parts[0]), int(parts[1]), int(parts[2].split("-")[0]))
+    except (IndexError, ValueError):
+        return (0, 0, 0)
+
+
 class Library:
     """The loaded library: attribute access gives the prototyped C function.
 
-    A function the library does not export resolves to a stand-in that raises
-    NotSupportedError when called, so only code that needs it fails. `has(name)` (and
-    hasattr on `.cdll`) tells whether the symbol is really there.
+    Every function the library's version has is bound at load; a function newer than the
+    library is a stand-in that raises NotSupportedError naming the version it needs, so only
+    code that needs it fails. `has(name)` tells which is which. A library that claims a
+    version but lacks one of its functions is broken, and loading it fails.
     """
 
-    def __init__(self, cdll: ctypes.CDLL, path: str) -> None:
+    def __init__(self, cdll: ctypes.CDLL, path: str,
+                 version: tuple[int, int, int] | None = None) -> None:
         self.cdll = cdll
         self.path = path
+        self.version = library_version(cdll) if version is None else version
+        self._present: set[str] = set()
+        for name, (restype, argtypes) in PROTOTYPES.items():
+            fn = self._bind(name)
+            if fn is None:
+                setattr(self, name, self._missing(name))
+                continue
+            fn.restype, fn.argtypes = restype, argtypes
+            setattr(self, name, fn)
+            self._present.add(name)
+
+    def _bind(self, name: str) -> Any:
+        """The library's function, None when its version does not have it yet."""
+        since = SINCE.get(name, (1, 0))
+        if self.version < VERSIONED_SINCE:
+            return getattr(self.cdll, name, None)
+        if self.version[:2] < since:
+            return None
+        try:
+            return getattr(self.cdll, name)
+        except AttributeError:
+            raise LibraryNotFoundError(
+                f"{self.path} says it is libagentsbx {_dotted(self.version)} but does not export "
+                f"{name} (since {_dotted(since)}): a broken build") from None
+
+    def _missing(self, name: str) -> Callable[..., Any]:
+        since = SINCE.get(name, (1, 0))
+        if self.version < VERSIONED_SINCE:
+            return _missing_function(
+                name, f"{name} is not exported by {self.path} (a library older than this "
+                "binding?)")
+        return _missing_function(
+            name, f"{name} needs libagentsbx {_dotted(since)} or newer; {self.path} is "
+            f"{_dotted(self.version)}")
 
     def has(self, name: str) -> bool:
-        return hasattr(self.cdll, name)
+        return name in self._present
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        if name not in PROTOTYPES:
-            raise AttributeError(f"{name} is not part of the libagentsbx API")
-        fn: Callable[..., Any]
-        try:
-            found = getattr(self.cdll, name)
-        except AttributeError:
-            fn = _missing_function(name, self.path)
-        else:
-            found.restype, found.argtypes = PROTOTYPES[name]
-            fn = found
-        setattr(self, name, fn)  # later lookups skip __getattr__
-        return fn
+        # Only reached for names __init__ did not bind: none of the API's.
+        raise AttributeError(f"{name} is not part of the libagentsbx API")
 
 
-def _missing_function(name: str, path: str) -> Callable[..., Any]:
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(str(part) for part in version)
+
+
+def _missing_function(name: str, message: str) -> Callable[..., Any]:
     def missing(*_args: Any) -> Any:
-        raise NotSupportedError(
-            -SBX_ENOSYS,
-            f"{name} is not exported by {path} (a library older than this binding?)",
-        )
+        raise NotSupportedError(-SBX_ENOSYS, message)
 
     missing.__name__ = name
     return missing

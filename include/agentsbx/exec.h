@@ -1,0 +1,152 @@
+/*
+ * libagentsbx — running commands (sbx_exec) and long-running processes (sbx_process).
+ *
+ * Part of the public API; <agentsbx/agentsbx.h> includes every part. The conventions in
+ * <agentsbx/common.h> (return codes, sbx_last_error, sbx_free, option structs) hold here.
+ */
+#ifndef AGENTSBX_EXEC_H
+#define AGENTSBX_EXEC_H
+
+#include <agentsbx/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------
+ * Running commands
+ * ------------------------------------------------------------------------------------- */
+
+/* Stream identifiers used by callbacks and the process API. */
+enum sbx_stream { SBX_STDIN = 0, SBX_STDOUT = 1, SBX_STDERR = 2 };
+
+/* sbx_exec_opts.flags */
+#define SBX_EXEC_CLEAR_ENV     (1u << 0) /* start from an empty environment: only opts.env */
+#define SBX_EXEC_MERGE_STDERR  (1u << 1) /* stderr goes to the stdout stream */
+#define SBX_EXEC_NO_CAPTURE    (1u << 2) /* deliver output only to on_output, keep none in the
+                                            result; max_output then does not apply */
+
+/* Called with output as it arrives, on the thread that called sbx_exec. `data` is valid only
+ * during the call. Delivery stops at the output cap, as storage does, unless
+ * SBX_EXEC_NO_CAPTURE is set. */
+typedef void (*sbx_output_cb)(int stream, const char *data, size_t len, void *userdata);
+
+typedef struct sbx_exec_opts {
+	size_t size;                /* sizeof(sbx_exec_opts) */
+	const char *cwd;            /* working directory: relative to the root or absolute under it;
+	                               NULL = the workspace root */
+	const char *const *env;     /* NULL-terminated "NAME=value" entries added to (or replacing)
+	                               the workspace environment; a bare "NAME" removes NAME */
+	const char *stdin_data;     /* bytes written to the command's stdin, then closed; NULL =
+	                               stdin reads end-of-file at once */
+	size_t stdin_len;
+	int64_t timeout_ms;         /* 0 = the workspace default; -1 = no timeout */
+	size_t max_output;          /* bytes kept per stream; 0 = the workspace default. Output
+	                               beyond it is read and dropped, and the result is marked
+	                               truncated */
+	uint32_t flags;             /* SBX_EXEC_* */
+	sbx_output_cb on_output;    /* optional streaming callback */
+	void *userdata;             /* passed to on_output */
+} sbx_exec_opts;
+
+/* An sbx_exec_opts with size set and every option at its default (since 1.6). */
+#define SBX_EXEC_OPTS_INIT SBX_OPTS_INIT_(sbx_exec_opts)
+
+typedef struct sbx_result sbx_result;
+
+/* Runs argv[0] (looked up in the command's PATH) with the arguments argv[1..] (NULL-terminated)
+ * in the workspace, waits for it and returns its result in *out (release with
+ * sbx_result_free). The command runs in a new session and process group; when its main process
+ * ends or its timeout passes, every process it started is killed. A command that cannot be
+ * started is not an error: its result has exit code 127 (not found) or 126 (not executable)
+ * and the reason on stderr, as a shell reports it. The environment is exactly: PATH (a
+ * default) and HOME (the root), then the workspace's "env", then opts->env; with
+ * SBX_EXEC_CLEAR_ENV only opts->env. */
+SBX_API int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+                     sbx_result **out);
+
+/* sbx_exec of {"/bin/sh", "-c", command}. */
+SBX_API int sbx_exec_shell(sbx_workspace *ws, const char *command, const sbx_exec_opts *opts,
+                           sbx_result **out);
+
+/* Exit code of the command (0..255), or -1 when it was killed by a signal. */
+SBX_API int sbx_result_exit_code(const sbx_result *res);
+/* The signal that killed the command, or 0. */
+SBX_API int sbx_result_signal(const sbx_result *res);
+/* 1 when the timeout killed the command, else 0. */
+SBX_API int sbx_result_timed_out(const sbx_result *res);
+/* 1 when some output was dropped at the cap, else 0. */
+SBX_API int sbx_result_truncated(const sbx_result *res);
+/* The captured stdout (stderr): *len receives its length (may be NULL). The buffer is
+ * NUL-terminated for convenience and owned by the result. Never NULL for a valid result. */
+SBX_API const char *sbx_result_stdout(const sbx_result *res, size_t *len);
+SBX_API const char *sbx_result_stderr(const sbx_result *res, size_t *len);
+/* Wall-clock time from start to exit, in milliseconds. */
+SBX_API int64_t sbx_result_duration_ms(const sbx_result *res);
+/* Releases a result. NULL is ignored. */
+SBX_API void sbx_result_free(sbx_result *res);
+
+/* ---------------------------------------------------------------------------------------
+ * Long-running processes (MCP servers, interactive tools)
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct sbx_process sbx_process;
+
+/* sbx_spawn_opts.flags */
+#define SBX_SPAWN_CLEAR_ENV    SBX_EXEC_CLEAR_ENV
+#define SBX_SPAWN_MERGE_STDERR SBX_EXEC_MERGE_STDERR
+
+typedef struct sbx_spawn_opts {
+	size_t size;                /* sizeof(sbx_spawn_opts) */
+	const char *cwd;            /* as in sbx_exec_opts */
+	const char *const *env;     /* as in sbx_exec_opts */
+	uint32_t flags;             /* SBX_SPAWN_* */
+} sbx_spawn_opts;
+
+/* An sbx_spawn_opts with size set and every option at its default (since 1.6). */
+#define SBX_SPAWN_OPTS_INIT SBX_OPTS_INIT_(sbx_spawn_opts)
+
+/* Starts argv in the workspace with pipes on stdin, stdout and stderr and returns at once.
+ * The same rules as sbx_exec apply (session, environment, exit codes 126/127). Release with
+ * sbx_process_free(), which kills the process tree if it still runs. */
+SBX_API int sbx_process_spawn(sbx_workspace *ws, const char *const argv[],
+                              const sbx_spawn_opts *opts, sbx_process **out);
+
+/* The host-side file descriptor of a stream (SBX_STDIN: the write end; SBX_STDOUT/SBX_STDERR:
+ * the read ends), for poll/epoll/event loops, or -SBX_EBADF if it is closed (stderr when
+ * merged). The fd stays owned by the process handle; it is close-on-exec and blocking (set
+ * O_NONBLOCK yourself if your loop needs it). */
+SBX_API int sbx_process_fd(const sbx_process *proc, int stream);
+
+/* Writes all of data to the command's stdin. A command that has closed its stdin gives
+ * -SBX_EIO ("broken pipe"); the host never receives SIGPIPE. */
+SBX_API int sbx_process_write(sbx_process *proc, const void *data, size_t len);
+
+/* Closes the command's stdin so it reads end-of-file. */
+SBX_API int sbx_process_close_stdin(sbx_process *proc);
+
+/* Reads up to cap bytes of stdout or stderr into buf, waiting at most timeout_ms (-1 = no
+ * limit, 0 = do not wait). *nread is 0 at end-of-file. No data in time: -SBX_ETIMEDOUT. */
+SBX_API int sbx_process_read(sbx_process *proc, int stream, void *buf, size_t cap,
+                             int timeout_ms, size_t *nread);
+
+/* Waits up to timeout_ms (-1 = no limit, 0 = poll) for the command to end. On success stores
+ * its exit code (-1 if signalled) and signal (0 if exited) where the pointers are not NULL.
+ * Still running: -SBX_ETIMEDOUT. May be called again after it succeeded. */
+SBX_API int sbx_process_wait(sbx_process *proc, int timeout_ms, int *exit_code, int *term_signal);
+
+/* Sends a signal to the command's process group. */
+SBX_API int sbx_process_signal(sbx_process *proc, int sig);
+
+/* Kills the command and every process it started. Does not wait; call sbx_process_wait. */
+SBX_API int sbx_process_kill(sbx_process *proc);
+
+/* Kills the process tree if it still runs, reaps it, closes the fds and frees the handle.
+ * NULL is ignored. */
+SBX_API void sbx_process_free(sbx_process *proc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AGENTSBX_EXEC_H */
