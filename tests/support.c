@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "support.h"
+#include "util/cleanup.h"
 
 char *test_mkdtemp(void)
 {
@@ -26,7 +27,7 @@ char *test_mkdtemp(void)
 
 void test_rm_rf(const char *path)
 {
-	char *cmd = NULL;
+	_cleanup_free_ char *cmd = NULL;
 
 	if (!path || !*path || strcmp(path, "/") == 0)
 		return;
@@ -34,12 +35,11 @@ void test_rm_rf(const char *path)
 		abort();
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: %s failed\n", cmd);
-	free(cmd);
 }
 
 bool test_process_exists(const char *fragment)
 {
-	DIR *d = opendir("/proc");
+	_cleanup_closedir_ DIR *d = opendir("/proc");
 	struct dirent *e;
 	bool found = false;
 	char self[32];
@@ -67,8 +67,6 @@ bool test_process_exists(const char *fragment)
 		if (strstr(buf, fragment))
 			found = true;
 	}
-	if (d)
-		closedir(d);
 	return found;
 }
 
@@ -220,19 +218,18 @@ mode_t test_mode_of(const char *path)
 
 int test_count_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
+	_cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
 	int n = 0;
 
 	ck_assert_ptr_nonnull(d);
 	while (readdir(d))
 		n++;
-	closedir(d);
 	return n;
 }
 
 bool test_has_temp_files(const char *dir)
 {
-	DIR *d = opendir(dir);
+	_cleanup_closedir_ DIR *d = opendir(dir);
 	struct dirent *e;
 	bool found = false;
 
@@ -240,7 +237,6 @@ bool test_has_temp_files(const char *dir)
 	while ((e = readdir(d)))
 		if (strstr(e->d_name, ".sbx-"))
 			found = true;
-	closedir(d);
 	return found;
 }
 
