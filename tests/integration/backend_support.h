@@ -154,4 +154,10 @@ int bt_wait_pidfds_ended(int *fds, int n);
  * cannot be reset, in KiB. */
 long bt_memory_kb(bool reset_peak);
 
+/* Whether a tool call's result (its JSON text) reports success. */
+bool bt_tool_ok(const char *res);
+/* The string member "key" of a tool call's result (its first occurrence), unescaped; fails
+ * the test when there is none. Caller frees. */
+char *bt_string_member(const char *res, const char *key);
+
 #endif
