@@ -603,3 +603,15 @@ char *bt_string_member(const char *res, const char *key)
 	out[n] = '\0';
 	return out;
 }
+
+void bt_open_case_workspace(char **workdir, sbx_workspace **ws)
+{
+	*workdir = bt_mkdtemp();
+	*ws = bt_open_ok(*workdir, NULL);
+}
+
+void bt_close_case_workspace(sbx_workspace **ws)
+{
+	sbx_workspace_close(*ws);
+	*ws = NULL;
+}

@@ -35,14 +35,12 @@ static sbx_workspace *ws;
 
 static void setup(void)
 {
-	workdir = bt_mkdtemp();
-	ws = bt_open_ok(workdir, NULL);
+	bt_open_case_workspace(&workdir, &ws);
 }
 
 static void teardown(void)
 {
-	sbx_workspace_close(ws);
-	ws = NULL;
+	bt_close_case_workspace(&ws);
 }
 
 /* ---- results ------------------------------------------------------------------------------ */
