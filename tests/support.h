@@ -32,7 +32,6 @@ void test_limit_fds(unsigned long n);        /* lowers RLIMIT_NOFILE's soft limi
 #define TEST_CAP_LANDLOCK "landlock"  /* the kernel has Landlock enabled */
 #define TEST_CAP_MOUNT    "mount"     /* mount(2) works here (root, not in a locked container) */
 #define TEST_CAP_TOOLS    "tools"     /* a host program the case runs (node, python3, bwrap) */
-#define TEST_CAP_USER     "user"      /* a non-root identity: an ordinary user, or nobody for root */
 
 /* Whether a case that needs cap may run. When have is false the case is recorded as skipped
  * with why (case name and loop pass in the report), and false is returned: the case must

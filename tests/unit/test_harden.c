@@ -743,6 +743,39 @@ static void assert_one_of(const char *out, int setup, const char *key, const cha
 	free(got);
 }
 
+/* The one-path probes of landlock_allows_writes_only_beneath_writable_paths, in the order
+ * they run, and what each must get: inside the writable path everything works; outside it
+ * every kind of write is refused, reading is not. Landlock refuses truncation from ABI 3 on
+ * (before that the probe must succeed). */
+enum step_where { IN_WRITABLE, IN_READ_ONLY, AT_ROOT };
+struct landlock_step {
+	const char *op;
+	enum step_where where;
+	const char *name;
+	const char *want;
+	int from_abi;
+};
+static const struct landlock_step landlock_steps[] = {
+	{ "landlock-write", IN_WRITABLE, "new", "OK", 0 },
+	{ "landlock-mkdir", IN_WRITABLE, "dir", "OK", 0 },
+	{ "landlock-append", IN_WRITABLE, "existing", "OK", 0 },
+	{ "landlock-write", IN_READ_ONLY, "new", "EACCES", 0 },
+	{ "landlock-write", AT_ROOT, "new", "EACCES", 0 },
+	{ "landlock-mkdir", IN_READ_ONLY, "dir", "EACCES", 0 },
+	{ "landlock-mkfifo", IN_READ_ONLY, "fifo", "EACCES", 0 },
+	{ "landlock-symlink", IN_READ_ONLY, "link", "EACCES", 0 },
+	{ "landlock-append", IN_READ_ONLY, "existing", "EACCES", 0 },
+	{ "landlock-truncate", IN_READ_ONLY, "existing", "EACCES", 3 },
+	{ "landlock-unlink", IN_READ_ONLY, "existing", "EACCES", 0 },
+	{ "landlock-read", IN_READ_ONLY, "existing", "OK", 0 },
+};
+#define LANDLOCK_STEPS (sizeof landlock_steps / sizeof landlock_steps[0])
+
+static const char *step_dir(const struct lltree *t, enum step_where where)
+{
+	return where == IN_WRITABLE ? t->rw : where == IN_READ_ONLY ? t->ro : t->root;
+}
+
 START_TEST(landlock_allows_writes_only_beneath_writable_paths)
 {
 	struct lltree t;
@@ -759,52 +792,32 @@ START_TEST(landlock_allows_writes_only_beneath_writable_paths)
 	writable[0] = t.rw;
 	writable[1] = NULL;
 	{
-		const char *args[] = {
-			"landlock-write", at(&t, t.rw, "new"),
-			"landlock-mkdir", at(&t, t.rw, "dir"),
-			"landlock-append", at(&t, t.rw, "existing"),
-			"landlock-write", at(&t, t.ro, "new"),
-			"landlock-write", at(&t, t.root, "new"),
-			"landlock-mkdir", at(&t, t.ro, "dir"),
-			"landlock-mkfifo", at(&t, t.ro, "fifo"),
-			"landlock-symlink", at(&t, t.ro, "link"),
-			"landlock-append", at(&t, t.ro, "existing"),
-			"landlock-truncate", at(&t, t.ro, "existing"),
-			"landlock-unlink", at(&t, t.ro, "existing"),
-			"landlock-read", at(&t, t.ro, "existing"),
-			"landlock-rename", at(&t, t.ro, "existing"), at(&t, t.rw, "moved-in"),
-			"landlock-rename", at(&t, t.rw, "existing"), at(&t, t.ro, "moved-out"),
-			"landlock-append", "/dev/null",
-			NULL,
-		};
+		const char *args[2 * LANDLOCK_STEPS + 2 * 3 + 2 + 1];
+		size_t n = 0;
+
+		for (size_t k = 0; k < LANDLOCK_STEPS; k++) {
+			const struct landlock_step *st = &landlock_steps[k];
+
+			args[n++] = st->op;
+			args[n++] = at(&t, step_dir(&t, st->where), st->name);
+		}
+		args[n++] = "landlock-rename";
+		args[n++] = at(&t, t.ro, "existing");
+		args[n++] = at(&t, t.rw, "moved-in");
+		args[n++] = "landlock-rename";
+		args[n++] = at(&t, t.rw, "existing");
+		args[n++] = at(&t, t.ro, "moved-out");
+		args[n++] = "landlock-append";
+		args[n++] = "/dev/null";
+		args[n] = NULL;
 
 		out = run_probe(_i, APPLY_HARDEN, &spec, args);
-		/* Inside the writable path: everything works. */
-		snprintf(key, sizeof key, "landlock-write %s/new", t.rw);
-		assert_probe(out, _i, key, "OK");
-		snprintf(key, sizeof key, "landlock-mkdir %s/dir", t.rw);
-		assert_probe(out, _i, key, "OK");
-		snprintf(key, sizeof key, "landlock-append %s/existing", t.rw);
-		assert_probe(out, _i, key, "OK");
-		/* Outside it, every kind of write is refused; reading is not. */
-		snprintf(key, sizeof key, "landlock-write %s/new", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-write %s/new", t.root);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-mkdir %s/dir", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-mkfifo %s/fifo", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-symlink %s/link", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-append %s/existing", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-truncate %s/existing", t.ro);
-		assert_probe(out, _i, key, abi >= 3 ? "EACCES" : "OK");
-		snprintf(key, sizeof key, "landlock-unlink %s/existing", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-read %s/existing", t.ro);
-		assert_probe(out, _i, key, "OK");
+		for (size_t k = 0; k < LANDLOCK_STEPS; k++) {
+			const struct landlock_step *st = &landlock_steps[k];
+
+			snprintf(key, sizeof key, "%s %s/%s", st->op, step_dir(&t, st->where), st->name);
+			assert_probe(out, _i, key, abi >= st->from_abi ? st->want : "OK");
+		}
 		/* Moving a file out of, or into, the read-only area is a write there. EXDEV is
 		 * Landlock's answer for a refused reparenting (callers then copy). */
 		snprintf(key, sizeof key, "landlock-rename %s/existing %s/moved-in", t.ro, t.rw);
