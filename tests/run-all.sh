@@ -17,12 +17,15 @@ skip_list=""
 # The skips each phase may have on this machine, as a pattern of test names; any other skip
 # fails the run, for every suite this machine can run must run. As the ordinary user the
 # docker suites skip (that user may not reach the engine's socket, which would make it root's
-# equal); under ASan the fork storm does (GCC 12's allocator is not fork-safe, see
-# test_ns_security.c). Nothing else skips anywhere.
+# equal), and so do the "-root" tests, which hold the cases that need root (TEST_NEED in
+# tests/support.h); under ASan the fork storm does (GCC 12's allocator is not fork-safe, see
+# test_ns_security.c); under valgrind the harden tests' Landlock cases do (valgrind does not
+# pass the Landlock system calls). Nothing else skips anywhere.
 allowed_skips() {
   case "$1" in
-    sbxtest) echo 'docker' ;;
+    sbxtest) echo 'docker|-root$' ;;
     asan) echo 'security-forks-ns$' ;;
+    valgrind) echo 'unit-harden(-root)?$' ;;
     *) echo '' ;;
   esac
 }

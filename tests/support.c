@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "support.h"
+#include "util/cleanup.h"
 
 char *test_mkdtemp(void)
 {
@@ -26,7 +27,7 @@ char *test_mkdtemp(void)
 
 void test_rm_rf(const char *path)
 {
-	char *cmd = NULL;
+	_cleanup_free_ char *cmd = NULL;
 
 	if (!path || !*path || strcmp(path, "/") == 0)
 		return;
@@ -34,12 +35,11 @@ void test_rm_rf(const char *path)
 		abort();
 	if (system(cmd) != 0)
 		fprintf(stderr, "warning: %s failed\n", cmd);
-	free(cmd);
 }
 
 bool test_process_exists(const char *fragment)
 {
-	DIR *d = opendir("/proc");
+	_cleanup_closedir_ DIR *d = opendir("/proc");
 	struct dirent *e;
 	bool found = false;
 	char self[32];
@@ -67,20 +67,114 @@ bool test_process_exists(const char *fragment)
 		if (strstr(buf, fragment))
 			found = true;
 	}
-	if (d)
-		closedir(d);
 	return found;
+}
+
+bool test_required(const char *name)
+{
+	const char *req = getenv("SBX_TEST_REQUIRE");
+	size_t n = strlen(name);
+
+	for (const char *p = req; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 1 : 0))
+		if (strcspn(p, ",") == n && !strncmp(p, name, n))
+			return true;
+	return false;
+}
+
+/* Where the cases of this run record their skips: a file every forked case inherits, opened
+ * for appending, which test_run_suite reads when the run is over. -1 outside a run. */
+static int skip_log = -1;
+
+/* START_TEST names the function of case x "x_fn": the report names the case. */
+static int case_name_length(const char *fn)
+{
+	size_t n = strlen(fn);
+
+	return (int)(n > 3 && !strcmp(fn + n - 3, "_fn") ? n - 3 : n);
+}
+
+bool test_need(const char *cap, bool have, const char *case_name, int pass, const char *why)
+{
+	char line[512];
+	int len;
+
+	if (have)
+		return true;
+	ck_assert_msg(!test_required(cap), "%.*s[%d] needs %s, which SBX_TEST_REQUIRE names: %s",
+	              case_name_length(case_name), case_name, pass, cap, why);
+	len = snprintf(line, sizeof line, "SKIP %.*s[%d]: needs %s: %s\n",
+	               case_name_length(case_name), case_name, pass, cap, why);
+	if (len >= (int)sizeof line)
+		len = (int)sizeof line - 1;
+	fputs(line, stderr);
+	if (skip_log >= 0 && write(skip_log, line, (size_t)len) != len)
+		fprintf(stderr, "warning: cannot record the skip: %s\n", strerror(errno));
+	return false;
+}
+
+static int open_skip_log(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof path, "%s/sbx-skips-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	fd = mkostemp(path, O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		abort();
+	unlink(path);
+	return fd;
+}
+
+/* The number of skips recorded in the log, and the first record (without "SKIP " and its
+ * newline) in first. */
+static int count_skips(int fd, char *first, size_t first_size)
+{
+	char buf[4096];
+	size_t kept = 0;
+	ssize_t n;
+	int lines = 0;
+
+	first[0] = '\0';
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		abort();
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\n')
+				lines++;
+			else if (lines == 0 && kept + 1 < first_size)
+				first[kept++] = buf[i];
+		}
+	first[kept] = '\0';
+	return lines;
 }
 
 int test_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
-	int failed;
+	int failed, ran, skipped;
+	char first[512];
+	const char *why;
 
+	skip_log = open_skip_log();
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
+	ran = srunner_ntests_run(sr);
 	srunner_free(sr);
-	return failed == 0 ? 0 : 1;
+	skipped = count_skips(skip_log, first, sizeof first);
+	close(skip_log);
+	skip_log = -1;
+	if (failed)
+		return 1;
+	if (!skipped)
+		return 0;
+	/* The last line is the reason meson's log and tests/run-all.sh show for the skip: on
+	 * both streams, for a log may keep them apart. */
+	why = strncmp(first, "SKIP ", 5) ? first : first + 5;
+	fflush(stdout);
+	fprintf(stderr, "SKIP: %d of %d cases could not run here, first %s\n", skipped, ran, why);
+	printf("SKIP: %d of %d cases could not run here, first %s\n", skipped, ran, why);
+	return TEST_EXIT_SKIP;
 }
 
 const char *test_path_at(const char *base, const char *rel)
@@ -136,19 +230,18 @@ mode_t test_mode_of(const char *path)
 
 int test_count_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
+	_cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
 	int n = 0;
 
 	ck_assert_ptr_nonnull(d);
 	while (readdir(d))
 		n++;
-	closedir(d);
 	return n;
 }
 
 bool test_has_temp_files(const char *dir)
 {
-	DIR *d = opendir(dir);
+	_cleanup_closedir_ DIR *d = opendir(dir);
 	struct dirent *e;
 	bool found = false;
 
@@ -156,7 +249,6 @@ bool test_has_temp_files(const char *dir)
 	while ((e = readdir(d)))
 		if (strstr(e->d_name, ".sbx-"))
 			found = true;
-	closedir(d);
 	return found;
 }
 

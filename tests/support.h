@@ -26,7 +26,34 @@ bool test_has_temp_files(const char *dir);   /* leftover ".sbx-" temporaries */
 int test_count_fds(void);                    /* open fds of this process */
 void test_limit_fds(unsigned long n);        /* lowers RLIMIT_NOFILE's soft limit */
 
-/* Runs a Check suite and returns the process exit code (0 when all passed). */
+/* Capabilities a case may need, named as SBX_TEST_REQUIRE names them. */
+#define TEST_CAP_ROOT     "root"      /* euid 0 in the initial user namespace */
+#define TEST_CAP_USERNS   "userns"    /* unshare(CLONE_NEWUSER) works */
+#define TEST_CAP_LANDLOCK "landlock"  /* the kernel has Landlock enabled */
+#define TEST_CAP_MOUNT    "mount"     /* mount(2) works here (root, not in a locked container) */
+#define TEST_CAP_TOOLS    "tools"     /* a host program the case runs (node, python3, bwrap) */
+
+/* Whether a case that needs cap may run. When have is false the case is recorded as skipped
+ * with why (case name and loop pass in the report), and false is returned: the case must
+ * end at once (TEST_NEED does). When SBX_TEST_REQUIRE (a comma-separated list) names cap,
+ * a missing capability fails the case instead: CI says which ones the host must have. */
+bool test_need(const char *cap, bool have, const char *case_name, int pass, const char *why);
+/* The form a START_TEST body uses: ends the case when the capability is missing. */
+#define TEST_NEED(cap, have, why)                                        \
+	do {                                                             \
+		if (!test_need((cap), (have), __func__, _i, (why)))      \
+			return;                                          \
+	} while (0)
+/* Whether SBX_TEST_REQUIRE lists name. */
+bool test_required(const char *name);
+
+/* Exit code of a program none of whose cases could run here (meson reports a skip). */
+#define TEST_EXIT_SKIP 77
+
+/* Runs a Check suite and returns the process exit code: 1 when a case failed, else
+ * TEST_EXIT_SKIP when a case was skipped (each skip and its reason are listed on stderr and
+ * the last line says how many; capability cases sit in tagged tcases that meson runs as tests
+ * of their own, so the other cases still count as passes), else 0. */
 int test_run_suite(Suite *s);
 
 #endif

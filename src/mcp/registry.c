@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "mcp/mcp.h"
+#include "util/cleanup.h"
 #include "util/digest.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -351,9 +352,10 @@ static bool declared_here(const sbx_workspace *ws, const sbx_json *doc, const sb
 
 int sbx_mcp_decls_load(sbx_workspace *ws, sbx_mcp_decl **decls, size_t *n)
 {
-	char *text = NULL, perr[256];
+	_cleanup_free_ char *text = NULL;
+	_cleanup_json_ sbx_json *doc = NULL;
+	char perr[256];
 	size_t len;
-	sbx_json *doc = NULL;
 	const sbx_json *servers;
 	int r;
 
@@ -361,19 +363,13 @@ int sbx_mcp_decls_load(sbx_workspace *ws, sbx_mcp_decl **decls, size_t *n)
 	*n = 0;
 	if ((r = read_decls_file(ws, &text, &len)) < 0 || !text)
 		return r;
-	r = sbx_json_parse(text, len, &doc, perr, sizeof perr);
-	free(text);
-	if (r < 0)
+	if (sbx_json_parse(text, len, &doc, perr, sizeof perr) < 0)
 		return sbx_fail(-SBX_ECONFIG, "mcp: %s/%s: %s", STATE_DIR, FILE_NAME, perr);
 	servers = sbx_json_get(doc, "servers");
-	if (!servers || servers->type != SBX_JSON_ARRAY) {
-		sbx_json_free(doc);
+	if (!servers || servers->type != SBX_JSON_ARRAY)
 		return sbx_fail(-SBX_ECONFIG, "mcp: %s/%s: no \"servers\" array", STATE_DIR, FILE_NAME);
-	}
-	if (servers->n && !(*decls = calloc(servers->n, sizeof **decls))) {
-		sbx_json_free(doc);
+	if (servers->n && !(*decls = calloc(servers->n, sizeof **decls)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	}
 	bool foreign = !declared_here(ws, doc, servers);
 	for (size_t i = 0; i < servers->n; i++) {
 		sbx_mcp_decl *d = &(*decls)[i];
@@ -382,7 +378,6 @@ int sbx_mcp_decls_load(sbx_workspace *ws, sbx_mcp_decl **decls, size_t *n)
 			d->error = strdup(FOREIGN);
 	}
 	*n = servers->n;
-	sbx_json_free(doc);
 	return 0;
 }
 
@@ -423,31 +418,23 @@ static void servers_text(sbx_buf *b, const sbx_mcp_decl *decls, size_t n)
 
 int sbx_mcp_decls_save(sbx_workspace *ws, const sbx_mcp_decl *decls, size_t n)
 {
-	sbx_buf servers = { 0 }, b = { 0 };
-	sbx_json *parsed = NULL;
+	_cleanup_buf_ sbx_buf servers = { 0 }, b = { 0 };
+	_cleanup_json_ sbx_json *parsed = NULL;
 	char mac[65], perr[64];
 	int r;
 
 	servers_text(&servers, decls, n);
-	if (servers.oom) {
-		sbx_buf_free(&servers);
+	if (servers.oom)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	}
 	/* The MAC is of the array as it will be read back: parsed, then printed. */
 	if (sbx_json_parse(servers.data, servers.len, &parsed, perr, sizeof perr) < 0)
-		r = sbx_fail(-SBX_EIO, "mcp: the declarations do not print as JSON: %s", perr);
-	else
-		r = servers_mac(parsed, mac);
-	sbx_json_free(parsed);
-	if (r == 0) {
-		sbx_buf_puts(&b, "{\"version\":1,\"servers\":");
-		sbx_buf_append(&b, servers.data, servers.len);
-		sbx_buf_printf(&b, ",\"mac\":\"%s\"}\n", mac);
-		r = b.oom ? sbx_fail(-SBX_ENOMEM, "out of memory") : write_decls_file(ws, b.data, b.len);
-	}
-	sbx_buf_free(&servers);
-	sbx_buf_free(&b);
-	return r;
+		return sbx_fail(-SBX_EIO, "mcp: the declarations do not print as JSON: %s", perr);
+	if ((r = servers_mac(parsed, mac)) < 0)
+		return r;
+	sbx_buf_puts(&b, "{\"version\":1,\"servers\":");
+	sbx_buf_append(&b, servers.data, servers.len);
+	sbx_buf_printf(&b, ",\"mac\":\"%s\"}\n", mac);
+	return b.oom ? sbx_fail(-SBX_ENOMEM, "out of memory") : write_decls_file(ws, b.data, b.len);
 }
 
 void sbx_mcp_decls_free(sbx_mcp_decl *decls, size_t n)

@@ -551,3 +551,67 @@ void bt_install_program(sbx_workspace *ws, const char *env_name, const char *rel
 	ck_assert_int_eq(sbx_file_write(ws, rel, data, len, 0755, 0), 0);
 	free(data);
 }
+
+bool bt_tool_ok(const char *res)
+{
+	return strncmp(res, "{\"ok\":true,", 11) == 0;
+}
+
+char *bt_string_member(const char *res, const char *key)
+{
+	char pat[64];
+	const char *p;
+	size_t n = 0, cap;
+	char *out;
+
+	snprintf(pat, sizeof pat, "\"%s\":\"", key);
+	p = strstr(res, pat);
+	ck_assert_msg(p, "no string member %s in %.300s", key, res);
+	p += strlen(pat);
+	cap = strlen(p) + 1;
+	out = malloc(cap);
+	ck_assert_ptr_nonnull(out);
+	for (; *p && *p != '"'; p++) {
+		if (*p != '\\') {
+			out[n++] = *p;
+			continue;
+		}
+		switch (*++p) {
+		case 'n': out[n++] = '\n'; break;
+		case 't': out[n++] = '\t'; break;
+		case 'r': out[n++] = '\r'; break;
+		case 'b': out[n++] = '\b'; break;
+		case 'f': out[n++] = '\f'; break;
+		case 'u': {
+			unsigned cp = (unsigned)strtoul((char[]){ p[1], p[2], p[3], p[4], 0 }, NULL, 16);
+			if (cp < 0x80) {
+				out[n++] = (char)cp;
+			} else if (cp < 0x800) {
+				out[n++] = (char)(0xC0 | (cp >> 6));
+				out[n++] = (char)(0x80 | (cp & 0x3F));
+			} else {
+				out[n++] = (char)(0xE0 | (cp >> 12));
+				out[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+				out[n++] = (char)(0x80 | (cp & 0x3F));
+			}
+			p += 4;
+			break;
+		}
+		default: out[n++] = *p;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
+void bt_open_case_workspace(char **workdir, sbx_workspace **ws)
+{
+	*workdir = bt_mkdtemp();
+	*ws = bt_open_ok(*workdir, NULL);
+}
+
+void bt_close_case_workspace(sbx_workspace **ws)
+{
+	sbx_workspace_close(*ws);
+	*ws = NULL;
+}

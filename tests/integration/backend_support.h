@@ -154,4 +154,16 @@ int bt_wait_pidfds_ended(int *fds, int n);
  * cannot be reset, in KiB. */
 long bt_memory_kb(bool reset_peak);
 
+/* Whether a tool call's result (its JSON text) reports success. */
+bool bt_tool_ok(const char *res);
+/* The string member "key" of a tool call's result (its first occurrence), unescaped; fails
+ * the test when there is none. Caller frees. */
+char *bt_string_member(const char *res, const char *key);
+
+/* The checked fixture most suites share, called from their setup and teardown: each case
+ * gets a fresh folder (bt_mkdtemp) in *workdir and a workspace opened on it in *ws
+ * (bt_open_ok); the teardown closes it and clears *ws, so that a case may close it first. */
+void bt_open_case_workspace(char **workdir, sbx_workspace **ws);
+void bt_close_case_workspace(sbx_workspace **ws);
+
 #endif

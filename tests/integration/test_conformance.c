@@ -42,8 +42,7 @@ static sbx_workspace *ws;
 
 static void setup(void)
 {
-	workdir = bt_mkdtemp();
-	ws = bt_open_ok(workdir, NULL);
+	bt_open_case_workspace(&workdir, &ws);
 }
 
 #define MAX_SANDBOX_PIDFDS 16

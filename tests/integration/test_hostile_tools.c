@@ -35,14 +35,12 @@ static sbx_workspace *ws;
 
 static void setup(void)
 {
-	workdir = bt_mkdtemp();
-	ws = bt_open_ok(workdir, NULL);
+	bt_open_case_workspace(&workdir, &ws);
 }
 
 static void teardown(void)
 {
-	sbx_workspace_close(ws);
-	ws = NULL;
+	bt_close_case_workspace(&ws);
 }
 
 /* ---- results ------------------------------------------------------------------------------ */
@@ -57,65 +55,12 @@ static char *call(const char *tool, const char *args)
 	return res;
 }
 
-static bool ok_of(const char *res)
-{
-	return strncmp(res, "{\"ok\":true,", 11) == 0;
-}
-
-/* The string member "key" (its first occurrence), unescaped; malloc'ed. */
-static char *member(const char *res, const char *key)
-{
-	char pat[64];
-	const char *p;
-	size_t n = 0, cap;
-	char *out;
-
-	snprintf(pat, sizeof pat, "\"%s\":\"", key);
-	p = strstr(res, pat);
-	ck_assert_msg(p, "no string member %s in %.300s", key, res);
-	p += strlen(pat);
-	cap = strlen(p) + 1;
-	out = malloc(cap);
-	ck_assert_ptr_nonnull(out);
-	for (; *p && *p != '"'; p++) {
-		if (*p != '\\') {
-			out[n++] = *p;
-			continue;
-		}
-		switch (*++p) {
-		case 'n': out[n++] = '\n'; break;
-		case 't': out[n++] = '\t'; break;
-		case 'r': out[n++] = '\r'; break;
-		case 'b': out[n++] = '\b'; break;
-		case 'f': out[n++] = '\f'; break;
-		case 'u': {
-			unsigned cp = (unsigned)strtoul((char[]){ p[1], p[2], p[3], p[4], 0 }, NULL, 16);
-			if (cp < 0x80) {
-				out[n++] = (char)cp;
-			} else if (cp < 0x800) {
-				out[n++] = (char)(0xC0 | (cp >> 6));
-				out[n++] = (char)(0x80 | (cp & 0x3F));
-			} else {
-				out[n++] = (char)(0xE0 | (cp >> 12));
-				out[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-				out[n++] = (char)(0x80 | (cp & 0x3F));
-			}
-			p += 4;
-			break;
-		}
-		default: out[n++] = *p;
-		}
-	}
-	out[n] = '\0';
-	return out;
-}
-
 /* The output of a result, unescaped, in rotating static storage. */
 static const char *output_of(const char *res)
 {
 	static char *kept[4];
 	static int next;
-	char *o = member(res, "output");
+	char *o = bt_string_member(res, "output");
 
 	free(kept[next % 4]);
 	kept[next++ % 4] = o;
@@ -333,7 +278,7 @@ static void refused(const char *tool, const char *name, const char *value, const
 	char *args = args_with(tool, name, value), *res = call(tool, args);
 	char quoted[96];
 
-	ck_assert_msg(!ok_of(res), "%s %s: accepted: %s", tool, args, res);
+	ck_assert_msg(!bt_tool_ok(res), "%s %s: accepted: %s", tool, args, res);
 	snprintf(quoted, sizeof quoted, "\"%s\"", name);
 	if (why) {
 		HAS(output_of(res), quoted);
@@ -438,7 +383,7 @@ START_TEST(test_whole_arguments_that_are_not_objects)
 	for (size_t t = 0; t < sizeof tool_names / sizeof *tool_names; t++)
 		for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 			char *res = call(tool_names[t], bad[i]);
-			ck_assert_msg(!ok_of(res), "%s %s accepted: %s", tool_names[t], bad[i], res);
+			ck_assert_msg(!bt_tool_ok(res), "%s %s accepted: %s", tool_names[t], bad[i], res);
 			free(res);
 		}
 	/* Nesting deeper than the parser takes, inside a field. */
@@ -505,7 +450,7 @@ START_TEST(test_grep_catastrophic_pattern_is_cut_within_the_deadline)
 
 		/* The tool's deadline is 30 s; its budget per file ends this one far sooner. */
 		ck_assert_msg(m.ms < 25000, "%s: %lld ms", modes[i], (long long)m.ms);
-		ck_assert_msg(ok_of(m.res), "%s", m.res);
+		ck_assert_msg(bt_tool_ok(m.res), "%s", m.res);
 		HAS(m.res, "\"complete\":false");
 		HAS(m.res, "\"cut_short\":1");
 		HAS(m.res, "\"cut_files\":[{\"file\":\"");
@@ -528,7 +473,7 @@ START_TEST(test_grep_engine_limit_is_reported)
 
 	inside("yes 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!' | head -c 1000000 > steep.txt");
 	m = call_in_child("Grep", "{\"pattern\":\"(a+)+$\",\"path\":\"steep.txt\"}", -1);
-	ck_assert_msg(ok_of(m.res), "%s", m.res);
+	ck_assert_msg(bt_tool_ok(m.res), "%s", m.res);
 	HAS(m.res, "\"complete\":false");
 	HAS(output_of(m.res), "steep.txt stopped at line 1: the pattern needs too much "
 	                      "backtracking");
@@ -549,7 +494,7 @@ START_TEST(test_grep_stops_when_the_page_is_full)
 	                  "\"head_limit\":5}", -1);
 	/* The file is read (64 MiB); its output is a page, not gigabytes. */
 	ck_assert_msg(m.grew_kb < 120 * 1024, "grew %ld KiB", m.grew_kb);
-	ck_assert_msg(ok_of(m.res), "%s", m.res);
+	ck_assert_msg(bt_tool_ok(m.res), "%s", m.res);
 	out = output_of(m.res);
 	HAS(out, "/all.txt:5:match me\n\n[Showing results with pagination = limit: 5]");
 	LACKS(out, ":6:");
@@ -564,7 +509,7 @@ START_TEST(test_grep_stops_when_the_page_is_full)
 	m = call_in_child("Grep", "{\"pattern\":\"match\",\"output_mode\":\"count\",\"path\":"
 	                  "\"many\",\"head_limit\":3}", -1);
 	ck_assert_msg(m.grew_kb < 48 * 1024, "grew %ld KiB: the big file was read", m.grew_kb);
-	ck_assert_msg(ok_of(m.res), "%s", m.res);
+	ck_assert_msg(bt_tool_ok(m.res), "%s", m.res);
 	out = output_of(m.res);
 	HAS(out, "/many/f102.txt:1\n\n[Showing results with pagination = limit: 3]");
 	LACKS(out, "zz.txt");
@@ -589,9 +534,9 @@ START_TEST(test_write_over_a_huge_file_omits_the_diff)
 	m = call_in_child("Write", "{\"file_path\":\"nl.txt\",\"content\":\"x\\n\"}", -1);
 	ck_assert_msg(m.grew_kb < 64 * 1024, "grew %ld KiB", m.grew_kb);   /* it was 2 GB */
 	ck_assert_uint_lt(strlen(m.res), 4096);                           /* it was 126 MB */
-	ck_assert_msg(ok_of(m.res), "%.500s", m.res);
+	ck_assert_msg(bt_tool_ok(m.res), "%.500s", m.res);
 	HAS(m.res, "\"diff_omitted\":true");
-	diff = member(m.res, "diff");
+	diff = bt_string_member(m.res, "diff");
 	ck_assert_msg(strncmp(diff, "diff omitted: ", 14) == 0, "%s", diff);
 	free(diff);
 	free(m.res);
@@ -619,9 +564,9 @@ START_TEST(test_edit_of_a_huge_file_bounds_its_diff)
 	free(args);
 	ck_assert_msg(m.grew_kb < 200 * 1024, "grew %ld KiB", m.grew_kb);
 	ck_assert_uint_lt(strlen(m.res), 4096);
-	ck_assert_msg(ok_of(m.res), "%.500s", m.res);
+	ck_assert_msg(bt_tool_ok(m.res), "%.500s", m.res);
 	HAS(m.res, "\"diff_omitted\":true");
-	diff = member(m.res, "diff");
+	diff = bt_string_member(m.res, "diff");
 	HAS(diff, "diff omitted: the change spans 41943040 bytes of the old text");
 	free(diff);
 	free(m.res);
@@ -631,9 +576,9 @@ START_TEST(test_edit_of_a_huge_file_bounds_its_diff)
 	free(call("Read", "{\"file_path\":\"big.txt\",\"limit\":1}"));
 	m = call_in_child("Edit", "{\"file_path\":\"big.txt\",\"old_string\":\"\\n1500000\\n\","
 	                  "\"new_string\":\"\\nfifteen hundred thousand\\n\"}", -1);
-	ck_assert_msg(ok_of(m.res), "%.500s", m.res);
+	ck_assert_msg(bt_tool_ok(m.res), "%.500s", m.res);
 	LACKS(m.res, "diff_omitted");
-	diff = member(m.res, "diff");
+	diff = bt_string_member(m.res, "diff");
 	ck_assert_str_eq(diff, "--- a/big.txt\n+++ b/big.txt\n@@ -1499997,7 +1499997,7 @@\n"
 	                       " 1499997\n 1499998\n 1499999\n-1500000\n+fifteen hundred thousand\n"
 	                       " 1500001\n 1500002\n 1500003\n");
@@ -685,7 +630,7 @@ START_TEST(test_reads_survive_a_file_flipped_to_a_sparse_giant)
 
 			ck_assert_msg(m.grew_kb < 300 * 1024, "%s grew %ld KiB: %.300s", calls[c][0],
 			              m.grew_kb, m.res);
-			if (!ok_of(m.res) && !strcmp(calls[c][0], "Read"))
+			if (!bt_tool_ok(m.res) && !strcmp(calls[c][0], "Read"))
 				HAS(output_of(m.res), "too large to read");
 			free(m.res);
 			/* A Read now and then lets Edit and Write get as far as reading. */
@@ -713,16 +658,16 @@ START_TEST(test_sparse_giants_cost_nothing)
 	 * tells its size. It made Read take twice the target's size in memory. */
 	m = call_in_child("Read", "{\"file_path\":\"link\"}", -1);
 	ck_assert_msg(m.grew_kb < 16 * 1024, "grew %ld KiB", m.grew_kb);
-	ck_assert(!ok_of(m.res));
+	ck_assert(!bt_tool_ok(m.res));
 	HAS(output_of(m.res), "too large to read");
 	free(m.res);
 	m = call_in_child("Read", "{\"file_path\":\"giant\"}", -1);
-	ck_assert(!ok_of(m.res));
+	ck_assert(!bt_tool_ok(m.res));
 	HAS(output_of(m.res), "too large to read");
 	ck_assert_msg(m.grew_kb < 16 * 1024, "grew %ld KiB", m.grew_kb);
 	free(m.res);
 	m = call_in_child("Grep", "{\"pattern\":\"text\"}", -1);
-	ck_assert_msg(ok_of(m.res), "%s", m.res);
+	ck_assert_msg(bt_tool_ok(m.res), "%s", m.res);
 	HAS(m.res, "\"skipped_large\":3");
 	ck_assert_msg(m.grew_kb < 16 * 1024, "grew %ld KiB", m.grew_kb);
 	free(m.res);
@@ -747,7 +692,7 @@ static void many_files(void)
  * with 976 unreadable). */
 static void whole_or_error(const char *res, const char *count_field, int want)
 {
-	if (!ok_of(res)) {
+	if (!bt_tool_ok(res)) {
 		ck_assert_msg(strstr(res, "file descriptors") || strstr(res, "Too many open files"),
 		              "%s", res);
 		return;
@@ -772,14 +717,14 @@ START_TEST(test_grep_under_fd_pressure)
 		for (int room = 8; room <= 32; room += 12) {
 			m = call_in_child("Grep", grep, room);
 			whole_or_error(m.res, "files", 1000);
-			ck_assert_msg(ok_of(m.res), "room %d, threads %d: %s", room, threads, m.res);
+			ck_assert_msg(bt_tool_ok(m.res), "room %d, threads %d: %s", room, threads, m.res);
 			free(m.res);
 		}
 		unsetenv("SBX_GREP_THREADS");
 	}
 	/* No room at all: an error, not "No matches found". */
 	m = call_in_child("Grep", grep, 0);
-	ck_assert_msg(!ok_of(m.res), "%s", m.res);
+	ck_assert_msg(!bt_tool_ok(m.res), "%s", m.res);
 	whole_or_error(m.res, "files", 1000);
 	free(m.res);
 	m = call_in_child("Grep", "{\"pattern\":\"needle\",\"path\":\"tree\"}", 1);
@@ -797,9 +742,9 @@ START_TEST(test_glob_under_fd_pressure)
 		m = call_in_child("Glob", "{\"pattern\":\"**/*.txt\"}", room);
 		whole_or_error(m.res, "total", 1000);
 		if (room == 0)
-			ck_assert_msg(!ok_of(m.res), "%s", m.res);
+			ck_assert_msg(!bt_tool_ok(m.res), "%s", m.res);
 		if (room == 12)
-			ck_assert_msg(ok_of(m.res), "%s", m.res);
+			ck_assert_msg(bt_tool_ok(m.res), "%s", m.res);
 		free(m.res);
 	}
 }
@@ -820,14 +765,14 @@ START_TEST(test_unreadable_parts_make_results_incomplete)
 		ck_assert_int_eq(chmod(workdir, 0755), 0);   /* the rest of it nobody may read */
 	}
 	m = call_in_child("Grep", "{\"pattern\":\"needle\"}", -1);
-	ck_assert_msg(ok_of(m.res), "%s", m.res);
+	ck_assert_msg(bt_tool_ok(m.res), "%s", m.res);
 	HAS(m.res, "\"complete\":false");
 	HAS(m.res, "\"unreadable_dirs\":1");
 	HAS(output_of(m.res), "0 file(s) and 1 directory(ies) could not be read");
 	HAS(output_of(m.res), "/open/a.txt");
 	free(m.res);
 	m = call_in_child("Glob", "{\"pattern\":\"**/*.txt\"}", -1);
-	ck_assert_msg(ok_of(m.res), "%s", m.res);
+	ck_assert_msg(bt_tool_ok(m.res), "%s", m.res);
 	HAS(m.res, "\"complete\":false");
 	HAS(output_of(m.res), "1 directory(ies) could not be read");
 	free(m.res);
@@ -841,7 +786,7 @@ START_TEST(test_unreadable_parts_make_results_incomplete)
 	free(bt_shell_out(ws, deep));
 	free(deep);
 	m = call_in_child("Grep", "{\"pattern\":\"needle\"}", -1);
-	ck_assert_msg(ok_of(m.res), "%s", m.res);
+	ck_assert_msg(bt_tool_ok(m.res), "%s", m.res);
 	HAS(m.res, "\"complete\":false");
 	HAS(output_of(m.res), "/open/a.txt");
 	HAS(output_of(m.res), "or with paths over 4095 bytes, were not searched");
@@ -987,9 +932,9 @@ START_TEST(test_printed_names_lead_back_to_their_files)
 		char *rel_shown = bt_fmt("names/%s", names[i].shown);
 
 		res = call("Read", bt_tmp("{\"file_path\":%s}", jp));
-		ck_assert_msg(ok_of(res), "Read %s: %s", p, res);
+		ck_assert_msg(bt_tool_ok(res), "Read %s: %s", p, res);
 		HAS(output_of(res), bt_tmp("needle %zu", i));
-		fp = member(res, "file_path");
+		fp = bt_string_member(res, "file_path");
 		ck_assert_str_eq(fp, p);
 		free(fp);
 		free(res);
@@ -997,9 +942,9 @@ START_TEST(test_printed_names_lead_back_to_their_files)
 		args = bt_fmt("{\"file_path\":%s,\"old_string\":\"needle %zu\",\"new_string\":"
 		              "\"edited %zu\"}", jp, i, i);
 		res = call("Edit", args);
-		ck_assert_msg(ok_of(res), "Edit %s: %s", p, res);
+		ck_assert_msg(bt_tool_ok(res), "Edit %s: %s", p, res);
 		HAS(output_of(res), bt_tmp("Successfully replaced 1 occurrence in %s", p));
-		fp = member(res, "diff");
+		fp = bt_string_member(res, "diff");
 		HAS(fp, bt_tmp("--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n-needle %zu\n+edited %zu\n",
 		               rel_shown, rel_shown, i, i));
 		free(fp);
@@ -1008,7 +953,7 @@ START_TEST(test_printed_names_lead_back_to_their_files)
 
 		args = bt_fmt("{\"file_path\":%s,\"content\":\"written %zu\\n\"}", jp, i);
 		res = call("Write", args);
-		ck_assert_msg(ok_of(res), "Write %s: %s", p, res);
+		ck_assert_msg(bt_tool_ok(res), "Write %s: %s", p, res);
 		HAS(output_of(res), bt_tmp("The file %s has been written", p));
 		free(res);
 		free(args);
@@ -1032,18 +977,18 @@ START_TEST(test_errors_quote_names_escaped)
 	char *res;
 
 	res = call("Read", "{\"file_path\":\"no\\nsuch\\u001b[2Jfile\"}");
-	ck_assert(!ok_of(res));
+	ck_assert(!bt_tool_ok(res));
 	ck_assert_ptr_null(strchr(output_of(res), '\n'));
 	ck_assert_ptr_null(strchr(output_of(res), '\x1b'));
 	HAS(output_of(res), "no\\nsuch\\x1b[2Jfile");
 	free(res);
 	res = call("Read", "{\"file_path\":\"x\",\"bo\\ngus\\u0007\":1}");
-	ck_assert(!ok_of(res));
+	ck_assert(!bt_tool_ok(res));
 	HAS(output_of(res), "unknown parameter \"bo\\ngus\\x07\"");
 	free(res);
 	/* A new file is made with the name as written. */
 	res = call("Write", "{\"file_path\":\"new\\\\nname\",\"content\":\"n\\n\"}");
-	ck_assert_msg(ok_of(res), "%s", res);
+	ck_assert_msg(bt_tool_ok(res), "%s", res);
 	free(res);
 	free(bt_shell_out(ws, "test -f 'new\\nname'"));
 }
@@ -1110,7 +1055,7 @@ static void fill_disk(const char *dir)
 
 static void no_space(const char *res)
 {
-	ck_assert_msg(!ok_of(res), "%s", res);
+	ck_assert_msg(!bt_tool_ok(res), "%s", res);
 	ck_assert_msg(strcasestr(output_of(res), "no space left"), "%s", res);
 }
 
@@ -1128,7 +1073,7 @@ START_TEST(test_tools_on_a_full_disk)
 
 	/* Read still reads, and says when what it learned could not be kept. */
 	res = call("Read", "{\"file_path\":\"other.txt\"}");
-	ck_assert_msg(ok_of(res), "%s", res);
+	ck_assert_msg(bt_tool_ok(res), "%s", res);
 	HAS(output_of(res), "read me");
 	if (stat(dir, &st_dir) == 0 && stat(test_path_at(dir, ".agentsbx"), &st_state) == 0 &&
 	    st_dir.st_dev == st_state.st_dev) {
@@ -1155,7 +1100,7 @@ START_TEST(test_tools_on_a_full_disk)
 	free(call("Read", "{\"file_path\":\"keep.txt\"}"));
 	res = call("Edit", "{\"file_path\":\"keep.txt\",\"old_string\":\"original\","
 	           "\"new_string\":\"edited\"}");
-	ck_assert_msg(ok_of(res), "%s", res);
+	ck_assert_msg(bt_tool_ok(res), "%s", res);
 	free(res);
 	sbx_workspace_close(ws);
 	ws = NULL;
@@ -1189,7 +1134,7 @@ START_TEST(test_tools_on_a_full_capped_workspace)
 	no_space(res = call("Write", "{\"file_path\":\"new.txt\",\"content\":\"new\\n\"}"));
 	free(res);
 	res = call("Read", "{\"file_path\":\"keep.txt\"}");
-	ck_assert_msg(ok_of(res), "%s", res);
+	ck_assert_msg(bt_tool_ok(res), "%s", res);
 	HAS(output_of(res), "original");
 	free(res);
 	char *left = bt_shell_out(ws, "ls -a; cat keep.txt");

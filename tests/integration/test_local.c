@@ -183,29 +183,8 @@ START_TEST(test_cpu_limit_stops_a_spinning_command)
 }
 END_TEST
 
-/* ---- stdin and output ------------------------------------------------------------------- */
-
-START_TEST(test_large_stdin_and_stdout_together)
-{
-	const size_t len = 10u << 20;
-	const char *argv[] = { "cat", NULL };
-	char *data = malloc(len);
-	sbx_exec_opts o = { .size = sizeof o, .stdin_len = len, .max_output = 32u << 20 };
-	sbx_result *res;
-	size_t out_len;
-
-	for (size_t i = 0; i < len; i++)
-		data[i] = (char)('a' + i % 23);
-	o.stdin_data = data;
-	res = run_argv(argv, &o);
-	ck_assert_int_eq(sbx_result_exit_code(res), 0);
-	ck_assert_int_eq(sbx_result_truncated(res), 0);
-	ck_assert(memcmp(sbx_result_stdout(res, &out_len), data, len) == 0);
-	ck_assert_uint_eq(out_len, len);
-	sbx_result_free(res);
-	free(data);
-}
-END_TEST
+/* Large stdin and stdout together: test_large_stdin_round_trip in the conformance suite, which
+ * runs on this backend too. */
 
 /* ---- nothing outlives a command ---------------------------------------------------------- */
 
@@ -527,7 +506,6 @@ static Suite *local_suite(void)
 	suite_add_tcase(s, env);
 
 	tcase_add_checked_fixture(io, setup, teardown);
-	tcase_add_test(io, test_large_stdin_and_stdout_together);
 	suite_add_tcase(s, io);
 
 	tcase_add_checked_fixture(tree, setup, teardown);

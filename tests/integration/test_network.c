@@ -728,22 +728,18 @@ static void remove_test_hosts(void)
 	free(cmd);
 }
 
-static bool need_root(void)
-{
-	if (geteuid() == 0)
-		return true;
-	fprintf(stderr, "skipped: named test hosts need root (ip netns, veth, a private "
-	        "/etc/hosts)\n");
-	return false;
-}
+/* The cases of the tcase tagged 'root' (a meson test of its own): an ordinary user sees them
+ * skipped with this reason. */
+#define NEED_ROOT()                                                                        \
+	TEST_NEED(TEST_CAP_ROOT, geteuid() == 0,                                           \
+	          "named test hosts need root (ip netns, veth, a private /etc/hosts)")
 
 START_TEST(test_name_resolving_to_loopback_refused_unless_allowed)
 {
 	char *lists, *cmd;
 	sbx_workspace *ranged;
 
-	if (!need_root())
-		return;
+	NEED_ROOT();
 	private_hosts_file("127.0.0.1 localhost\n127.0.0.1 rebind.example.com\n"
 	                   "127.0.0.1 exact.example.com\n");
 	lists = bt_fmt("\"allow\":[\"*.example.com\",\"exact.example.com:%d\"]", srv.port);
@@ -776,8 +772,7 @@ START_TEST(test_reaches_exactly_the_allowed_hosts)
 	};
 	char *cmd;
 
-	if (!need_root())
-		return;
+	NEED_ROOT();
 	ck_assert_msg(make_test_hosts(), "could not make the test hosts");
 	private_hosts_file("127.0.0.1 localhost\n203.0.113.10 pypi.org\n"
 	                   "203.0.113.11 api.github.com\n203.0.113.12 github.com\n"
@@ -860,6 +855,7 @@ static Suite *network_suite(void)
 	suite_add_tcase(s, policy);
 
 	root = tcase_create("root");
+	tcase_set_tags(root, "root");
 	tcase_add_checked_fixture(root, setup, teardown);
 	tcase_add_checked_fixture(root, NULL, root_teardown);
 	tcase_add_test(root, test_name_resolving_to_loopback_refused_unless_allowed);

@@ -321,10 +321,8 @@ START_TEST(test_mcp_works_in_a_capped_workspace)
 	sbx_workspace *ws;
 	int r;
 
-	if (access("/usr/bin/node", X_OK) != 0) {
-		fprintf(stderr, "SKIP test_mcp_works_in_a_capped_workspace: no /usr/bin/node\n");
-		return;
-	}
+	TEST_NEED(TEST_CAP_TOOLS, access("/usr/bin/node", X_OK) == 0,
+	          "the MCP test server needs /usr/bin/node");
 	ck_assert_ptr_nonnull(src);
 	script = test_slurp(bt_tmp("%s/tests/mcp/counter-server.js", src));
 	ck_assert_ptr_nonnull(script);

@@ -37,8 +37,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	sbx_workspace_close(ws);
-	ws = NULL;
+	bt_close_case_workspace(&ws);
 }
 
 /* ---------------------------------------------------------------------------------------

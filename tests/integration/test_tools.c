@@ -20,14 +20,12 @@ static sbx_workspace *ws;
 
 static void setup(void)
 {
-	workdir = bt_mkdtemp();
-	ws = bt_open_ok(workdir, NULL);
+	bt_open_case_workspace(&workdir, &ws);
 }
 
 static void teardown(void)
 {
-	sbx_workspace_close(ws);
-	ws = NULL;
+	bt_close_case_workspace(&ws);
 }
 
 /* ---- the workspace's files, behind the tools' back ---------------------------------------
@@ -138,56 +136,17 @@ static char *call(const char *tool, const char *args)
 	return call_in(ws, NULL, tool, args);
 }
 
-static bool ok_of(const char *res)
-{
-	return strncmp(res, "{\"ok\":true,", 11) == 0;
-}
-
 /* The value of the string member "key" of the result (the first occurrence), unescaped.
- * Static storage, rotating. */
+ * Static storage, rotating: nothing for a test to free. */
 static const char *str_member(const char *res, const char *key)
 {
-	static char bufs[4][1 << 21];
+	static char *kept[4];
 	static int next;
-	char *out = bufs[next++ % 4], pat[64];
-	const char *p;
-	size_t n = 0;
+	char *value = bt_string_member(res, key);
 
-	snprintf(pat, sizeof pat, "\"%s\":\"", key);
-	p = strstr(res, pat);
-	ck_assert_msg(p, "no string member %s in %.300s", key, res);
-	for (p += strlen(pat); *p && *p != '"' && n < sizeof bufs[0] - 8; p++) {
-		if (*p != '\\') {
-			out[n++] = *p;
-			continue;
-		}
-		p++;
-		switch (*p) {
-		case 'n': out[n++] = '\n'; break;
-		case 't': out[n++] = '\t'; break;
-		case 'r': out[n++] = '\r'; break;
-		case 'b': out[n++] = '\b'; break;
-		case 'f': out[n++] = '\f'; break;
-		case 'u': {
-			unsigned cp = (unsigned)strtoul((char[]){ p[1], p[2], p[3], p[4], 0 }, NULL, 16);
-			if (cp < 0x80) {
-				out[n++] = (char)cp;
-			} else if (cp < 0x800) {
-				out[n++] = (char)(0xC0 | (cp >> 6));
-				out[n++] = (char)(0x80 | (cp & 0x3F));
-			} else {
-				out[n++] = (char)(0xE0 | (cp >> 12));
-				out[n++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-				out[n++] = (char)(0x80 | (cp & 0x3F));
-			}
-			p += 4;
-			break;
-		}
-		default: out[n++] = *p;
-		}
-	}
-	out[n] = '\0';
-	return out;
+	free(kept[next % 4]);
+	kept[next++ % 4] = value;
+	return value;
 }
 
 static const char *output_of(const char *res)
@@ -200,7 +159,7 @@ static void expect(const char *tool, const char *args, bool ok, const char *want
 {
 	char *res = call(tool, args);
 
-	ck_assert_msg(ok_of(res) == ok, "%s %s: expected ok=%d, got %s", tool, args, ok, res);
+	ck_assert_msg(bt_tool_ok(res) == ok, "%s %s: expected ok=%d, got %s", tool, args, ok, res);
 	if (want)
 		ck_assert_msg(strstr(output_of(res), want), "%s %s: output lacks \"%s\": %s", tool,
 		              args, want, res);
@@ -284,7 +243,7 @@ START_TEST(test_bash_output_and_failure)
 
 	expect("Bash", "{\"command\":\"echo out; echo err >&2\"}", true, "out\n\nerr\n");
 	res = call("Bash", "{\"command\":\"echo so; echo se >&2; exit 3\"}");
-	ck_assert(!ok_of(res));
+	ck_assert(!bt_tool_ok(res));
 	ck_assert_str_eq(output_of(res),
 	                 "Command failed: echo so; echo se >&2; exit 3\n\nStdout:\nso\n\nStderr:\nse\n");
 	ck_assert_ptr_nonnull(strstr(res, "\"exit_code\":3"));
@@ -302,7 +261,7 @@ START_TEST(test_bash_truncates_at_30000_chars)
 	char *res = call("Bash", "{\"command\":\"head -c 100000 /dev/zero | tr '\\\\0' x\"}");
 	const char *out = output_of(res);
 
-	ck_assert(ok_of(res));
+	ck_assert(bt_tool_ok(res));
 	ck_assert_uint_eq(strlen(out), 30000 + strlen("\n... (output truncated)"));
 	ck_assert_str_eq(out + 30000, "\n... (output truncated)");
 	free(res);
@@ -365,7 +324,7 @@ START_TEST(test_bash_timeout_kills_the_tree)
 	char *res = call("Bash", "{\"command\":\"sleep 30 & echo $! > bg.pid; sleep 30\","
 	                         "\"timeout\":500}");
 
-	ck_assert(!ok_of(res));
+	ck_assert(!bt_tool_ok(res));
 	ck_assert_ptr_nonnull(strstr(output_of(res), "Command timed out after 500ms: sleep 30 &"));
 	ck_assert_ptr_nonnull(strstr(res, "\"timed_out\":true"));
 	free(res);
@@ -383,7 +342,7 @@ START_TEST(test_read_numbering_and_window)
 
 	put_file("f.txt", "one\ntwo\nthree\nfour\n", 0644);
 	res = call("Read", bt_tmp("{\"file_path\":\"%s\"}", model_path("f.txt")));
-	ck_assert(ok_of(res));
+	ck_assert(bt_tool_ok(res));
 	ck_assert_str_eq(output_of(res), "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour");
 	ck_assert_ptr_nonnull(strstr(res, "\"total_lines\":4"));
 	free(res);
@@ -431,7 +390,7 @@ START_TEST(test_read_long_lines_and_big_files)
 	put_bytes("big", big, 200000 * 52, 0644);
 	free(big);
 	res = call("Read", "{\"file_path\":\"big\"}");
-	ck_assert(ok_of(res));
+	ck_assert(bt_tool_ok(res));
 	ck_assert_ptr_nonnull(strstr(res, "\"total_lines\":200000"));
 	ck_assert_ptr_nonnull(strstr(res, "\"num_lines\":2000"));
 	ck_assert_ptr_nonnull(strstr(output_of(res), "  2000\tline 002000"));
@@ -468,7 +427,7 @@ START_TEST(test_read_image)
 
 	put_bytes("pic.png", png, sizeof png, 0644);
 	res = call("Read", "{\"file_path\":\"pic.png\"}");
-	ck_assert(ok_of(res));
+	ck_assert(bt_tool_ok(res));
 	ck_assert_str_eq(str_member(res, "media_type"), "image/png");
 	ck_assert_str_eq(str_member(res, "data"), "iVBORw0KGgoAAA==");
 	free(res);
@@ -481,7 +440,7 @@ START_TEST(test_write_new_and_read_before_write)
 {
 	char *res = call("Write", "{\"file_path\":\"dir/new.txt\",\"content\":\"a\\nb\\n\"}");
 
-	ck_assert(ok_of(res));
+	ck_assert(bt_tool_ok(res));
 	ck_assert_str_eq(output_of(res), bt_tmp("The file %s has been written successfully "
 	                                        "(3 lines).", model_path("dir/new.txt")));
 	ck_assert_str_eq(str_member(res, "diff"),
@@ -506,7 +465,7 @@ START_TEST(test_write_new_and_read_before_write)
 	/* Reads of one session do not count for another. */
 	expect("Read", "{\"file_path\":\"theirs.txt\"}", true, NULL);
 	res = call_in(ws, "s2", "Write", "{\"file_path\":\"theirs.txt\",\"content\":\"z\"}");
-	ck_assert(!ok_of(res));
+	ck_assert(!bt_tool_ok(res));
 	free(res);
 	expect("Write", "{\"file_path\":\"dir\",\"content\":\"z\"}", false, "is a directory");
 }
@@ -527,7 +486,7 @@ START_TEST(test_edit_rules)
 	expect("Edit", "{\"file_path\":\"e.txt\",\"old_string\":\"alpha\",\"new_string\":\"A\"}",
 	       false, "old_string appears 2 times");
 	res = call("Edit", "{\"file_path\":\"e.txt\",\"old_string\":\"beta\",\"new_string\":\"B\"}");
-	ck_assert(ok_of(res));
+	ck_assert(bt_tool_ok(res));
 	ck_assert_str_eq(str_member(res, "diff"), "--- a/e.txt\n+++ b/e.txt\n@@ -1,2 +1,2 @@\n"
 	                 "-alpha beta\n+alpha B\n alpha gamma\n");
 	free(res);
@@ -633,7 +592,7 @@ START_TEST(test_approval_hook)
 
 	ck_assert_int_eq(sbx_set_approval_handler(ws, deny_exec, &v), 0);
 	res = call("Bash", "{\"command\":\"touch made-it\"}");
-	ck_assert(!ok_of(res));
+	ck_assert(!bt_tool_ok(res));
 	ck_assert_str_eq(output_of(res), "Permission denied: no commands today");
 	free(res);
 	ck_assert(!exists("made-it"));
@@ -713,14 +672,14 @@ START_TEST(test_read_only_workspace)
 	}
 	ck_assert_msg(r == 0, "%s", sbx_last_error());
 	res = call_in(ro, NULL, "Read", "{\"file_path\":\"keep.txt\"}");
-	ck_assert(ok_of(res));
+	ck_assert(bt_tool_ok(res));
 	free(res);
 	res = call_in(ro, NULL, "Write", "{\"file_path\":\"keep.txt\",\"content\":\"x\"}");
-	ck_assert(!ok_of(res));
+	ck_assert(!bt_tool_ok(res));
 	ck_assert_ptr_nonnull(strstr(output_of(res), "read-only"));
 	free(res);
 	res = call_in(ro, NULL, "Bash", "{\"command\":\"echo x > keep.txt\"}");
-	ck_assert(!ok_of(res));
+	ck_assert(!bt_tool_ok(res));
 	free(res);
 	ck_assert_int_eq(sbx_file_write(ro, "new.txt", "x", 1, 0, 0), -SBX_EPERM);
 	ck_assert_int_eq(sbx_file_remove(ro, "keep.txt", 0), -SBX_EPERM);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <agentsbx/agentsbx.h>
@@ -277,10 +279,9 @@ START_TEST(write_failure_leaves_nothing)
 {
 	if (geteuid() == 0) {
 		/* A tiny tmpfs fills up mid-write: the temporary file must go. */
-		if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") < 0) {
-			fprintf(stderr, "skipping ENOSPC check: mount tmpfs: %s\n", strerror(errno));
-			return;
-		}
+		bool mounted = mount("tmpfs", dir, "tmpfs", 0, "size=64k") == 0;
+
+		TEST_NEED(TEST_CAP_MOUNT, mounted, "the ENOSPC check mounts a tiny tmpfs");
 		int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		size_t n = 1 << 20;
 		char *big = calloc(1, n);
@@ -370,8 +371,7 @@ START_TEST(write_keeps_owner_as_root)
 {
 	struct stat st;
 
-	if (geteuid() != 0)
-		return;
+	TEST_NEED(TEST_CAP_ROOT, geteuid() == 0, "giving the file to another owner needs root");
 	test_put_file(dir, "f", "old", 0640);
 	ck_assert_int_eq(chown(test_path_at(dir, "f"), 4321, 4322), 0);
 	ck_assert_int_eq(sbx_fs_write_atomic(dirfd_, "f", "new", 3, 0, 0), 0);
@@ -497,22 +497,19 @@ START_TEST(remove_tree_stops_at_mounts)
 	int r1, r2, r3;
 	bool kept1, kept2;
 
-	if (geteuid() != 0)
-		return;
+	TEST_NEED(TEST_CAP_ROOT, geteuid() == 0, "the mounts the tree holds need root");
 	ck_assert_int_eq(mkdir(test_path_at(dir, "t"), 0755), 0);
 	ck_assert_int_eq(mkdir(test_path_at(dir, "t/mnt"), 0755), 0);
 	ck_assert_int_eq(mkdir(test_path_at(dir, "t/bind"), 0755), 0);
-	if (mount("tmpfs", test_path_at(dir, "t/mnt"), "tmpfs", 0, "size=64k") < 0) {
-		fprintf(stderr, "skipping mount checks: %s\n", strerror(errno));
-		return;
-	}
+	TEST_NEED(TEST_CAP_MOUNT, mount("tmpfs", test_path_at(dir, "t/mnt"), "tmpfs", 0,
+	                                "size=64k") == 0, "mounting a tmpfs in the tree fails");
 	test_put_file(dir, "t/mnt/precious", "p", 0644);
 	/* A bind mount of the same file system: same st_dev, still a mount. */
-	if (mount(outside, test_path_at(dir, "t/bind"), "none", MS_BIND, NULL) < 0) {
+	bool bound = mount(outside, test_path_at(dir, "t/bind"), "none", MS_BIND, NULL) == 0;
+
+	if (!bound)
 		umount2(test_path_at(dir, "t/mnt"), MNT_DETACH);
-		fprintf(stderr, "skipping mount checks: bind: %s\n", strerror(errno));
-		return;
-	}
+	TEST_NEED(TEST_CAP_MOUNT, bound, "a bind mount in the tree fails");
 	r1 = sbx_fs_remove_tree(dirfd_, "t");
 	kept1 = test_exists(test_path_at(dir, "t/mnt/precious"));
 	kept2 = test_exists(test_path_at(dir, "t/bind/secret"));
@@ -546,13 +543,35 @@ START_TEST(empty_dir_keeps_the_dir)
 }
 END_TEST
 
+/* sbx_fs_empty_dir(dirfd_) as an ordinary user, the directory's owner: root ignores the mode,
+ * so a root test gives the directory to nobody and calls it in a child running as nobody. */
+static int empty_dir_as_its_owner(void)
+{
+	const uid_t nobody = 65534;
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		return sbx_fs_empty_dir(dirfd_);
+	ck_assert_int_eq(chown(dir, nobody, nobody), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setresgid(nobody, nobody, nobody) < 0 ||
+		    setresuid(nobody, nobody, nobody) < 0)
+			_exit(255);
+		_exit(-sbx_fs_empty_dir(dirfd_));
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) != 255);
+	return -WEXITSTATUS(status);
+}
+
 START_TEST(empty_dir_does_not_unlock_the_top)
 {
-	if (geteuid() == 0)
-		return; /* root ignores the mode */
 	test_put_file(dir, "f", "x", 0644);
 	ck_assert_int_eq(chmod(dir, 0555), 0);
-	ck_assert_int_eq(sbx_fs_empty_dir(dirfd_), -SBX_EACCES);
+	ck_assert_int_eq(empty_dir_as_its_owner(), -SBX_EACCES);
 	ck_assert_uint_eq(test_mode_of(dir), 0555);
 	ck_assert(test_exists(test_path_at(dir, "f")));
 	ck_assert_int_eq(chmod(dir, 0755), 0);
@@ -983,7 +1002,10 @@ static Suite *fs_suite(void)
 {
 	Suite *s = suite_create("fs");
 	TCase *tc = tcase_create("fs");
+	TCase *as_root = tcase_create("fs-as-root");
 
+	tcase_set_tags(as_root, "root");
+	tcase_add_checked_fixture(as_root, setup, teardown);
 	/* Deep trees are slow to remove on some disks (rm -rf too). */
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -997,18 +1019,19 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, write_replaces_symlinks_never_follows);
 	tcase_add_test(tc, write_refuses);
 	tcase_add_test(tc, write_failure_leaves_nothing);
-	tcase_add_test(tc, write_keeps_owner_as_root);
+	tcase_add_test(as_root, write_keeps_owner_as_root);
 	tcase_add_test(tc, write_all_to_pipe);
 	tcase_add_test(tc, remove_tree_removes_everything_inside_only);
 	tcase_add_test(tc, remove_tree_handles_locked_dirs);
 	tcase_add_test(tc, remove_tree_of_files_and_links);
 	tcase_add_test(tc, remove_tree_deep);
-	tcase_add_test(tc, remove_tree_stops_at_mounts);
+	tcase_add_test(as_root, remove_tree_stops_at_mounts);
 	tcase_add_test(tc, empty_dir_keeps_the_dir);
 	tcase_add_test(tc, empty_dir_does_not_unlock_the_top);
 	tcase_add_test(tc, temp_dirs);
 	tcase_add_loop_test(tc, write_notes_its_temporary_names, 0, 2);
 	suite_add_tcase(s, tc);
+	suite_add_tcase(s, as_root);
 
 	tc = tcase_create("named_temp");
 	tcase_add_checked_fixture(tc, named_setup, teardown);
@@ -1018,6 +1041,12 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, write_replaces_symlinks_never_follows);
 	tcase_add_test(tc, write_refuses);
 	tcase_add_test(tc, write_failure_leaves_nothing);
+	suite_add_tcase(s, tc);
+
+	/* What only root can set up; tagged 'root', a meson test of its own. */
+	tc = tcase_create("named_temp-as-root");
+	tcase_set_tags(tc, "root");
+	tcase_add_checked_fixture(tc, named_setup, teardown);
 	tcase_add_test(tc, write_keeps_owner_as_root);
 	suite_add_tcase(s, tc);
 

@@ -118,19 +118,15 @@ static bool userns_works(void)
 	return works;
 }
 
-static bool setup_possible(int setup)
-{
-	if (setup == INITIAL_NS && geteuid() != 0) {
-		fprintf(stderr, "SKIP [%s]: needs real root\n", setup_names[setup]);
-		return false;
-	}
-	if (setup != INITIAL_NS && !userns_works()) {
-		fprintf(stderr, "SKIP [%s]: unshare(CLONE_NEWUSER) fails on this host\n",
-		        setup_names[setup]);
-		return false;
-	}
-	return true;
-}
+/* Ends the case as skipped when its setup cannot be entered here: the initial namespace
+ * needs real root (those passes sit in the tcase tagged 'root'), the others a user namespace. */
+#define SETUP_NEED()                                                                       \
+	do {                                                                               \
+		TEST_NEED(TEST_CAP_ROOT, _i != INITIAL_NS || geteuid() == 0,               \
+		          "the initial-namespace setup needs real root");                  \
+		TEST_NEED(TEST_CAP_USERNS, _i == INITIAL_NS || userns_works(),             \
+		          "unshare(CLONE_NEWUSER) fails on this host");                    \
+	} while (0)
 
 static int write_file(const char *path, const char *text)
 {
@@ -463,8 +459,7 @@ START_TEST(filter_answers_every_named_probe_itself)
 	char *marked, *bare;
 	bool ia32;
 
-	if (!setup_possible(_i))
-		return;
+	SETUP_NEED();
 	all_syscall_probes(&l);
 	bare = run_probe(_i, APPLY_NOTHING, &spec, l.v);
 	marked = run_probe(_i, APPLY_FILTER_MARKED, &spec, l.v);
@@ -515,8 +510,7 @@ START_TEST(filter_answers_the_whole_table_itself)
 	struct sbx_harden_spec spec = {0};
 	char *marked, *bare, *report;
 
-	if (!setup_possible(_i))
-		return;
+	SETUP_NEED();
 	bare = run_probe(_i, APPLY_NOTHING, &spec, args);
 	marked = run_probe(_i, APPLY_FILTER_MARKED, &spec, args);
 	report = seccomp_walk_check(marked, MARK_NAME, NEWER_MARK_NAME, bare);
@@ -538,8 +532,7 @@ START_TEST(harden_refuses_every_probe_with_eperm)
 	char *out, *x32, *report;
 	bool ia32;
 
-	if (!setup_possible(_i))
-		return;
+	SETUP_NEED();
 	all_syscall_probes(&l);
 	ia32 = ia32_kernel_support(_i);
 	out = run_probe(_i, APPLY_HARDEN, &spec, l.v);
@@ -576,8 +569,7 @@ START_TEST(harden_leaves_no_capabilities_and_sets_no_new_privs)
 	struct sbx_harden_spec spec = { .writable_paths = NULL, .landlock = false };
 	char *out;
 
-	if (!setup_possible(_i))
-		return;
+	SETUP_NEED();
 	/* Before: the setup really had capabilities to lose, ambient ones among them. */
 	raise_ambient_first = true;
 	out = run_probe(_i, APPLY_NOTHING, &spec, args);
@@ -618,15 +610,14 @@ START_TEST(caps_drop_fails_when_the_bounding_set_cannot_be_emptied)
 	char err[256] = "";
 	int rc;
 
-	/* An ordinary user in the initial namespace has no CAP_SETPCAP to begin with. */
-	if (_i != INITIAL_NS && !setup_possible(_i))
-		return;
+	/* An ordinary user in the initial namespace has no CAP_SETPCAP to begin with: that
+	 * pass runs as anyone. */
+	TEST_NEED(TEST_CAP_USERNS, _i == INITIAL_NS || userns_works(),
+	          "unshare(CLONE_NEWUSER) fails on this host");
 	if (_i != INITIAL_NS)
 		ck_assert_msg(enter_setup(_i, err, sizeof err) == 0, "%s", err);
-	if (cap_get_bound(CAP_SYS_ADMIN) != 1) {
-		fprintf(stderr, "SKIP: the bounding set is already empty here\n");
-		return;
-	}
+	TEST_NEED("bounding-set", cap_get_bound(CAP_SYS_ADMIN) == 1,
+	          "the bounding set is already empty here");
 	drop_effective_setpcap();
 	rc = sbx_caps_drop_all(err, sizeof err);
 	ck_assert_int_eq(rc, -EPERM);
@@ -641,8 +632,7 @@ START_TEST(caps_drop_succeeds_without_setpcap_when_bounding_set_is_empty)
 	char err[256] = "";
 	cap_t now, none;
 
-	if (!setup_possible(_i))
-		return;
+	SETUP_NEED();
 	if (_i != INITIAL_NS)
 		ck_assert_msg(enter_setup(_i, err, sizeof err) == 0, "%s", err);
 	for (int cap = 0; cap_get_bound(cap) >= 0; cap++)
@@ -714,15 +704,11 @@ static void free_tree(struct lltree *t)
 	free(t->ro);
 }
 
-static bool landlock_available(void)
-{
-	int abi = sbx_landlock_abi();
-
-	if (abi <= 0)
-		fprintf(stderr, "SKIP: Landlock: the ABI probe gave %d (a kernel without it, or a "
-		        "tool such as valgrind that does not pass its system calls)\n", abi);
-	return abi > 0;
-}
+/* Ends the case as skipped on a kernel without Landlock, or under a tool such as valgrind
+ * that does not pass its system calls (the ABI probe gives 0 or less). */
+#define LANDLOCK_NEED()                                                                   \
+	TEST_NEED(TEST_CAP_LANDLOCK, sbx_landlock_abi() > 0,                              \
+	          "the Landlock ABI probe fails (a kernel without it, or valgrind)")
 
 static bool file_exists(const char *dir, const char *name)
 {
@@ -757,6 +743,39 @@ static void assert_one_of(const char *out, int setup, const char *key, const cha
 	free(got);
 }
 
+/* The one-path probes of landlock_allows_writes_only_beneath_writable_paths, in the order
+ * they run, and what each must get: inside the writable path everything works; outside it
+ * every kind of write is refused, reading is not. Landlock refuses truncation from ABI 3 on
+ * (before that the probe must succeed). */
+enum step_where { IN_WRITABLE, IN_READ_ONLY, AT_ROOT };
+struct landlock_step {
+	const char *op;
+	enum step_where where;
+	const char *name;
+	const char *want;
+	int from_abi;
+};
+static const struct landlock_step landlock_steps[] = {
+	{ "landlock-write", IN_WRITABLE, "new", "OK", 0 },
+	{ "landlock-mkdir", IN_WRITABLE, "dir", "OK", 0 },
+	{ "landlock-append", IN_WRITABLE, "existing", "OK", 0 },
+	{ "landlock-write", IN_READ_ONLY, "new", "EACCES", 0 },
+	{ "landlock-write", AT_ROOT, "new", "EACCES", 0 },
+	{ "landlock-mkdir", IN_READ_ONLY, "dir", "EACCES", 0 },
+	{ "landlock-mkfifo", IN_READ_ONLY, "fifo", "EACCES", 0 },
+	{ "landlock-symlink", IN_READ_ONLY, "link", "EACCES", 0 },
+	{ "landlock-append", IN_READ_ONLY, "existing", "EACCES", 0 },
+	{ "landlock-truncate", IN_READ_ONLY, "existing", "EACCES", 3 },
+	{ "landlock-unlink", IN_READ_ONLY, "existing", "EACCES", 0 },
+	{ "landlock-read", IN_READ_ONLY, "existing", "OK", 0 },
+};
+#define LANDLOCK_STEPS (sizeof landlock_steps / sizeof landlock_steps[0])
+
+static const char *step_dir(const struct lltree *t, enum step_where where)
+{
+	return where == IN_WRITABLE ? t->rw : where == IN_READ_ONLY ? t->ro : t->root;
+}
+
 START_TEST(landlock_allows_writes_only_beneath_writable_paths)
 {
 	struct lltree t;
@@ -765,60 +784,40 @@ START_TEST(landlock_allows_writes_only_beneath_writable_paths)
 	struct sbx_harden_spec spec = { .writable_paths = writable, .landlock = true };
 	int abi;
 
-	if (!setup_possible(_i) || !landlock_available())
-		return;
+	SETUP_NEED();
+	LANDLOCK_NEED();
 	abi = sbx_landlock_abi();
 	fprintf(stderr, "note: Landlock ABI %d\n", abi);
 	make_tree(&t);
 	writable[0] = t.rw;
 	writable[1] = NULL;
 	{
-		const char *args[] = {
-			"landlock-write", at(&t, t.rw, "new"),
-			"landlock-mkdir", at(&t, t.rw, "dir"),
-			"landlock-append", at(&t, t.rw, "existing"),
-			"landlock-write", at(&t, t.ro, "new"),
-			"landlock-write", at(&t, t.root, "new"),
-			"landlock-mkdir", at(&t, t.ro, "dir"),
-			"landlock-mkfifo", at(&t, t.ro, "fifo"),
-			"landlock-symlink", at(&t, t.ro, "link"),
-			"landlock-append", at(&t, t.ro, "existing"),
-			"landlock-truncate", at(&t, t.ro, "existing"),
-			"landlock-unlink", at(&t, t.ro, "existing"),
-			"landlock-read", at(&t, t.ro, "existing"),
-			"landlock-rename", at(&t, t.ro, "existing"), at(&t, t.rw, "moved-in"),
-			"landlock-rename", at(&t, t.rw, "existing"), at(&t, t.ro, "moved-out"),
-			"landlock-append", "/dev/null",
-			NULL,
-		};
+		const char *args[2 * LANDLOCK_STEPS + 2 * 3 + 2 + 1];
+		size_t n = 0;
+
+		for (size_t k = 0; k < LANDLOCK_STEPS; k++) {
+			const struct landlock_step *st = &landlock_steps[k];
+
+			args[n++] = st->op;
+			args[n++] = at(&t, step_dir(&t, st->where), st->name);
+		}
+		args[n++] = "landlock-rename";
+		args[n++] = at(&t, t.ro, "existing");
+		args[n++] = at(&t, t.rw, "moved-in");
+		args[n++] = "landlock-rename";
+		args[n++] = at(&t, t.rw, "existing");
+		args[n++] = at(&t, t.ro, "moved-out");
+		args[n++] = "landlock-append";
+		args[n++] = "/dev/null";
+		args[n] = NULL;
 
 		out = run_probe(_i, APPLY_HARDEN, &spec, args);
-		/* Inside the writable path: everything works. */
-		snprintf(key, sizeof key, "landlock-write %s/new", t.rw);
-		assert_probe(out, _i, key, "OK");
-		snprintf(key, sizeof key, "landlock-mkdir %s/dir", t.rw);
-		assert_probe(out, _i, key, "OK");
-		snprintf(key, sizeof key, "landlock-append %s/existing", t.rw);
-		assert_probe(out, _i, key, "OK");
-		/* Outside it, every kind of write is refused; reading is not. */
-		snprintf(key, sizeof key, "landlock-write %s/new", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-write %s/new", t.root);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-mkdir %s/dir", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-mkfifo %s/fifo", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-symlink %s/link", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-append %s/existing", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-truncate %s/existing", t.ro);
-		assert_probe(out, _i, key, abi >= 3 ? "EACCES" : "OK");
-		snprintf(key, sizeof key, "landlock-unlink %s/existing", t.ro);
-		assert_probe(out, _i, key, "EACCES");
-		snprintf(key, sizeof key, "landlock-read %s/existing", t.ro);
-		assert_probe(out, _i, key, "OK");
+		for (size_t k = 0; k < LANDLOCK_STEPS; k++) {
+			const struct landlock_step *st = &landlock_steps[k];
+
+			snprintf(key, sizeof key, "%s %s/%s", st->op, step_dir(&t, st->where), st->name);
+			assert_probe(out, _i, key, abi >= st->from_abi ? st->want : "OK");
+		}
 		/* Moving a file out of, or into, the read-only area is a write there. EXDEV is
 		 * Landlock's answer for a refused reparenting (callers then copy). */
 		snprintf(key, sizeof key, "landlock-rename %s/existing %s/moved-in", t.ro, t.rw);
@@ -854,8 +853,7 @@ START_TEST(landlock_off_leaves_writes_alone)
 	const char *writable[2];
 	struct sbx_harden_spec spec = { .writable_paths = writable, .landlock = false };
 
-	if (!setup_possible(_i))
-		return;
+	SETUP_NEED();
 	make_tree(&t);
 	writable[0] = t.rw;
 	writable[1] = NULL;
@@ -883,8 +881,8 @@ START_TEST(landlock_writable_file_allows_that_file_only)
 	const char *writable[2];
 	struct sbx_harden_spec spec = { .writable_paths = writable, .landlock = true };
 
-	if (!setup_possible(_i) || !landlock_available())
-		return;
+	SETUP_NEED();
+	LANDLOCK_NEED();
 	make_tree(&t);
 	writable[0] = at(&t, t.ro, "existing");
 	writable[1] = NULL;
@@ -913,8 +911,7 @@ START_TEST(landlock_refuses_a_missing_writable_path)
 	bool applied = true;
 	char err[256] = "";
 
-	if (!landlock_available())
-		return;
+	LANDLOCK_NEED();
 	ck_assert_int_eq(sbx_landlock_apply(&spec, &applied, err, sizeof err), -ENOENT);
 	ck_assert(!applied);
 	ck_assert_msg(strstr(err, "/nonexistent-sbx-path"), "%s", err);
@@ -932,6 +929,14 @@ START_TEST(landlock_not_wanted_is_not_applied)
 }
 END_TEST
 
+/* The user-namespace setups of case t go to tc; the initial namespace's, which needs real
+ * root, to as_root (tagged 'root', a meson test of its own). */
+static void add_setups(TCase *tc, TCase *as_root, const TTest *t)
+{
+	tcase_add_loop_test(tc, t, 0, INITIAL_NS);
+	tcase_add_loop_test(as_root, t, INITIAL_NS, N_SETUPS);
+}
+
 static Suite *harden_suite(void)
 {
 	Suite *s = suite_create("harden");
@@ -939,32 +944,32 @@ static Suite *harden_suite(void)
 	TCase *whole = tcase_create("sequence");
 	TCase *caps = tcase_create("caps");
 	TCase *landlock = tcase_create("landlock");
+	TCase *as_root = tcase_create("initial-namespace");
 
+	tcase_set_tags(as_root, "root");
 	tcase_add_test(seccomp, filter_rejects_a_bad_errno);
 	tcase_add_test(seccomp, exported_program_has_the_newer_call_check);
-	tcase_add_loop_test(seccomp, filter_answers_every_named_probe_itself, 0, N_SETUPS);
-	tcase_add_loop_test(seccomp, filter_answers_the_whole_table_itself, 0, N_SETUPS);
+	add_setups(seccomp, as_root, filter_answers_every_named_probe_itself);
+	add_setups(seccomp, as_root, filter_answers_the_whole_table_itself);
 	suite_add_tcase(s, seccomp);
 
-	tcase_add_loop_test(whole, harden_refuses_every_probe_with_eperm, 0, N_SETUPS);
-	tcase_add_loop_test(whole, harden_leaves_no_capabilities_and_sets_no_new_privs, 0,
-	                    N_SETUPS);
+	add_setups(whole, as_root, harden_refuses_every_probe_with_eperm);
+	add_setups(whole, as_root, harden_leaves_no_capabilities_and_sets_no_new_privs);
 	tcase_add_test(whole, harden_refuses_a_null_spec);
 	suite_add_tcase(s, whole);
 
 	tcase_add_loop_test(caps, caps_drop_fails_when_the_bounding_set_cannot_be_emptied, 0,
 	                    N_SETUPS);
-	tcase_add_loop_test(caps, caps_drop_succeeds_without_setpcap_when_bounding_set_is_empty,
-	                    0, N_SETUPS);
+	add_setups(caps, as_root, caps_drop_succeeds_without_setpcap_when_bounding_set_is_empty);
 	suite_add_tcase(s, caps);
 
-	tcase_add_loop_test(landlock, landlock_allows_writes_only_beneath_writable_paths, 0,
-	                    N_SETUPS);
-	tcase_add_loop_test(landlock, landlock_off_leaves_writes_alone, 0, N_SETUPS);
-	tcase_add_loop_test(landlock, landlock_writable_file_allows_that_file_only, 0, N_SETUPS);
+	add_setups(landlock, as_root, landlock_allows_writes_only_beneath_writable_paths);
+	add_setups(landlock, as_root, landlock_off_leaves_writes_alone);
+	add_setups(landlock, as_root, landlock_writable_file_allows_that_file_only);
 	tcase_add_test(landlock, landlock_refuses_a_missing_writable_path);
 	tcase_add_test(landlock, landlock_not_wanted_is_not_applied);
 	suite_add_tcase(s, landlock);
+	suite_add_tcase(s, as_root);
 	return s;
 }
 

@@ -74,12 +74,16 @@ static bool fd_open_before[1024];
 
 #define N_PASSES 4
 
-/* false: this pass does not apply (an unprivileged pass when not root). */
-static bool sandbox_init(struct sandbox *sb, int pass)
+/* The passes with bit 0 set run the sandbox as UNPRIV_ID, which only root can switch to:
+ * they sit in the tcase tagged 'root' (sandbox_build_suite). */
+static bool pass_drops_privileges(int pass)
+{
+	return pass & 1;
+}
+
+static void sandbox_init(struct sandbox *sb, int pass)
 {
 	memset(sb, 0, sizeof *sb);
-	if ((pass & 1) && geteuid() != 0)
-		return false;
 	sbx_mount_force_fallback = pass & 2;
 	sb->unprivileged = pass & 1;
 	sb->uid = sb->unprivileged ? UNPRIV_ID : getuid();
@@ -87,8 +91,16 @@ static bool sandbox_init(struct sandbox *sb, int pass)
 	sb->ws = test_mkdtemp();
 	sb->spec.workspace_fd = -1;
 	sb->preset_ws_fd = -1;
-	return true;
 }
+
+/* Starts a case's sandbox for its pass, or ends the case as skipped when the pass cannot
+ * run here. */
+#define SANDBOX_INIT(sb)                                                                \
+	do {                                                                            \
+		TEST_NEED(TEST_CAP_ROOT, !pass_drops_privileges(_i) || geteuid() == 0,  \
+		          "the dropped-privilege pass switches to uid 1000");           \
+		sandbox_init((sb), _i);                                                 \
+	} while (0)
 
 static void sandbox_fini(struct sandbox *sb)
 {
@@ -416,8 +428,7 @@ START_TEST(test_userns_maps_only_our_ids)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	sandbox_run(&sb, check_ids, NULL);
 	assert_sandbox_ok(&sb);
 	sandbox_fini(&sb);
@@ -432,8 +443,7 @@ START_TEST(test_host_pids_invisible)
 	char script[1024];
 	int host_pid = (int)getpid();
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	snprintf(script, sizeof script,
 	         "[ $$ = 1 ] || fail \"sh is pid $$, not 1\"\n"
 	         "n=0; for p in /proc/[0-9]*; do n=$((n + 1)); seen=\"$seen $p\"; done\n"
@@ -453,8 +463,7 @@ START_TEST(test_hostname_is_the_sandboxes)
 	struct sandbox sb;
 	char before[HOST_NAME_MAX + 1], after[HOST_NAME_MAX + 1];
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	gethostname(before, sizeof before);
 	sb.spec.hostname = "sbx-test-host";
 	run_script(&sb,
@@ -556,8 +565,7 @@ START_TEST(test_network_is_loopback_only)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	sandbox_run(&sb, check_network, NULL);
 	assert_sandbox_ok(&sb);
 	sandbox_fini(&sb);
@@ -570,8 +578,7 @@ START_TEST(test_etc_is_allow_listed)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	ck_assert_msg(access("/etc/shadow", F_OK) == 0, "the host has no /etc/shadow to hide");
 	run_script(&sb,
 	           "[ -r /etc/passwd ] || fail 'no /etc/passwd'\n"
@@ -657,8 +664,7 @@ START_TEST(test_system_is_read_only)
 	ssize_t n = readlink("/bin", host_bin_link, sizeof host_bin_link - 1);
 
 	host_bin_link[n > 0 ? n : 0] = '\0';
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	sandbox_run(&sb, check_readonly, NULL);
 	assert_sandbox_ok(&sb);
 	sandbox_fini(&sb);
@@ -672,8 +678,7 @@ START_TEST(test_workspace_writes_reach_the_host)
 	struct stat st;
 	const char *got;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	write_host_file(sb.ws, "in.txt", "from-host\n");
 	run_script(&sb,
 	           "[ \"$(pwd)\" = /workspace ] || fail \"cwd is $(pwd)\"\n"
@@ -708,8 +713,7 @@ START_TEST(test_workspace_read_only)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	write_host_file(sb.ws, "in.txt", "x");
 	sb.spec.workspace_readonly = true;
 	sb.spec.protected_paths = sbx_default_protected_paths;
@@ -775,8 +779,7 @@ START_TEST(test_capped_workspace)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	mkdir_host(sb.ws, ".agentsbx");
 	sb.spec.protected_paths = sbx_default_protected_paths;
 	sb.spec.workspace_bytes = 1 << 20;
@@ -847,8 +850,7 @@ START_TEST(test_tmp_is_private)
 	char marker[] = "/tmp/sbx-host-marker-XXXXXX", *script = NULL, inner[PATH_MAX];
 	int fd;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	fd = mkstemp(marker);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
@@ -874,8 +876,7 @@ START_TEST(test_dev_is_minimal)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	run_script(&sb,
 	           "want='fd full null ptmx pts random shm stderr stdin stdout tty urandom zero'\n"
 	           "got=$(ls -A /dev | tr '\\n' ' ' | sed 's/ $//')\n"
@@ -926,8 +927,7 @@ START_TEST(test_dev_pts_works)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	sandbox_run(&sb, check_pty, NULL);
 	assert_sandbox_ok(&sb);
 	sandbox_fini(&sb);
@@ -942,8 +942,7 @@ START_TEST(test_old_root_unreachable)
 	char *script = NULL, self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	self[n > 0 ? n : 0] = '\0';
 	ck_assert_int_gt(asprintf(&script,
 	         "[ \"$(readlink /proc/1/root)\" = / ] || fail \"/proc/1/root is $(readlink /proc/1/root)\"\n"
@@ -1000,8 +999,7 @@ START_TEST(test_build_leaves_no_fd_open)
 	struct sandbox sb;
 	struct sbx_bind bind = { "/usr/share", "/opt/share", false };
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	sb.spec.binds = &bind;
 	sb.spec.n_binds = 1;
 	sb.spec.protected_paths = sbx_default_protected_paths;
@@ -1053,8 +1051,7 @@ START_TEST(test_proc_is_restricted)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	sandbox_run(&sb, check_proc, NULL);
 	assert_sandbox_ok(&sb);
 	sandbox_fini(&sb);
@@ -1068,8 +1065,7 @@ START_TEST(test_protected_paths_hold)
 	struct sandbox sb;
 	const char *got;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	mkdir_host(sb.ws, ".git");
 	mkdir_host(sb.ws, ".git/hooks");
 	mkdir_host(sb.ws, ".git/objects");
@@ -1157,8 +1153,7 @@ START_TEST(test_protected_links_are_not_followed)
 	char *decoy, target[PATH_MAX], link[PATH_MAX];
 	ssize_t n;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	decoy = make_decoy();
 	/* A planted ".git" leading outside, ".agentsbx" leading to the host's /etc, rc files and
 	 * .mcp.json leading to a host file (absolute and relative). */
@@ -1201,8 +1196,7 @@ START_TEST(test_protected_links_inside_git_are_not_followed)
 	struct sandbox sb;
 	char *decoy, target[PATH_MAX];
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	decoy = make_decoy();
 	mkdir_host(sb.ws, ".git");
 	symlink_host(decoy, sb.ws, ".git/hooks");
@@ -1227,8 +1221,7 @@ START_TEST(test_protected_gitdir_file_is_read_only)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	/* A worktree's .git file names the real git directory: rewriting it redirects git. */
 	write_host_file(sb.ws, ".git", "gitdir: /somewhere\n");
 	sb.spec.protected_paths = sbx_default_protected_paths;
@@ -1247,16 +1240,12 @@ END_TEST
 START_TEST(test_extra_binds)
 {
 	struct sandbox sb;
-	char *ro = test_mkdtemp(), *rw = test_mkdtemp(), file[PATH_MAX];
+	char *ro, *rw, file[PATH_MAX];
 	struct sbx_bind binds[4];
 
-	if (!sandbox_init(&sb, _i)) {
-		test_rm_rf(ro);
-		test_rm_rf(rw);
-		free(ro);
-		free(rw);
-		return;
-	}
+	SANDBOX_INIT(&sb);
+	ro = test_mkdtemp();
+	rw = test_mkdtemp();
 	write_host_file(ro, "data", "ro-data\n");
 	write_host_file(rw, "keep", "k\n");
 	snprintf(file, sizeof file, "%s/data", ro);
@@ -1304,8 +1293,7 @@ START_TEST(test_bad_specs_are_refused)
 	char link[PATH_MAX];
 	struct sbx_bind bind;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	snprintf(link, sizeof link, "%s/link", sb.ws);
 	ck_assert_int_eq(symlink("/usr", link), 0);
 
@@ -1361,8 +1349,7 @@ START_TEST(test_bind_destination_through_a_link_is_refused)
 	char *decoy, target[PATH_MAX];
 	struct sbx_bind bind = { "/usr/share", "/workspace/data/share", false };
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	decoy = make_decoy();
 	symlink_host(decoy, sb.ws, "data");
 	sb.spec.binds = &bind;
@@ -1436,13 +1423,10 @@ static int check_custom_rootfs(struct sandbox *sb, void *arg)
 START_TEST(test_caller_rootfs)
 {
 	struct sandbox sb;
-	char *root = test_mkdtemp();
+	char *root;
 
-	if (!sandbox_init(&sb, _i)) {
-		test_rm_rf(root);
-		free(root);
-		return;
-	}
+	SANDBOX_INIT(&sb);
+	root = test_mkdtemp();
 	write_host_file(root, "marker", "rootfs-marker\n");
 	mkdir_host(root, "etc");
 	write_host_file(root, "etc/passwd", "only:x:7:7::/:/nonexistent\n");
@@ -1466,8 +1450,7 @@ START_TEST(test_workspace_fd_opened_inside)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	write_host_file(sb.ws, "in.txt", "from-host\n");
 	sb.open_ws_inside = true;
 	run_script(&sb,
@@ -1484,8 +1467,7 @@ START_TEST(test_workspace_follows_a_renamed_directory)
 	struct sandbox sb;
 	char *moved = NULL;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	write_host_file(sb.ws, "in.txt", "the-real-one\n");
 	give_to_sandbox(&sb, sb.ws);
 	sb.preset_ws_fd = open(sb.ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1509,8 +1491,7 @@ START_TEST(test_workspace_fd_of_a_removed_directory_is_refused)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	sb.preset_ws_fd = open(sb.ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(sb.preset_ws_fd, 0);
 	ck_assert_int_eq(rmdir(sb.ws), 0);
@@ -1528,11 +1509,8 @@ START_TEST(test_workspace_fd_overmounted_is_refused)
 {
 	struct sandbox sb;
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "skipped: mounting over the workspace on the host needs root\n");
-		return;
-	}
-	ck_assert(sandbox_init(&sb, _i));
+	TEST_NEED(TEST_CAP_ROOT, geteuid() == 0, "mounting over the workspace on the host needs root");
+	sandbox_init(&sb, _i);
 	sb.preset_ws_fd = open(sb.ws, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	ck_assert_int_ge(sb.preset_ws_fd, 0);
 	ck_assert_int_eq(mount("tmpfs", sb.ws, "tmpfs", 0, "mode=0777"), 0);
@@ -1567,11 +1545,8 @@ START_TEST(test_mounts_do_not_propagate_to_the_host)
 	struct sandbox sb;
 	int before;
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "skipped: a shared host mount needs root\n");
-		return;
-	}
-	ck_assert(sandbox_init(&sb, _i));
+	TEST_NEED(TEST_CAP_ROOT, geteuid() == 0, "a shared host mount needs root");
+	sandbox_init(&sb, _i);
 	ck_assert_int_eq(mount("tmpfs", sb.ws, "tmpfs", 0, "mode=0755"), 0);
 	ck_assert_int_eq(mount(NULL, sb.ws, NULL, MS_SHARED, NULL), 0);
 	mkdir_host(sb.ws, ".git");
@@ -1594,11 +1569,8 @@ START_TEST(test_read_only_bind_covers_submounts)
 	char *src = NULL, sub[PATH_MAX];
 	struct sbx_bind bind;
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "skipped: a host submount needs root\n");
-		return;
-	}
-	ck_assert(sandbox_init(&sb, _i));
+	TEST_NEED(TEST_CAP_ROOT, geteuid() == 0, "a host submount needs root");
+	sandbox_init(&sb, _i);
 	src = test_mkdtemp();
 	mkdir_host(src, "inner");
 	snprintf(sub, sizeof sub, "%s/inner", src);
@@ -1636,8 +1608,7 @@ START_TEST(test_look_alike_device_is_refused)
 {
 	struct sandbox sb;
 
-	if (!sandbox_init(&sb, _i))
-		return;
+	SANDBOX_INIT(&sb);
 	sb.before_build = fake_dev;
 	sandbox_run(&sb, no_checks, NULL);
 	assert_build_refused(&sb, "/dev/null on the host is not character device 1:3");
@@ -1768,11 +1739,8 @@ START_TEST(test_cgroup_limits_memory_and_pids)
 	bool oom_killed;
 	int r;
 
-	if (geteuid() != 0) {
-		fprintf(stderr, "skipped: cgroup limits need root on this host (cgroup v1)\n");
-		return;
-	}
-	ck_assert(sandbox_init(&sb, 0));
+	TEST_NEED(TEST_CAP_ROOT, geteuid() == 0, "cgroup limits need root on this host (cgroup v1)");
+	sandbox_init(&sb, 0);
 	snprintf(want_tail, sizeof want_tail, "/agentsbx/%s", cgroup_id());
 
 	/* Everything is read before the cleanup, and the cleanup runs before any assertion, so a
@@ -1805,8 +1773,6 @@ START_TEST(test_cgroup_unprivileged_is_enotsup)
 	char err[512] = "";
 	pid_t pid;
 
-	if ((_i == 0) == (geteuid() == 0))
-		return;   /* root: only pass 1 (dropped); root may, see the test above. User: pass 0 */
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	pid = fork();
 	if (pid == 0) {
@@ -1830,47 +1796,59 @@ START_TEST(test_cgroup_unprivileged_is_enotsup)
 }
 END_TEST
 
+/* The passes of case t that run as the caller go to own; those that drop privileges, which
+ * need root, to as_root (tagged 'root', a meson test of its own). */
+static void add_passes(TCase *own, TCase *as_root, const TTest *t)
+{
+	for (int pass = 0; pass < N_PASSES; pass++)
+		tcase_add_loop_test(pass_drops_privileges(pass) ? as_root : own, t, pass, pass + 1);
+}
+
 static Suite *sandbox_build_suite(void)
 {
 	Suite *s = suite_create("sandbox_build");
 	TCase *tc = tcase_create("sandbox");
+	TCase *as_root = tcase_create("sandbox-as-root");
 
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, test_userns_maps_only_our_ids, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_host_pids_invisible, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_hostname_is_the_sandboxes, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_network_is_loopback_only, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_etc_is_allow_listed, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_system_is_read_only, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_workspace_writes_reach_the_host, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_workspace_read_only, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_capped_workspace, 0, N_PASSES);
+	tcase_set_timeout(as_root, 60);
+	tcase_set_tags(as_root, "root");
+	add_passes(tc, as_root, test_userns_maps_only_our_ids);
+	add_passes(tc, as_root, test_host_pids_invisible);
+	add_passes(tc, as_root, test_hostname_is_the_sandboxes);
+	add_passes(tc, as_root, test_network_is_loopback_only);
+	add_passes(tc, as_root, test_etc_is_allow_listed);
+	add_passes(tc, as_root, test_system_is_read_only);
+	add_passes(tc, as_root, test_workspace_writes_reach_the_host);
+	add_passes(tc, as_root, test_workspace_read_only);
+	add_passes(tc, as_root, test_capped_workspace);
 	tcase_add_test(tc, test_caps_under_bwrap_without_a_namespace);
-	tcase_add_loop_test(tc, test_tmp_is_private, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_dev_is_minimal, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_dev_pts_works, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_old_root_unreachable, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_build_leaves_no_fd_open, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_proc_is_restricted, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_protected_paths_hold, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_protected_links_are_not_followed, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_protected_links_inside_git_are_not_followed, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_protected_gitdir_file_is_read_only, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_extra_binds, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_bad_specs_are_refused, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_caller_rootfs, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_workspace_fd_opened_inside, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_workspace_follows_a_renamed_directory, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_workspace_fd_of_a_removed_directory_is_refused, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_workspace_fd_overmounted_is_refused, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_mounts_do_not_propagate_to_the_host, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_read_only_bind_covers_submounts, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_look_alike_device_is_refused, 0, N_PASSES);
-	tcase_add_loop_test(tc, test_bind_destination_through_a_link_is_refused, 0, N_PASSES);
+	add_passes(tc, as_root, test_tmp_is_private);
+	add_passes(tc, as_root, test_dev_is_minimal);
+	add_passes(tc, as_root, test_dev_pts_works);
+	add_passes(tc, as_root, test_old_root_unreachable);
+	add_passes(tc, as_root, test_build_leaves_no_fd_open);
+	add_passes(tc, as_root, test_proc_is_restricted);
+	add_passes(tc, as_root, test_protected_paths_hold);
+	add_passes(tc, as_root, test_protected_links_are_not_followed);
+	add_passes(tc, as_root, test_protected_links_inside_git_are_not_followed);
+	add_passes(tc, as_root, test_protected_gitdir_file_is_read_only);
+	add_passes(tc, as_root, test_extra_binds);
+	add_passes(tc, as_root, test_bad_specs_are_refused);
+	add_passes(tc, as_root, test_caller_rootfs);
+	add_passes(tc, as_root, test_workspace_fd_opened_inside);
+	add_passes(tc, as_root, test_workspace_follows_a_renamed_directory);
+	add_passes(tc, as_root, test_workspace_fd_of_a_removed_directory_is_refused);
+	tcase_add_loop_test(as_root, test_workspace_fd_overmounted_is_refused, 0, N_PASSES);
+	tcase_add_loop_test(as_root, test_mounts_do_not_propagate_to_the_host, 0, N_PASSES);
+	tcase_add_loop_test(as_root, test_read_only_bind_covers_submounts, 0, N_PASSES);
+	add_passes(tc, as_root, test_look_alike_device_is_refused);
+	add_passes(tc, as_root, test_bind_destination_through_a_link_is_refused);
 	tcase_add_test(tc, test_rel_path_rules);
-	tcase_add_test(tc, test_cgroup_limits_memory_and_pids);
-	tcase_add_loop_test(tc, test_cgroup_unprivileged_is_enotsup, 0, 2);
+	tcase_add_test(as_root, test_cgroup_limits_memory_and_pids);
+	tcase_add_test(tc, test_cgroup_unprivileged_is_enotsup);
 	suite_add_tcase(s, tc);
+	suite_add_tcase(s, as_root);
 	return s;
 }
 
