@@ -1,4 +1,4 @@
-/* The archive readers: tar (ustar, GNU long names, pax), tar.gz, zip and host directories,
+/* The archive readers: tar (ustar, GNU long names, pax), tar.gz/xz/zst, zip and host directories,
  * on archives made by the real tools and on hostile ones built byte by byte here: names that
  * climb out or are absolute, links out, a file written through a symlink, devices, bombs,
  * lies about sizes, truncation. */
@@ -444,6 +444,70 @@ START_TEST(pax_tar_gz)
 	make_tree();
 	sh("cd '%s/src' && tar --format=pax -czf ../a.tgz *", tmp);
 	check_tool_archive("a.tgz", SBX_ARCHIVE_TAR_GZ);
+}
+END_TEST
+
+START_TEST(pax_tar_xz)
+{
+	make_tree();
+	sh("cd '%s/src' && tar --format=pax -cJf ../a.txz *", tmp);
+	check_tool_archive("a.txz", SBX_ARCHIVE_TAR_XZ);
+}
+END_TEST
+
+START_TEST(gnu_tar_zst)
+{
+	make_tree();
+	sh("cd '%s/src' && tar --format=gnu -cf - . | zstd -q -o ../a.tzst", tmp);
+	check_tool_archive("a.tzst", SBX_ARCHIVE_TAR_ZST);
+}
+END_TEST
+
+/* The format named is the one read: a tar.xz handed in as "tar.gz" or "tar" is refused. */
+START_TEST(format_must_match)
+{
+	size_t len;
+
+	make_tree();
+	sh("cd '%s/src' && tar -cJf ../a.txz * && tar -cf ../a.tar *", tmp);
+	char *xz = slurp_all(test_path_at(tmp, "a.txz"), &len);
+	list_fails(xz, len, SBX_ARCHIVE_TAR_GZ, NULL, "the tar.gz data is corrupt or truncated");
+	list_fails(xz, len, SBX_ARCHIVE_TAR_ZST, NULL, "the tar.zst data is corrupt or truncated");
+	list_fails(xz, len, SBX_ARCHIVE_ZIP, NULL, "the zip data is corrupt or truncated");
+	free(xz);
+	char *plain = slurp_all(test_path_at(tmp, "a.tar"), &len);
+	list_fails(plain, len, SBX_ARCHIVE_TAR_XZ, NULL, "archive: the data is not a tar.xz "
+	           "archive (it is wrapped in none)");
+	free(plain);
+}
+END_TEST
+
+/* Real sparse files (GNU tar's --sparse) are refused, whatever they would expand to. */
+START_TEST(gnu_sparse_refused)
+{
+	size_t len;
+
+	sh("cd '%s' && mkdir sp && truncate -s 1M sp/holes && printf x >> sp/holes && "
+	   "tar --sparse --format=pax -cf sp.tar -C sp holes", tmp);
+	char *data = slurp_all(test_path_at(tmp, "sp.tar"), &len);
+	list_fails(data, len, SBX_ARCHIVE_TAR, NULL, "archive entry 'holes': is a sparse file");
+	free(data);
+}
+END_TEST
+
+/* A bomb in xz is bounded like one in gzip: by the single-file limit before any content. */
+START_TEST(xz_bomb)
+{
+	size_t len;
+	const sbx_archive_limits lim = { 100, 1 << 20, 1 << 20, 0 };
+
+	sh("cd '%s' && head -c 64M /dev/zero > zeros && tar -cJf bomb.txz zeros && rm zeros",
+	   tmp);
+	char *data = slurp_all(test_path_at(tmp, "bomb.txz"), &len);
+	ck_assert_uint_lt(len, 1 << 20);
+	list_fails(data, len, SBX_ARCHIVE_TAR_XZ, &lim, "archive entry 'zeros': 67108864 bytes, "
+	           "more than the limit of 1048576 for one file");
+	free(data);
 }
 END_TEST
 
@@ -1003,6 +1067,12 @@ START_TEST(detect_and_format_names)
 	ck_assert_int_eq(f, SBX_ARCHIVE_ZIP);
 	ck_assert_int_eq(sbx_archive_detect("\x1f\x8b\x08", 3, &f), 0);
 	ck_assert_int_eq(f, SBX_ARCHIVE_TAR_GZ);
+	ck_assert_int_eq(sbx_archive_detect("\xfd" "7zXZ\0\0", 8, &f), 0);
+	ck_assert_int_eq(f, SBX_ARCHIVE_TAR_XZ);
+	ck_assert_int_eq(sbx_archive_detect("\x28\xb5\x2f\xfd\x00", 5, &f), 0);
+	ck_assert_int_eq(f, SBX_ARCHIVE_TAR_ZST);
+	ck_assert_int_eq(sbx_archive_detect("7z\xbc\xaf\x27\x1c\0\4", 8, &f), -SBX_EINVAL);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "format: 7z archives are not supported"));
 	ck_assert_int_eq(sbx_archive_detect(block, sizeof block, &f), -SBX_EINVAL);
 	ck_assert_int_eq(sbx_archive_detect("hello", 5, &f), -SBX_EINVAL);
 	ck_assert_int_eq(sbx_archive_detect("", 0, &f), -SBX_EINVAL);
@@ -1014,6 +1084,12 @@ START_TEST(detect_and_format_names)
 
 	ck_assert_int_eq(sbx_archive_format_from_name("tar.gz", "format", &f), 0);
 	ck_assert_int_eq(f, SBX_ARCHIVE_TAR_GZ);
+	ck_assert_int_eq(sbx_archive_format_from_name("tar.xz", "format", &f), 0);
+	ck_assert_int_eq(f, SBX_ARCHIVE_TAR_XZ);
+	ck_assert_int_eq(sbx_archive_format_from_name("tar.zst", "format", &f), 0);
+	ck_assert_int_eq(f, SBX_ARCHIVE_TAR_ZST);
+	ck_assert_int_eq(sbx_archive_format_from_name("7z", "format", &f), -SBX_EINVAL);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "format: 7z archives are not supported"));
 	ck_assert_int_eq(sbx_archive_format_from_name("rar", "format", &f), -SBX_EINVAL);
 	ck_assert_str_eq(sbx_last_error(), "format: 'rar' is not an archive format (use \"tar\", "
 	                 "\"tar.gz\", \"tar.xz\", \"tar.zst\" or \"zip\")");
@@ -1129,6 +1205,11 @@ static Suite *archive_suite(void)
 	tcase_add_test(tools, gnu_tar_long_names);
 	tcase_add_test(tools, pax_tar_gz);
 	tcase_add_test(tools, ustar_prefix_field);
+	tcase_add_test(tools, pax_tar_xz);
+	tcase_add_test(tools, gnu_tar_zst);
+	tcase_add_test(tools, format_must_match);
+	tcase_add_test(tools, gnu_sparse_refused);
+	tcase_add_test(tools, xz_bomb);
 	tcase_add_test(tools, python_zip);
 	tcase_add_test(tools, host_directory);
 	suite_add_tcase(s, tools);
