@@ -89,8 +89,8 @@ static int entry_fail(const struct reader *rd, const char *name, const char *doi
 
 	if (archive_errno(rd->ar) == ENOMEM)
 		return sbx_fail(-SBX_ENOMEM, "archive: out of memory %s", doing);
-	return sbx_arc_fail(rd->a, name, strlen(name), "%s: %s", doing,
-	                    why ? why : "no reason given");
+	return sbx_arc_fail(rd->a, name, strlen(name), "%s (the %s data is corrupt or truncated): "
+	                    "%s", doing, rd->spec->name, why ? why : "no reason given");
 }
 
 /* The decompressed stream so far, against its cap: checked after every step that may have

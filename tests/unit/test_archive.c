@@ -948,7 +948,7 @@ START_TEST(truncated_and_corrupt)
 	tb_end(&t);
 	/* In b's data, in b's header. */
 	list_fails(t.data, 1024 + 512 + 3, SBX_ARCHIVE_TAR, NULL, "archive entry 'b': its content "
-	           "cannot be read: Truncated tar archive");
+	           "cannot be read (the tar data is corrupt or truncated): Truncated tar archive");
 	list_fails(t.data, 1024 + 100, SBX_ARCHIVE_TAR, NULL, "truncated");
 	/* A GNU long name cut off in its padding (its name must not leak). */
 	tarb g = { 0 };
@@ -1024,8 +1024,8 @@ START_TEST(zip_features_refused)
 	z = (zipb){ 0 };
 	zb_add(&z, "odd", "x", &(struct zopt){ 21, 0100644, 0, -1, NULL });
 	zb_finish(&z);
-	list_fails(z.d.data, z.d.len, SBX_ARCHIVE_ZIP, NULL, "'odd': its content cannot be read: "
-	           "Unsupported ZIP compression method (21");
+	list_fails(z.d.data, z.d.len, SBX_ARCHIVE_ZIP, NULL, "'odd': its content cannot be read "
+	           "(the zip data is corrupt or truncated): Unsupported ZIP compression method (21");
 	sbx_buf_free(&z.d);
 	z = (zipb){ 0 };
 	zb_add(&z, "big", "x", &(struct zopt){ 0, 0100644, 0, 0xffffffff, NULL });
