@@ -511,6 +511,29 @@ START_TEST(xz_bomb)
 }
 END_TEST
 
+/* What the writer makes, GNU tar reads with owners, modes and times as given. */
+START_TEST(tar_writer_for_other_readers)
+{
+	sbx_buf t = { 0 };
+
+	ck_assert_int_eq(sbx_tar_append(&t, &(sbx_tar_member){ .path = "d/" LONG_DIR "/" LONG_FILE,
+	                                                      .type = SBX_ENTRY_FILE, .mode = 0640,
+	                                                      .uid = 65534, .gid = 4000000,
+	                                                      .mtime = 1700000000, .data = "hello",
+	                                                      .size = 5 }), 0);
+	sbx_tar_finish(&t);
+	test_put_file(tmp, "w.tar", "", 0644);
+	FILE *f = fopen(test_path_at(tmp, "w.tar"), "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(t.data, 1, t.len, f), t.len);
+	fclose(f);
+	sh("cd '%s' && TZ=UTC tar --numeric-owner -tvf w.tar > list && grep -q "
+	   "'^-rw-r----- 65534/4000000 *5 2023-11-14 22:13 d/" LONG_DIR "/" LONG_FILE "$' list && "
+	   "tar -xOf w.tar | grep -qx hello", tmp);
+	sbx_buf_free(&t);
+}
+END_TEST
+
 START_TEST(ustar_prefix_field)
 {
 	size_t len;
@@ -1206,6 +1229,7 @@ static Suite *archive_suite(void)
 	tcase_add_test(tools, pax_tar_gz);
 	tcase_add_test(tools, ustar_prefix_field);
 	tcase_add_test(tools, pax_tar_xz);
+	tcase_add_test(tools, tar_writer_for_other_readers);
 	tcase_add_test(tools, gnu_tar_zst);
 	tcase_add_test(tools, format_must_match);
 	tcase_add_test(tools, gnu_sparse_refused);
