@@ -492,7 +492,8 @@ int sbx_archive_format_from_name(const char *name, const char *what, int *format
 	                name ? name : "(null)");
 }
 
-bool sbx_arc_tar_header_ok(const unsigned char *h)
+/* Does the 512-byte block look like a tar header (its checksum adds up)? */
+static bool tar_header_ok(const unsigned char *h)
 {
 	unsigned long sum = 0, stored = 0;
 	size_t i = 148;
@@ -528,7 +529,7 @@ int sbx_archive_detect(const void *data, size_t len, int *format)
 		*format = SBX_ARCHIVE_TAR_ZST;
 	else if (starts_with(p, len, "7z\xbc\xaf\x27\x1c", 6))
 		return sbx_fail(-SBX_EINVAL, "format: %s", SEVEN_ZIP_REFUSED);
-	else if (len >= 512 && sbx_arc_tar_header_ok(p))
+	else if (len >= 512 && tar_header_ok(p))
 		*format = SBX_ARCHIVE_TAR;
 	else
 		return sbx_fail(-SBX_EINVAL, "format: the data is not a tar, tar.gz, tar.xz, "

@@ -42,9 +42,6 @@ int sbx_arc_fail(const sbx_arc *a, const char *name, size_t name_len, const char
 /* The limits in force (for readers that bound their own work, like the gzip stream). */
 const sbx_archive_limits *sbx_arc_limits(const sbx_arc *a);
 
-/* Does the 512-byte block look like a tar header (its checksum adds up)? */
-bool sbx_arc_tar_header_ok(const unsigned char *block);
-
 /* tar, tar.gz, tar.xz, tar.zst and zip (enum sbx_archive_format), through libarchive. */
 int sbx_arc_read_libarchive(sbx_arc *a, const void *data, size_t len, int format);
 int sbx_arc_walk_dir(sbx_arc *a, int dirfd);
