@@ -206,21 +206,31 @@ static void classify(struct archive_entry *e, sbx_arc_raw *raw)
 	}
 }
 
+/* A name as UTF-8, whatever the locale: libarchive keeps names it decoded (pax, zip with
+ * the UTF-8 flag) in a form the C locale cannot show, and names it did not (GNU, ustar) as
+ * the bytes stored. NULL when neither form exists. */
+static const char *utf8_or_raw(const char *utf8, const char *raw)
+{
+	return utf8 ? utf8 : raw;
+}
+
 /* Reads one entry's content (files only), checks it and hands it on. */
 static int one_entry(struct reader *rd, struct archive_entry *e)
 {
-	const char *name = archive_entry_pathname(e);
-	const char *link = archive_entry_hardlink(e);
+	const char *name = utf8_or_raw(archive_entry_pathname_utf8(e), archive_entry_pathname(e));
+	const char *link = NULL;
 	sbx_arc_raw raw = { 0 };
 	int r;
 
 	if (!name)
-		name = "";
+		return sbx_arc_fail(rd->a, NULL, 0, "archive: an entry's name cannot be decoded");
 	raw.name = name;
 	raw.name_len = strlen(name);
 	classify(e, &raw);
-	if (!link)
-		link = archive_entry_symlink(e);
+	if (raw.type == SBX_ENTRY_HARDLINK)
+		link = utf8_or_raw(archive_entry_hardlink_utf8(e), archive_entry_hardlink(e));
+	else if (raw.type == SBX_ENTRY_SYMLINK)
+		link = utf8_or_raw(archive_entry_symlink_utf8(e), archive_entry_symlink(e));
 	raw.link = link;
 	raw.link_len = link ? strlen(link) : 0;
 	raw.mode = (unsigned)archive_entry_perm(e) & 0777;
@@ -290,7 +300,36 @@ static int read_entries(struct reader *rd)
 	return check_stream(rd, 0);
 }
 
+void sbx_arc_locale_utf8(struct sbx_arc_locale *l)
+{
+	l->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	l->old = l->utf8 ? uselocale(l->utf8) : (locale_t)0;
+}
+
+void sbx_arc_locale_restore(struct sbx_arc_locale *l)
+{
+	if (!l->utf8)
+		return;
+	uselocale(l->old);
+	freelocale(l->utf8);
+	l->utf8 = (locale_t)0;
+}
+
+static int read_archive(sbx_arc *a, const void *data, size_t len, int format);
+
+/* libarchive runs, and the callback with it, under a UTF-8 LC_CTYPE (see archive_int.h). */
 int sbx_arc_read_libarchive(sbx_arc *a, const void *data, size_t len, int format)
+{
+	struct sbx_arc_locale l;
+	int r;
+
+	sbx_arc_locale_utf8(&l);
+	r = read_archive(a, data, len, format);
+	sbx_arc_locale_restore(&l);
+	return r;
+}
+
+static int read_archive(sbx_arc *a, const void *data, size_t len, int format)
 {
 	_cleanup_archive_ struct archive *ar = archive_read_new();
 	struct reader rd = { .a = a, .ar = ar, .spec = spec_of(format) };

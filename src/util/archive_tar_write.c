@@ -12,6 +12,7 @@
 
 #include <agentsbx/agentsbx.h>
 #include "util/archive.h"
+#include "util/archive_int.h"
 #include "util/buf.h"
 #include "util/error.h"
 
@@ -127,7 +128,11 @@ int sbx_tar_append(sbx_buf *out, const sbx_tar_member *m)
 		                m->path);
 	if (size && !m->data)
 		return sbx_fail(-SBX_EINVAL, "tar: '%.200s': no data", m->path);
-	if ((r = write_member(out, m, size)) < 0) {
+	struct sbx_arc_locale l;
+	sbx_arc_locale_utf8(&l);
+	r = write_member(out, m, size);
+	sbx_arc_locale_restore(&l);
+	if (r < 0) {
 		out->len = start;
 		return r == -SBX_ENOMEM ? sbx_fail(-SBX_ENOMEM, "tar: out of memory") : r;
 	}

@@ -521,6 +521,9 @@ START_TEST(tar_writer_for_other_readers)
 	                                                      .uid = 65534, .gid = 4000000,
 	                                                      .mtime = 1700000000, .data = "hello",
 	                                                      .size = 5 }), 0);
+	ck_assert_int_eq(sbx_tar_append(&t, &(sbx_tar_member){ .path = "caf\xc3\xa9",
+	                                                      .type = SBX_ENTRY_DIR, .mode = 0755 }),
+	                 0);
 	sbx_tar_finish(&t);
 	test_put_file(tmp, "w.tar", "", 0644);
 	FILE *f = fopen(test_path_at(tmp, "w.tar"), "wb");
@@ -529,8 +532,29 @@ START_TEST(tar_writer_for_other_readers)
 	fclose(f);
 	sh("cd '%s' && TZ=UTC tar --numeric-owner -tvf w.tar > list && grep -q "
 	   "'^-rw-r----- 65534/4000000 *5 2023-11-14 22:13 d/" LONG_DIR "/" LONG_FILE "$' list && "
-	   "tar -xOf w.tar | grep -qx hello", tmp);
+	   "tar -xOf w.tar | grep -qx hello && tar -tf w.tar | grep -qx 'caf\303\251/'", tmp);
 	sbx_buf_free(&t);
+}
+END_TEST
+
+/* Non-ASCII names come through as the UTF-8 they are, whatever the locale: from pax
+ * headers, from GNU tar, from a zip with the UTF-8 flag (Python sets it). */
+START_TEST(utf8_names)
+{
+	size_t len;
+	char *data;
+
+	sh("cd '%s' && mkdir n && printf x > n/caf\303\251.txt && "
+	   "tar --format=pax -cf p.tar -C n . && tar --format=gnu -cf g.tar -C n . && "
+	   "python3 -c \"import zipfile; zipfile.ZipFile('u.zip', 'w').writestr("
+	   "'caf\\u00e9.txt', 'x')\"", tmp);
+	static const char *const files[] = { "p.tar", "g.tar", "u.zip" };
+	for (size_t i = 0; i < 3; i++) {
+		data = slurp_all(test_path_at(tmp, files[i]), &len);
+		const char *got = list_ok(data, len, i < 2 ? SBX_ARCHIVE_TAR : SBX_ARCHIVE_ZIP, NULL);
+		ck_assert_msg(strstr(got, "F caf\xc3\xa9.txt 1 "), "%s: %s", files[i], got);
+		free(data);
+	}
 }
 END_TEST
 
@@ -1229,6 +1253,7 @@ static Suite *archive_suite(void)
 	tcase_add_test(tools, pax_tar_gz);
 	tcase_add_test(tools, ustar_prefix_field);
 	tcase_add_test(tools, pax_tar_xz);
+	tcase_add_test(tools, utf8_names);
 	tcase_add_test(tools, tar_writer_for_other_readers);
 	tcase_add_test(tools, gnu_tar_zst);
 	tcase_add_test(tools, format_must_match);
