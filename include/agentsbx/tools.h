@@ -60,8 +60,9 @@ SBX_API int sbx_workspace_instructions(sbx_workspace *ws, char **text_out);
  * space at either end. */
 SBX_API int sbx_skill_add(sbx_workspace *ws, const char *host_path, char **name_out);
 
-/* Adds a skill from a tar, tar.gz or zip archive in memory (format "tar", "tar.gz", "zip",
- * or NULL to tell from the content). The archive holds SKILL.md at its top or inside one
+/* Adds a skill from a tar, tar.gz, tar.xz, tar.zst or zip archive in memory (format "tar",
+ * "tar.gz", "tar.xz", "tar.zst", "zip", or NULL to tell from the content; 7z is refused).
+ * The archive holds SKILL.md at its top or inside one
  * top-level folder (a "__MACOSX" folder beside it is ignored). Entries that would land
  * outside the skill's folder, links pointing out of it, device files, and archives expanding
  * beyond 256 MiB, holding a file over 64 MiB or more than 10000 entries are refused

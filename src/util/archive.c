@@ -460,18 +460,58 @@ int sbx_arc_emit(sbx_arc *a, const sbx_arc_raw *raw)
  * Formats and dispatch
  * ------------------------------------------------------------------------------------- */
 
+/* Names as sbx_skill_add_archive takes them. */
+static const struct {
+	const char *name;
+	int format;
+} format_names[] = {
+	{ "tar", SBX_ARCHIVE_TAR },
+	{ "tar.gz", SBX_ARCHIVE_TAR_GZ },
+	{ "tar.xz", SBX_ARCHIVE_TAR_XZ },
+	{ "tar.zst", SBX_ARCHIVE_TAR_ZST },
+	{ "zip", SBX_ARCHIVE_ZIP },
+};
+
+/* 7z is refused on purpose: its headers may themselves be compressed and a solid block must
+ * be decompressed from its start to reach any file in it, so the per-entry bounds the other
+ * formats get (admit a size, then read at most that) do not hold for it. */
+#define SEVEN_ZIP_REFUSED "7z archives are not supported (a solid 7z block cannot be read " \
+	"within the per-file limits; use tar.xz, tar.zst or zip)"
+
 int sbx_archive_format_from_name(const char *name, const char *what, int *format)
 {
-	if (name && strcmp(name, "tar") == 0)
-		*format = SBX_ARCHIVE_TAR;
-	else if (name && strcmp(name, "tar.gz") == 0)
-		*format = SBX_ARCHIVE_TAR_GZ;
-	else if (name && strcmp(name, "zip") == 0)
-		*format = SBX_ARCHIVE_ZIP;
-	else
-		return sbx_fail(-SBX_EINVAL, "%s: '%.32s' is not an archive format (use \"tar\", "
-		                "\"tar.gz\" or \"zip\")", what, name ? name : "(null)");
-	return 0;
+	for (size_t i = 0; name && i < sizeof format_names / sizeof format_names[0]; i++)
+		if (strcmp(name, format_names[i].name) == 0) {
+			*format = format_names[i].format;
+			return 0;
+		}
+	if (name && strcmp(name, "7z") == 0)
+		return sbx_fail(-SBX_EINVAL, "%s: %s", what, SEVEN_ZIP_REFUSED);
+	return sbx_fail(-SBX_EINVAL, "%s: '%.32s' is not an archive format (use \"tar\", "
+	                "\"tar.gz\", \"tar.xz\", \"tar.zst\" or \"zip\")", what,
+	                name ? name : "(null)");
+}
+
+/* Does the 512-byte block look like a tar header (its checksum adds up)? */
+static bool tar_header_ok(const unsigned char *h)
+{
+	unsigned long sum = 0, stored = 0;
+	size_t i = 148;
+
+	for (size_t k = 0; k < 512; k++)
+		sum += k >= 148 && k < 156 ? ' ' : h[k];
+	while (i < 156 && h[i] == ' ')
+		i++;
+	if (i == 156 || h[i] < '0' || h[i] > '7')
+		return false;
+	for (; i < 156 && h[i] >= '0' && h[i] <= '7'; i++)
+		stored = stored * 8 + (unsigned long)(h[i] - '0');
+	return stored == sum;
+}
+
+static bool starts_with(const unsigned char *p, size_t len, const char *magic, size_t n)
+{
+	return len >= n && memcmp(p, magic, n) == 0;
 }
 
 int sbx_archive_detect(const void *data, size_t len, int *format)
@@ -481,28 +521,20 @@ int sbx_archive_detect(const void *data, size_t len, int *format)
 	if (len >= 4 && memcmp(p, "PK", 2) == 0 &&
 	    (memcmp(p + 2, "\x03\x04", 2) == 0 || memcmp(p + 2, "\x05\x06", 2) == 0))
 		*format = SBX_ARCHIVE_ZIP;
-	else if (len >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+	else if (starts_with(p, len, "\x1f\x8b", 2))
 		*format = SBX_ARCHIVE_TAR_GZ;
-	else if (len >= 512 && sbx_arc_tar_header_ok(p))
+	else if (starts_with(p, len, "\xfd" "7zXZ\0", 6))
+		*format = SBX_ARCHIVE_TAR_XZ;
+	else if (starts_with(p, len, "\x28\xb5\x2f\xfd", 4))
+		*format = SBX_ARCHIVE_TAR_ZST;
+	else if (starts_with(p, len, "7z\xbc\xaf\x27\x1c", 6))
+		return sbx_fail(-SBX_EINVAL, "format: %s", SEVEN_ZIP_REFUSED);
+	else if (len >= 512 && tar_header_ok(p))
 		*format = SBX_ARCHIVE_TAR;
 	else
-		return sbx_fail(-SBX_EINVAL, "format: the data is not a tar, tar.gz or zip "
-		                "archive");
+		return sbx_fail(-SBX_EINVAL, "format: the data is not a tar, tar.gz, tar.xz, "
+		                "tar.zst or zip archive");
 	return 0;
-}
-
-static int iterate(sbx_arc *a, const void *data, size_t len, int format)
-{
-	switch (format) {
-	case SBX_ARCHIVE_TAR:
-		return sbx_arc_read_tar(a, data, len, false);
-	case SBX_ARCHIVE_TAR_GZ:
-		return sbx_arc_read_tar(a, data, len, true);
-	case SBX_ARCHIVE_ZIP:
-		return sbx_arc_read_zip(a, data, len);
-	default:
-		return sbx_fail(-SBX_EINVAL, "format: unknown archive format %d", format);
-	}
 }
 
 int sbx_archive_iterate(const void *data, size_t len, int format,
@@ -513,7 +545,7 @@ int sbx_archive_iterate(const void *data, size_t len, int format,
 
 	if (!data && len)
 		return sbx_fail(-SBX_EINVAL, "archive: no data");
-	r = iterate(&a, data ? data : "", len, format);
+	r = sbx_arc_read_libarchive(&a, data ? data : "", len, format);
 	tree_free(&a.tree);
 	return r;
 }

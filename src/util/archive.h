@@ -1,4 +1,4 @@
-/* Read-only iteration over tar, tar.gz and zip archives in memory, and over a host directory
+/* Read-only iteration over tar (plain, gzip, xz or zstd) and zip archives in memory, and over a host directory
  * tree, as one stream of checked entries.
  *
  * Every source hands its entries to the same checks before the caller's callback sees them,
@@ -11,8 +11,9 @@
  *  - a symlink's target is relative and stays inside the archive (sbx_archive_link_inside);
  *  - no entry lies below an earlier symlink or file ("link" then "link/x"), and no path
  *    appears twice (directories excepted);
- *  - the limits hold: entry count, bytes of one file, bytes of all files, and for tar.gz the
- *    expanded stream, checked before anything is inflated beyond them.
+ *  - the limits hold: entry count, bytes of one file, bytes of all files, and for compressed
+ *    tars the expanded stream, checked before anything is inflated beyond them.
+ * The formats are decoded by libarchive (archive_read.c); the checks are this library's.
  * A refused entry stops the iteration with -SBX_EINVAL and a message naming it:
  * "archive entry '../x': ...". Entries arrive in archive order; an entry's parent directories
  * need not have come first. */
@@ -26,7 +27,9 @@
 enum sbx_archive_format {
 	SBX_ARCHIVE_TAR = 1,
 	SBX_ARCHIVE_TAR_GZ,
-	SBX_ARCHIVE_ZIP
+	SBX_ARCHIVE_ZIP,
+	SBX_ARCHIVE_TAR_XZ,
+	SBX_ARCHIVE_TAR_ZST
 };
 
 enum sbx_archive_entry_type {
@@ -71,11 +74,12 @@ typedef struct sbx_archive_limits {
 /* Returns 0 to go on, or a negative code that stops the iteration and is returned. */
 typedef int (*sbx_archive_cb)(const sbx_archive_entry *entry, void *userdata);
 
-/* "tar", "tar.gz", "zip" -> *format. Anything else: -SBX_EINVAL naming `what`. */
+/* "tar", "tar.gz", "tar.xz", "tar.zst", "zip" -> *format. Anything else (7z included, see
+ * archive.c for why): -SBX_EINVAL naming `what`. */
 int sbx_archive_format_from_name(const char *name, const char *what, int *format);
 
-/* Tells the format from the first bytes: zip and gzip by their magic numbers, tar by a header
- * checksum that adds up. -SBX_EINVAL when none fits. */
+/* Tells the format from the first bytes: zip, gzip, xz and zstd by their magic numbers, tar
+ * by a header checksum that adds up. -SBX_EINVAL when none fits (or for 7z, refused). */
 int sbx_archive_detect(const void *data, size_t len, int *format);
 
 /* Iterates the archive data[0..len) of the given format. */

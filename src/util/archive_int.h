@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <locale.h>
 #include <stdint.h>
 
 #include "archive.h"
@@ -42,11 +43,17 @@ int sbx_arc_fail(const sbx_arc *a, const char *name, size_t name_len, const char
 /* The limits in force (for readers that bound their own work, like the gzip stream). */
 const sbx_archive_limits *sbx_arc_limits(const sbx_arc *a);
 
-/* Does the 512-byte block look like a tar header (its checksum adds up)? */
-bool sbx_arc_tar_header_ok(const unsigned char *block);
+/* libarchive converts names between UTF-8 and the current locale's charset, and a name the
+ * C locale cannot hold comes out as no name at all. These switch the calling thread (only
+ * it, for the duration) to a UTF-8 LC_CTYPE: names then pass as the UTF-8 they are. */
+struct sbx_arc_locale {
+	locale_t utf8, old;
+};
+void sbx_arc_locale_utf8(struct sbx_arc_locale *l);
+void sbx_arc_locale_restore(struct sbx_arc_locale *l);
 
-int sbx_arc_read_tar(sbx_arc *a, const void *data, size_t len, bool gzip);
-int sbx_arc_read_zip(sbx_arc *a, const void *data, size_t len);
+/* tar, tar.gz, tar.xz, tar.zst and zip (enum sbx_archive_format), through libarchive. */
+int sbx_arc_read_libarchive(sbx_arc *a, const void *data, size_t len, int format);
 int sbx_arc_walk_dir(sbx_arc *a, int dirfd);
 
 #endif

@@ -1,17 +1,22 @@
-/* Writing tar: ustar headers, and a pax 'x' header before a member whose name does not fit
- * ustar's 100 bytes (the readers of archive_tar.c and Go's archive/tar, which the Docker
- * Engine extracts with, both take it). Only what the library sends is written: files and
- * directories with numeric owners. */
-#include <stdio.h>
+/* Writing tar through libarchive: ustar headers, and a pax header where ustar cannot hold a
+ * name or a number (libarchive's "pax restricted" format, which our reader and Go's
+ * archive/tar, which the Docker Engine extracts with, both take). Only what the library
+ * sends is written: files and directories with numeric owners, names checked here first by
+ * the readers' rules. */
+#include <errno.h>
 #include <string.h>
+#include <sys/types.h>
+
+#include <archive.h>
+#include <archive_entry.h>
 
 #include <agentsbx/agentsbx.h>
 #include "archive.h"
+#include "archive_int.h"
 #include "buf.h"
 #include "error.h"
 
 #define BLOCK 512
-#define NAME_FIELD 100
 #define COMPONENT_MAX 255
 
 /* As the readers take them: not empty, ".", ".." or longer than a file name may be. */
@@ -43,68 +48,77 @@ static bool path_ok(const char *path)
 	}
 }
 
-/* An octal field of width w (w-1 digits and a NUL); values that do not fit are clamped,
- * which only a file beyond 8 GiB could need (refused before this). */
-static void octal(unsigned char *field, size_t w, unsigned long long v)
+static void write_freep(struct archive **ar)
 {
-	unsigned long long max = (1ull << (3 * (w - 1))) - 1;
-
-	snprintf((char *)field, w, "%0*llo", (int)(w - 1), v > max ? max : v);
+	if (*ar)
+		archive_write_free(*ar);
 }
 
-static void checksum(unsigned char *h)
+static void entry_freep(struct archive_entry **e)
 {
-	unsigned long sum = 0;
-
-	memset(h + 148, ' ', 8);
-	for (size_t i = 0; i < BLOCK; i++)
-		sum += h[i];
-	snprintf((char *)h + 148, 8, "%06lo", sum);
-	h[155] = ' ';
+	if (*e)
+		archive_entry_free(*e);
 }
 
-static void header(unsigned char *h, const char *name, char type, unsigned mode, unsigned uid,
-                   unsigned gid, unsigned long long size, long long mtime)
+/* libarchive's output goes straight into the caller's buffer. */
+static la_ssize_t to_buf(struct archive *ar, void *userdata, const void *data, size_t n)
 {
-	memset(h, 0, BLOCK);
-	memcpy(h, name, strnlen(name, NAME_FIELD));
-	octal(h + 100, 8, mode & 07777);
-	octal(h + 108, 8, uid);
-	octal(h + 116, 8, gid);
-	octal(h + 124, 12, size);
-	octal(h + 136, 12, mtime > 0 ? (unsigned long long)mtime : 0);
-	h[156] = (unsigned char)type;
-	memcpy(h + 257, "ustar\0" "00", 8);
-	checksum(h);
+	sbx_buf *out = userdata;
+
+	sbx_buf_append(out, data, n);
+	if (out->oom) {
+		archive_set_error(ar, ENOMEM, "out of memory");
+		return -1;
+	}
+	return (la_ssize_t)n;
 }
 
-static void pad(sbx_buf *out, size_t len)
+static struct archive_entry *member_entry(const sbx_tar_member *m, size_t size)
 {
-	static const char zeros[BLOCK];
+	struct archive_entry *e = archive_entry_new();
 
-	if (len % BLOCK)
-		sbx_buf_append(out, zeros, BLOCK - len % BLOCK);
+	if (!e)
+		return NULL;
+	archive_entry_copy_pathname(e, m->path);
+	archive_entry_set_filetype(e, m->type == SBX_ENTRY_DIR ? AE_IFDIR : AE_IFREG);
+	archive_entry_set_perm(e, (mode_t)(m->mode & 07777));
+	archive_entry_set_uid(e, m->uid);
+	archive_entry_set_gid(e, m->gid);
+	archive_entry_set_mtime(e, m->mtime > 0 ? (time_t)m->mtime : 0, 0);
+	archive_entry_set_size(e, (la_int64_t)size);
+	return e;
 }
 
-/* "<len> path=<path>\n", where len counts the whole record, its own digits included. */
-static void pax_path(sbx_buf *out, const char *path, unsigned mode, unsigned uid, unsigned gid)
+/* One member through a libarchive writer of its own; what the writer's close adds (the
+ * end-of-archive blocks) is cut again: sbx_tar_finish writes them once, at the end. */
+static int write_member(sbx_buf *out, const sbx_tar_member *m, size_t size)
 {
-	unsigned char h[BLOCK];
-	size_t body = strlen(" path=\n") + strlen(path), len = body + 1;
-	char digits[24];
+	__attribute__((cleanup(write_freep))) struct archive *ar = archive_write_new();
+	__attribute__((cleanup(entry_freep))) struct archive_entry *e = member_entry(m, size);
+	size_t end;
 
-	while ((size_t)snprintf(digits, sizeof digits, "%zu", len) + body != len)
-		len = (size_t)snprintf(digits, sizeof digits, "%zu", len) + body;
-	header(h, "././@PaxHeader", 'x', mode, uid, gid, len, 0);
-	sbx_buf_append(out, h, BLOCK);
-	sbx_buf_printf(out, "%s path=%s\n", digits, path);
-	pad(out, len);
+	if (!ar || !e)
+		return -SBX_ENOMEM;
+	/* No blocking: the members are laid end to end, as tar needs and nothing more. */
+	if (archive_write_set_format_pax_restricted(ar) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(ar, 0) != ARCHIVE_OK ||
+	    archive_write_open(ar, out, NULL, to_buf, NULL) != ARCHIVE_OK ||
+	    archive_write_header(ar, e) != ARCHIVE_OK ||
+	    (size && archive_write_data(ar, m->data, size) != (la_ssize_t)size) ||
+	    archive_write_finish_entry(ar) != ARCHIVE_OK)
+		return out->oom ? -SBX_ENOMEM : sbx_fail(-SBX_EINVAL, "tar: '%.200s': %s", m->path,
+		                                         archive_error_string(ar) ?
+		                                         archive_error_string(ar) : "cannot write");
+	end = out->len;
+	archive_write_close(ar);
+	out->len = end;
+	return out->oom ? -SBX_ENOMEM : 0;
 }
 
 int sbx_tar_append(sbx_buf *out, const sbx_tar_member *m)
 {
-	unsigned char h[BLOCK];
 	size_t start = out->len, size = m->type == SBX_ENTRY_FILE ? m->size : 0;
+	int r;
 
 	if (!path_ok(m->path))
 		return sbx_fail(-SBX_EINVAL, "tar: '%.200s' is not a name an archive may hold",
@@ -114,18 +128,13 @@ int sbx_tar_append(sbx_buf *out, const sbx_tar_member *m)
 		                m->path);
 	if (size && !m->data)
 		return sbx_fail(-SBX_EINVAL, "tar: '%.200s': no data", m->path);
-	if (strlen(m->path) >= NAME_FIELD)
-		pax_path(out, m->path, m->mode, m->uid, m->gid);
-	header(h, m->path, m->type == SBX_ENTRY_DIR ? '5' : '0', m->mode, m->uid, m->gid, size,
-	       m->mtime);
-	sbx_buf_append(out, h, BLOCK);
-	if (size) {
-		sbx_buf_append(out, m->data, size);
-		pad(out, size);
-	}
-	if (out->oom) {
+	struct sbx_arc_locale l;
+	sbx_arc_locale_utf8(&l);
+	r = write_member(out, m, size);
+	sbx_arc_locale_restore(&l);
+	if (r < 0) {
 		out->len = start;
-		return sbx_fail(-SBX_ENOMEM, "tar: out of memory");
+		return r == -SBX_ENOMEM ? sbx_fail(-SBX_ENOMEM, "tar: out of memory") : r;
 	}
 	return 0;
 }

@@ -1,11 +1,23 @@
-/* The YAML front matter subset of SKILL.md files. One pass over the lines with a cursor; each
- * value parser takes the lines that belong to its value and leaves the cursor on the next key,
- * so nothing recurses and hostile nesting costs nothing but lines skipped. */
+/* The YAML front matter of SKILL.md files, read by libyaml's event parser.
+ *
+ * The block is found here, line by line: it runs from the opening "---" line to the first
+ * "---" or "..." line, and the body follows it. Before libyaml reads the block the text is
+ * checked (size, NUL bytes, UTF-8) so that those messages name the line and key, and one small
+ * pre-pass (lenient_plain) quotes the plain values SKILL.md files write with ": " in them.
+ *
+ * Of the events, the top-level mapping is kept: each key with its scalar value, or with NULL
+ * for a mapping or sequence (libyaml reads and checks those, we keep nothing of them).
+ * Scalars are taken as written, with no tag resolution ("null", "~", "true" stay text); tags
+ * and anchors are ignored; aliases are refused, since they are how "billion laughs" documents
+ * grow and skills have no use for them. libyaml's event parser does not recurse, and nesting
+ * deeper than FM_DEPTH_MAX levels is refused to bound its stacks. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <yaml.h>
 
 #include <agentsbx/agentsbx.h>
 #include "buf.h"
@@ -13,51 +25,35 @@
 #include "error.h"
 #include "frontmatter.h"
 
-struct cursor {
-	const char *text;
-	size_t len;
-	size_t pos;         /* where the next line starts */
-	unsigned line;      /* number of the last line taken */
-	const char *what;
-};
+#define FM_DEPTH_MAX 1000
+#define FM_KEY_MAX 127
 
 struct line {
 	const char *s;
 	size_t len;         /* without the line break and a '\r' before it */
 	size_t next;        /* where the line after it starts */
-	unsigned no;
 };
 
-/* ---------------------------------------------------------------------------------------
- * Lines and errors
- * ------------------------------------------------------------------------------------- */
-
-static bool peek_line(const struct cursor *c, struct line *l)
+/* The line that starts at text[pos], if pos < len. */
+static bool get_line(const char *text, size_t len, size_t pos, struct line *l)
 {
-	const char *s = c->text + c->pos;
+	const char *s = text + pos;
 	const char *nl;
 
-	if (c->pos >= c->len)
+	if (pos >= len)
 		return false;
-	nl = memchr(s, '\n', c->len - c->pos);
+	nl = memchr(s, '\n', len - pos);
 	l->s = s;
-	l->len = nl ? (size_t)(nl - s) : c->len - c->pos;
-	l->next = nl ? c->pos + l->len + 1 : c->len;
+	l->len = nl ? (size_t)(nl - s) : len - pos;
+	l->next = nl ? pos + l->len + 1 : len;
 	if (l->len && s[l->len - 1] == '\r')
 		l->len--;
-	l->no = c->line + 1;
 	return true;
-}
-
-static void skip_line(struct cursor *c, const struct line *l)
-{
-	c->pos = l->next;
-	c->line = l->no;
 }
 
 /* "<what>: line N: key 'k': <message>" (the key part only when there is one). */
 __attribute__((format(printf, 5, 6)))
-static int fm_fail(const struct cursor *c, int code, unsigned line, const char *key,
+static int fm_fail(const char *what, int code, unsigned line, const char *key,
                    const char *fmt, ...)
 {
 	char msg[256];
@@ -67,19 +63,8 @@ static int fm_fail(const struct cursor *c, int code, unsigned line, const char *
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	if (key)
-		return sbx_fail(code, "%s: line %u: key '%.64s': %s", c->what, line, key, msg);
-	return sbx_fail(code, "%s: line %u: %s", c->what, line, msg);
-}
-
-/* Takes the next line, which must be UTF-8: the message names the key it belongs to. */
-static int take_line(struct cursor *c, struct line *l, const char *key)
-{
-	if (!peek_line(c, l))
-		return 0;
-	skip_line(c, l);
-	if (!sbx_utf8_valid(l->s, l->len))
-		return fm_fail(c, -SBX_EINVAL, l->no, key, "not valid UTF-8");
-	return 1;
+		return sbx_fail(code, "%s: line %u: key '%.64s': %s", what, line, key, msg);
+	return sbx_fail(code, "%s: line %u: %s", what, line, msg);
 }
 
 static bool is_space(char ch)
@@ -95,11 +80,11 @@ static bool is_blank(const char *s, size_t n)
 	return true;
 }
 
-static size_t leading_spaces(const char *s, size_t n)
+static size_t indent_of(const struct line *l)
 {
 	size_t i = 0;
 
-	while (i < n && s[i] == ' ')
+	while (i < l->len && is_space(l->s[i]))
 		i++;
 	return i;
 }
@@ -111,7 +96,7 @@ static size_t trim_right(const char *s, size_t n)
 	return n;
 }
 
-/* Cuts a comment off: a '#' at the start or after white space. */
+/* Where a comment starts: a '#' at the start or after white space. */
 static size_t before_comment(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -127,538 +112,12 @@ static bool is_delimiter(const struct line *l)
 	       is_blank(l->s + 3, l->len - 3);
 }
 
-/* A line that belongs to the value above it: indented and not blank. */
-static bool is_continuation(const struct line *l)
-{
-	return l->len && is_space(l->s[0]) && !is_blank(l->s, l->len);
-}
-
 static bool is_comment_line(const struct line *l)
 {
-	size_t i = 0;
+	size_t i = indent_of(l);
 
-	while (i < l->len && is_space(l->s[i]))
-		i++;
 	return i < l->len && l->s[i] == '#';
 }
-
-/* A sequence item: "- x" or a lone "-". */
-static bool is_item(const char *s, size_t n)
-{
-	return n && s[0] == '-' && (n == 1 || is_space(s[1]));
-}
-
-/* ---------------------------------------------------------------------------------------
- * Plain scalars and skipped values
- * ------------------------------------------------------------------------------------- */
-
-/* Appends the indented lines that continue a plain scalar, folded YAML's way: one line break
- * becomes a space, each blank line between two lines a newline. */
-static int plain_continuation(struct cursor *c, const char *key, sbx_buf *b)
-{
-	struct line l;
-	size_t blanks = 0;
-
-	while (peek_line(c, &l)) {
-		if (is_delimiter(&l))
-			break;
-		if (is_blank(l.s, l.len)) {
-			skip_line(c, &l);
-			blanks++;
-			continue;
-		}
-		if (!is_continuation(&l))
-			break;
-		int r = take_line(c, &l, key);
-		if (r < 0)
-			return r;
-		if (is_comment_line(&l))
-			continue;
-		size_t start = 0;
-		while (is_space(l.s[start]))
-			start++;
-		size_t n = trim_right(l.s + start, before_comment(l.s + start, l.len - start));
-		if (b->len) {
-			if (blanks)
-				for (size_t i = 0; i < blanks; i++)
-					sbx_buf_append(b, "\n", 1);
-			else
-				sbx_buf_append(b, " ", 1);
-		}
-		sbx_buf_append(b, l.s + start, n);
-		blanks = 0;
-	}
-	return 0;
-}
-
-static int plain_scalar(struct cursor *c, const char *key, const char *v, size_t n, sbx_buf *b)
-{
-	sbx_buf_append(b, v, trim_right(v, before_comment(v, n)));
-	return plain_continuation(c, key, b);
-}
-
-/* A value we do not read (a mapping, a sequence, a flow collection): its lines are the
- * indented ones after the key and, for a sequence, "- " lines at the key's own level. */
-static int skip_nested(struct cursor *c, const char *key)
-{
-	struct line l;
-
-	while (peek_line(c, &l)) {
-		if (is_delimiter(&l))
-			break;
-		if (!is_blank(l.s, l.len) && !is_continuation(&l) && !is_item(l.s, l.len))
-			break;
-		int r = take_line(c, &l, key);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* ---------------------------------------------------------------------------------------
- * Quoted scalars
- * ------------------------------------------------------------------------------------- */
-
-static void put_utf8(sbx_buf *b, uint32_t cp)
-{
-	char u[4];
-	size_t n;
-
-	if (cp < 0x80) {
-		u[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xC0 | (cp >> 6));
-		u[1] = (char)(0x80 | (cp & 0x3F));
-		n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xE0 | (cp >> 12));
-		u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		u[2] = (char)(0x80 | (cp & 0x3F));
-		n = 3;
-	} else {
-		u[0] = (char)(0xF0 | (cp >> 18));
-		u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		u[3] = (char)(0x80 | (cp & 0x3F));
-		n = 4;
-	}
-	sbx_buf_append(b, u, n);
-}
-
-static int hex_value(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-/* The code point of a \x, \u or \U escape with `digits` hex digits at s. */
-static int hex_escape(const char *s, size_t avail, size_t digits, uint32_t *cp)
-{
-	uint32_t v = 0;
-
-	if (avail < digits)
-		return -1;
-	for (size_t i = 0; i < digits; i++) {
-		int h = hex_value(s[i]);
-		if (h < 0)
-			return -1;
-		v = v << 4 | (uint32_t)h;
-	}
-	if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-		return -1;
-	*cp = v;
-	return 0;
-}
-
-/* One escape of a double-quoted scalar at s[0] (the character after the backslash). Returns
- * the bytes used, or 0 for an unknown or malformed escape. */
-static size_t decode_escape(const char *s, size_t avail, sbx_buf *b)
-{
-	static const char simple_in[] = "0abt\tnvfre \"/\\";
-	static const char simple_out[] = "\0\a\b\t\t\n\v\f\r\x1b \"/\\";
-	const char *hit = memchr(simple_in, s[0], sizeof simple_in - 1);
-	uint32_t cp;
-
-	if (hit) {
-		sbx_buf_append(b, &simple_out[hit - simple_in], 1);
-		return 1;
-	}
-	switch (s[0]) {
-	case 'N': put_utf8(b, 0x85); return 1;
-	case '_': put_utf8(b, 0xA0); return 1;
-	case 'L': put_utf8(b, 0x2028); return 1;
-	case 'P': put_utf8(b, 0x2029); return 1;
-	case 'x':
-		if (hex_escape(s + 1, avail - 1, 2, &cp) < 0)
-			return 0;
-		put_utf8(b, cp);
-		return 3;
-	case 'u':
-		if (hex_escape(s + 1, avail - 1, 4, &cp) < 0)
-			return 0;
-		put_utf8(b, cp);
-		return 5;
-	case 'U':
-		if (hex_escape(s + 1, avail - 1, 8, &cp) < 0)
-			return 0;
-		put_utf8(b, cp);
-		return 9;
-	default:
-		return 0;
-	}
-}
-
-/* What may follow a closing quote on its line: blanks and a comment. */
-static int after_quote(const struct cursor *c, const struct line *l, const char *key,
-                       const char *rest, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n && is_space(rest[i]))
-		i++;
-	if (i < n && rest[i] != '#')
-		return fm_fail(c, -SBX_EINVAL, l->no, key, "unexpected text after the closing "
-		               "quote");
-	return 0;
-}
-
-/* A quoted scalar that starts at v (after the opening quote) on line *l and may run over
- * the following lines, which fold as in plain scalars. `dq`: double quotes with escapes;
- * otherwise single quotes, where '' stands for one quote. */
-static int quoted_scalar(struct cursor *c, struct line l, const char *key, const char *v,
-                         size_t n, bool dq, sbx_buf *b)
-{
-	const char quote = dq ? '"' : '\'';
-	unsigned first_line = l.no;
-
-	for (;;) {
-		/* Trailing blanks of a line are not part of the value; escaped ones are. */
-		size_t keep = b->len;
-		bool joined = false;
-		size_t i = 0;
-
-		while (i < n) {
-			char ch = v[i];
-			if (ch == quote && !dq && i + 1 < n && v[i + 1] == '\'') {
-				sbx_buf_append(b, "'", 1);
-				i += 2;
-				keep = b->len;
-			} else if (ch == quote) {
-				return after_quote(c, &l, key, v + i + 1, n - i - 1);
-			} else if (ch == '\\' && dq && i + 1 == n) {
-				joined = true;       /* an escaped line break: no space */
-				i++;
-			} else if (ch == '\\' && dq) {
-				size_t used = decode_escape(v + i + 1, n - i - 1, b);
-				if (!used)
-					return fm_fail(c, -SBX_EINVAL, l.no, key,
-					               "invalid escape '\\%c'", v[i + 1]);
-				i += 1 + used;
-				keep = b->len;
-			} else {
-				sbx_buf_append(b, &ch, 1);
-				i++;
-				if (!is_space(ch))
-					keep = b->len;
-			}
-		}
-		if (!joined) {
-			b->len = keep;
-			if (b->data)
-				b->data[b->len] = '\0';
-		}
-
-		/* The value goes on: blank lines become newlines, one line break a space. */
-		size_t blanks = 0;
-		for (;;) {
-			int r = take_line(c, &l, key);
-			if (r < 0)
-				return r;
-			if (r == 0 || is_delimiter(&l))
-				return fm_fail(c, -SBX_EINVAL, first_line, key,
-				               "the quoted value has no closing %c", quote);
-			if (!is_blank(l.s, l.len))
-				break;
-			blanks++;
-		}
-		for (size_t k = 0; k < blanks; k++)
-			sbx_buf_append(b, "\n", 1);
-		if (!blanks && !joined)
-			sbx_buf_append(b, " ", 1);
-		size_t start = 0;
-		while (start < l.len && is_space(l.s[start]))
-			start++;
-		v = l.s + start;
-		n = l.len - start;
-	}
-}
-
-/* ---------------------------------------------------------------------------------------
- * Block scalars
- * ------------------------------------------------------------------------------------- */
-
-struct block_header {
-	bool folded;
-	char chomp;         /* '-' strip, '+' keep, 0 clip */
-	size_t indent;      /* 0 = detect from the first line */
-};
-
-static int block_header(const struct cursor *c, const struct line *l, const char *key,
-                        const char *v, size_t n, struct block_header *h)
-{
-	size_t i = 1;
-
-	h->folded = v[0] == '>';
-	h->chomp = 0;
-	h->indent = 0;
-	for (; i < n && i < 3; i++) {
-		if ((v[i] == '-' || v[i] == '+') && !h->chomp)
-			h->chomp = v[i];
-		else if (v[i] >= '1' && v[i] <= '9' && !h->indent)
-			h->indent = (size_t)(v[i] - '0');
-		else
-			break;
-	}
-	if (i < n && !is_space(v[i]))
-		return fm_fail(c, -SBX_EINVAL, l->no, key, "invalid block scalar header '%.*s'",
-		               (int)(n > 8 ? 8 : n), v);
-	while (i < n && is_space(v[i]))
-		i++;
-	if (i < n && v[i] != '#')
-		return fm_fail(c, -SBX_EINVAL, l->no, key, "unexpected text after the block "
-		               "scalar header");
-	return 0;
-}
-
-/* Adds one content line of a folded scalar: lines fold into spaces, blank lines stay line
- * breaks, and "more indented" lines keep theirs. */
-static void fold_line(sbx_buf *b, const char *s, size_t n, size_t blanks, bool *started,
-                      bool *prev_more)
-{
-	bool more = n && is_space(s[0]);
-
-	if (*started) {
-		bool plain = !more && !*prev_more;
-		size_t breaks = plain ? blanks : blanks + 1;
-		if (plain && !blanks)
-			sbx_buf_append(b, " ", 1);
-		for (size_t k = 0; k < breaks; k++)
-			sbx_buf_append(b, "\n", 1);
-	} else {
-		for (size_t k = 0; k < blanks; k++)
-			sbx_buf_append(b, "\n", 1);
-	}
-	sbx_buf_append(b, s, n);
-	*started = true;
-	*prev_more = more;
-}
-
-static int block_scalar(struct cursor *c, const struct line *kl, const char *key,
-                        const char *v, size_t n, sbx_buf *b)
-{
-	struct block_header h;
-	struct line l;
-	size_t blanks = 0;
-	bool started = false, prev_more = false;
-	int r = block_header(c, kl, key, v, n, &h);
-
-	if (r < 0)
-		return r;
-	while (peek_line(c, &l)) {
-		size_t sp = leading_spaces(l.s, l.len);
-		if (is_blank(l.s, l.len)) {
-			skip_line(c, &l);
-			blanks++;
-			continue;
-		}
-		if (!h.indent && sp == 0)
-			break;
-		if (!h.indent)
-			h.indent = sp;
-		if (sp < h.indent)
-			break;
-		if ((r = take_line(c, &l, key)) < 0)
-			return r;
-		const char *s = l.s + h.indent;
-		size_t len = l.len - h.indent;
-		if (h.folded) {
-			fold_line(b, s, len, blanks, &started, &prev_more);
-		} else {
-			for (size_t k = 0; k < blanks + (started ? 1 : 0); k++)
-				sbx_buf_append(b, "\n", 1);
-			sbx_buf_append(b, s, len);
-			started = true;
-		}
-		blanks = 0;
-	}
-	/* Chomping: what becomes of the final line break and the blank lines after it. */
-	if (started && h.chomp != '-')
-		sbx_buf_append(b, "\n", 1);
-	if (h.chomp == '+')
-		for (size_t k = 0; k < blanks; k++)
-			sbx_buf_append(b, "\n", 1);
-	return 0;
-}
-
-/* ---------------------------------------------------------------------------------------
- * Keys and values
- * ------------------------------------------------------------------------------------- */
-
-/* Does s hold "key:" or "key: value" (a mapping entry)? */
-static bool has_mapping_colon(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (s[i] == ':' && (i + 1 == n || is_space(s[i + 1])))
-			return true;
-	return false;
-}
-
-/* The value of a key whose line holds nothing after the colon: a nested mapping or sequence
- * (skipped), a scalar on the following indented lines, or empty. */
-static int value_below(struct cursor *c, const char *key, sbx_buf *b, bool *nested)
-{
-	struct cursor probe = *c;
-	struct line l;
-	int r;
-
-	/* Look past blank and comment lines for the first line of the value. */
-	for (;;) {
-		if (!peek_line(&probe, &l) || is_delimiter(&l))
-			return 0;
-		if (!is_blank(l.s, l.len) && !is_comment_line(&l))
-			break;
-		skip_line(&probe, &l);
-	}
-	if (!is_continuation(&l) && !is_item(l.s, l.len))
-		return 0;
-	size_t start = 0;
-	while (is_space(l.s[start]))
-		start++;
-	const char *s = l.s + start;
-	size_t n = l.len - start;
-	if (is_item(s, n) || has_mapping_colon(s, n) || s[0] == '[' || s[0] == '{') {
-		*nested = true;
-		return skip_nested(c, key);
-	}
-	/* A scalar: move the cursor onto its first line and read it from there. */
-	unsigned first = l.no;
-	while (c->line + 1 <= first)
-		if ((r = take_line(c, &l, key)) < 0)
-			return r;
-	if (s[0] == '"' || s[0] == '\'')
-		return quoted_scalar(c, l, key, s + 1, n - 1, s[0] == '"', b);
-	return plain_scalar(c, key, s, n, b);
-}
-
-static int parse_value(struct cursor *c, const struct line *l, const char *key,
-                       const char *v, size_t n, sbx_buf *b, bool *nested)
-{
-	*nested = false;
-	if (n == 0 || v[0] == '#')
-		return value_below(c, key, b, nested);
-	if (v[0] == '"' || v[0] == '\'')
-		return quoted_scalar(c, *l, key, v + 1, n - 1, v[0] == '"', b);
-	if (v[0] == '|' || v[0] == '>')
-		return block_scalar(c, l, key, v, n, b);
-	if (v[0] == '[' || v[0] == '{') {
-		*nested = true;
-		return skip_nested(c, key);
-	}
-	return plain_scalar(c, key, v, n, b);
-}
-
-static int add_field(const struct cursor *c, sbx_frontmatter *fm, const char *key, size_t klen,
-                     char *value, unsigned line)
-{
-	sbx_fm_field *nf;
-	char *k;
-
-	if (fm->n == SBX_FRONTMATTER_KEYS_MAX) {
-		free(value);
-		return fm_fail(c, -SBX_EINVAL, line, NULL, "more than %d keys",
-		               SBX_FRONTMATTER_KEYS_MAX);
-	}
-	for (size_t i = 0; i < fm->n; i++)
-		if (strncmp(fm->fields[i].key, key, klen) == 0 && !fm->fields[i].key[klen]) {
-			free(value);
-			return fm_fail(c, -SBX_EINVAL, line, fm->fields[i].key,
-			               "given twice (first on line %u)", fm->fields[i].line);
-		}
-	nf = realloc(fm->fields, (fm->n + 1) * sizeof *nf);
-	k = strndup(key, klen);
-	if (!nf || !k) {
-		if (nf)
-			fm->fields = nf;
-		free(k);
-		free(value);
-		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", c->what);
-	}
-	fm->fields = nf;
-	fm->fields[fm->n++] = (sbx_fm_field){ k, value, line };
-	return 0;
-}
-
-/* Characters that cannot start a plain key (YAML indicators). */
-static bool bad_key_start(char ch)
-{
-	return strchr("-?[]{},#&*!|>'\"%@`", ch) != NULL;
-}
-
-/* One "key: value" entry starting on line l (already taken). */
-static int parse_entry(struct cursor *c, const struct line *l, sbx_frontmatter *fm)
-{
-	size_t colon = 0, klen, vstart;
-	sbx_buf b = { 0 };
-	bool nested;
-	char key[128];
-	int r;
-
-	if (bad_key_start(l->s[0]))
-		return fm_fail(c, -SBX_EINVAL, l->no, NULL, "expected 'key: value'");
-	while (colon < l->len &&
-	       !(l->s[colon] == ':' && (colon + 1 == l->len || is_space(l->s[colon + 1]))))
-		colon++;
-	if (colon == l->len)
-		return fm_fail(c, -SBX_EINVAL, l->no, NULL, "expected 'key: value'");
-	klen = trim_right(l->s, colon);
-	if (klen == 0)
-		return fm_fail(c, -SBX_EINVAL, l->no, NULL, "expected 'key: value'");
-	if (klen >= sizeof key)
-		return fm_fail(c, -SBX_EINVAL, l->no, NULL, "key longer than %zu bytes",
-		               sizeof key - 1);
-	memcpy(key, l->s, klen);
-	key[klen] = '\0';
-	vstart = colon + 1;
-	while (vstart < l->len && is_space(l->s[vstart]))
-		vstart++;
-	r = parse_value(c, l, key, l->s + vstart, l->len - vstart, &b, &nested);
-	if (r < 0 || b.oom) {
-		sbx_buf_free(&b);
-		return r < 0 ? r : sbx_fail(-SBX_ENOMEM, "%s: out of memory", c->what);
-	}
-	if (nested) {
-		sbx_buf_free(&b);
-		return add_field(c, fm, key, klen, NULL, l->no);
-	}
-	if (memchr(b.data ? b.data : "", '\0', b.len)) {
-		sbx_buf_free(&b);
-		return fm_fail(c, -SBX_EINVAL, l->no, key, "contains a NUL character");
-	}
-	char *value = b.data ? sbx_buf_steal(&b, NULL) : strdup("");
-	if (!value)
-		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", c->what);
-	return add_field(c, fm, key, klen, value, l->no);
-}
-
-/* ---------------------------------------------------------------------------------------
- * The document
- * ------------------------------------------------------------------------------------- */
 
 static unsigned line_of(const char *text, size_t off)
 {
@@ -669,33 +128,386 @@ static unsigned line_of(const char *text, size_t off)
 	return n;
 }
 
-static int check_text(const struct cursor *c)
+/* Where "key" ends in "key: value" or "key:" (s[0] is not blank): the ':' followed by a blank
+ * or the line end, before any comment. SIZE_MAX when s is no such line or the key starts with
+ * a YAML indicator. */
+static size_t key_colon(const char *s, size_t n)
 {
-	const char *nul = memchr(c->text, '\0', c->len);
+	if (!n || strchr("-?[]{},#&*!|>'\"%@`:", s[0]))
+		return SIZE_MAX;
+	n = before_comment(s, n);
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == ':' && (i + 1 == n || is_space(s[i + 1])))
+			return i;
+	return SIZE_MAX;
+}
 
-	if (c->len > SBX_FRONTMATTER_MAX)
-		return sbx_fail(-SBX_EFBIG, "%s: %zu bytes, more than the limit of %zu", c->what,
-		                c->len, SBX_FRONTMATTER_MAX);
-	if (nul)
-		return fm_fail(c, -SBX_EINVAL, line_of(c->text, (size_t)(nul - c->text)), NULL,
-		               "contains a NUL byte");
+/* The top-level key that line `no` (1-based) of text belongs to, for messages: the key of the
+ * last unindented "key:" line up to it, when that key is readable. */
+static const char *key_for_line(const char *text, size_t len, unsigned no, char *key)
+{
+	struct line l;
+	bool have = false;
+	size_t pos = 0;
+
+	for (unsigned i = 1; i <= no && get_line(text, len, pos, &l); i++, pos = l.next) {
+		if (!l.len || is_space(l.s[0]) || is_comment_line(&l))
+			continue;
+		size_t colon = 0;
+		while (colon < l.len && l.s[colon] != ':')
+			colon++;
+		size_t n = trim_right(l.s, colon);
+		have = colon < l.len && n && n <= FM_KEY_MAX && sbx_utf8_valid(l.s, n);
+		if (have) {
+			memcpy(key, l.s, n);
+			key[n] = '\0';
+		}
+	}
+	return have ? key : NULL;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The lenient pre-pass
+ *
+ * Strict YAML ends a plain scalar at ": " (libyaml: "mapping values are not allowed in this
+ * context"), but SKILL.md files are written by hand and say "description: Use when: the user
+ * asks ...", which the old hand-written parser, and other skill loaders, read as one string.
+ * So a "key: value" line (top level or in a nested mapping) whose plain value, with the deeper
+ * indented lines that continue it, holds a ':' before a blank or the line end is rewritten
+ * into a single-quoted scalar over the same lines: a quote before the value and one after its
+ * last line, quotes in it doubled, " #" comments cut. A single-quoted scalar folds its lines
+ * the way a plain one does, so libyaml then gives the lenient value, on unchanged line
+ * numbers. Values that start with a quote or an indicator (| > [ { & * !) and all other lines
+ * are left as they are.
+ * ------------------------------------------------------------------------------------- */
+
+static bool has_mapping_colon(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == ':' && (i + 1 == n || is_space(s[i + 1])))
+			return true;
+	return false;
+}
+
+/* A line's part of a plain value: from s, without a comment and trailing blanks. */
+static size_t plain_part(const char *s, size_t n)
+{
+	return trim_right(s, before_comment(s, n));
+}
+
+static void put_single_quoted(sbx_buf *b, const char *s, size_t n)
+{
+	for (const char *q; n && (q = memchr(s, '\'', n)); n -= (size_t)(q + 1 - s), s = q + 1) {
+		sbx_buf_append(b, s, (size_t)(q + 1 - s));
+		sbx_buf_append(b, "'", 1);
+	}
+	sbx_buf_append(b, s, n);
+}
+
+static void lenient_plain(const char *text, size_t len, sbx_buf *out)
+{
+	size_t owner = SIZE_MAX;  /* lines indented deeper than this belong to the value above */
+	struct line l, c;
+
+	for (size_t pos = 0; get_line(text, len, pos, &l); ) {
+		size_t ind = indent_of(&l), colon, v, end, p;
+		const char *s = l.s + ind;
+		size_t n = l.len - ind;
+
+		if (is_blank(l.s, l.len) || is_comment_line(&l) || (owner != SIZE_MAX && ind > owner))
+			goto copy;
+		owner = SIZE_MAX;
+		if ((colon = key_colon(s, n)) == SIZE_MAX)
+			goto copy;
+		for (v = colon + 1; v < n && is_space(s[v]); v++)
+			;
+		if (v == n || s[v] == '#')
+			goto copy;       /* the value is below: its lines may be keys too */
+		owner = ind;
+		if (strchr("'\"|>[{&*!", s[v]))
+			goto copy;
+		/* The plain value and its continuation lines: deeper, up to a comment line. Quoted
+		 * too: a value YAML would not take as a plain scalar ('@' and '`' are reserved, '%'
+		 * a directive, "- ", "? " and ": " indicators) and lines indented with tabs. */
+		bool quote = strchr("%@`", s[v]) ||
+		             (strchr("-?:", s[v]) && (v + 1 == n || is_space(s[v + 1]))) ||
+		             has_mapping_colon(s + v, plain_part(s + v, n - v));
+		end = l.next;
+		for (p = l.next; get_line(text, len, p, &c); p = c.next) {
+			size_t ci = indent_of(&c);
+			if (is_blank(c.s, c.len))
+				continue;
+			if (ci <= ind || is_comment_line(&c))
+				break;
+			quote = quote || memchr(c.s, '\t', ci) ||
+			        has_mapping_colon(c.s + ci, plain_part(c.s + ci, c.len - ci));
+			end = c.next;
+		}
+		if (!quote)
+			goto copy;
+		sbx_buf_append(out, l.s, ind + v);
+		sbx_buf_append(out, "'", 1);
+		put_single_quoted(out, s + v, plain_part(s + v, n - v));
+		for (p = l.next; p < end && get_line(text, len, p, &c); p = c.next) {
+			size_t ci = indent_of(&c);
+			sbx_buf_append(out, "\n", 1);
+			if (is_blank(c.s, c.len))
+				continue;
+			sbx_buf_append(out, c.s, ci);
+			put_single_quoted(out, c.s + ci, plain_part(c.s + ci, c.len - ci));
+		}
+		sbx_buf_append(out, "'\n", 2);
+		pos = end;
+		continue;
+copy:
+		sbx_buf_append(out, l.s, l.next - pos);
+		pos = l.next;
+	}
+}
+
+/* ---------------------------------------------------------------------------------------
+ * libyaml's events and errors
+ * ------------------------------------------------------------------------------------- */
+
+struct builder {
+	const char *what;
+	const char *text;       /* what libyaml reads: the front matter after the pre-pass */
+	size_t len;
+	sbx_frontmatter *fm;
+	char key[FM_KEY_MAX + 1];
+	unsigned key_line;
+	bool have_key;          /* a top-level key waits for its value */
+	size_t depth;           /* open mappings and sequences */
+	unsigned documents;
+};
+
+/* The byte offset of a libyaml mark (line and column, which counts characters). */
+static size_t mark_offset(const struct builder *b, const yaml_mark_t *m)
+{
+	size_t pos = 0;
+
+	for (size_t line = 0; line < m->line && pos < b->len; pos++)
+		line += b->text[pos] == '\n';
+	for (size_t col = 0; col < m->column && pos < b->len && b->text[pos] != '\n'; col++) {
+		pos++;
+		while (pos < b->len && ((unsigned char)b->text[pos] & 0xC0) == 0x80)
+			pos++;      /* a UTF-8 continuation byte: the same column */
+	}
+	return pos;
+}
+
+/* libyaml's message, in our words where the old parser had its own. */
+static int yaml_fail(const struct builder *b, const yaml_parser_t *p)
+{
+	const char *problem = p->problem ? p->problem : "not valid YAML";
+	const char *context = p->context;
+	char key[FM_KEY_MAX + 1];
+	unsigned line;
+	size_t at;
+
+	if (p->error == YAML_MEMORY_ERROR)
+		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", b->what);
+	if (p->error == YAML_READER_ERROR) {
+		at = p->problem_offset < b->len ? p->problem_offset : b->len;
+		line = line_of(b->text, at);
+		return fm_fail(b->what, -SBX_EINVAL, line, key_for_line(b->text, b->len, line, key),
+		               "%s", problem);
+	}
+	line = (unsigned)p->problem_mark.line + 1;
+	at = mark_offset(b, &p->problem_mark);
+	const char *k = key_for_line(b->text, b->len, line, key);
+	size_t start = at, before = at;
+	while (start && b->text[start - 1] != '\n')
+		start--;
+	while (before > start && is_space(b->text[before - 1]))
+		before--;
+	char prev = before > start ? b->text[before - 1] : '\0';
+
+	if (strstr(problem, "escape") || strstr(problem, "hexdecimal"))
+		return fm_fail(b->what, -SBX_EINVAL, line, k, "invalid escape in a double-quoted "
+		               "value");
+	if (context && strstr(context, "quoted scalar") &&
+	    (strstr(problem, "end of stream") || strstr(problem, "document indicator"))) {
+		line = (unsigned)p->context_mark.line + 1;
+		at = mark_offset(b, &p->context_mark);
+		return fm_fail(b->what, -SBX_EINVAL, line, key_for_line(b->text, b->len, line, key),
+		               "the quoted value has no closing %c",
+		               at < b->len && b->text[at] == '\'' ? '\'' : '"');
+	}
+	if (context && strstr(context, "block scalar") && strstr(problem, "comment or line break"))
+		return fm_fail(b->what, -SBX_EINVAL, line, k, before < at ?
+		               "unexpected text after the block scalar header" :
+		               "invalid block scalar header");
+	if (strstr(problem, "indentation indicator"))
+		return fm_fail(b->what, -SBX_EINVAL, line, k, "invalid block scalar header");
+	if (strstr(problem, "expected key") && before == start && at == start)
+		return fm_fail(b->what, -SBX_EINVAL, line, NULL, "expected 'key: value'");
+	if (strstr(problem, "expected key") && before == start)
+		return fm_fail(b->what, -SBX_EINVAL, line, k, "unexpected indentation");
+	if (strstr(problem, "expected key") && (prev == '"' || prev == '\''))
+		return fm_fail(b->what, -SBX_EINVAL, line, k, "unexpected text after the closing "
+		               "quote");
+	if (context)
+		return fm_fail(b->what, -SBX_EINVAL, line, k, "%s %s", problem, context);
+	return fm_fail(b->what, -SBX_EINVAL, line, k, "%s", problem);
+}
+
+static int add_field(struct builder *b, const char *value, size_t vlen)
+{
+	sbx_frontmatter *fm = b->fm;
+	sbx_fm_field *nf;
+	char *k, *v = NULL;
+
+	b->have_key = false;
+	if (fm->n == SBX_FRONTMATTER_KEYS_MAX)
+		return fm_fail(b->what, -SBX_EINVAL, b->key_line, NULL, "more than %d keys",
+		               SBX_FRONTMATTER_KEYS_MAX);
+	for (size_t i = 0; i < fm->n; i++)
+		if (strcmp(fm->fields[i].key, b->key) == 0)
+			return fm_fail(b->what, -SBX_EINVAL, b->key_line, b->key,
+			               "given twice (first on line %u)", fm->fields[i].line);
+	if (value && memchr(value, '\0', vlen))
+		return fm_fail(b->what, -SBX_EINVAL, b->key_line, b->key,
+		               "contains a NUL character");
+	nf = realloc(fm->fields, (fm->n + 1) * sizeof *nf);
+	if (nf)
+		fm->fields = nf;
+	k = strdup(b->key);
+	if (value)
+		v = strndup(value, vlen);
+	if (!nf || !k || (value && !v)) {
+		free(k);
+		free(v);
+		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", b->what);
+	}
+	fm->fields[fm->n++] = (sbx_fm_field){ k, v, b->key_line };
 	return 0;
 }
 
-static int check_body(const struct cursor *c, size_t off)
+/* A top-level key: a scalar that makes a readable key. */
+static int take_key(struct builder *b, const yaml_event_t *ev, unsigned line)
 {
-	struct cursor b = *c;
-	struct line l;
+	const char *s = (const char *)ev->data.scalar.value;
+	size_t n = ev->data.scalar.length;
 
-	if (sbx_utf8_valid(c->text + off, c->len - off))
+	if (!n)
+		return fm_fail(b->what, -SBX_EINVAL, line, NULL, "expected 'key: value'");
+	if (memchr(s, '\0', n))
+		return fm_fail(b->what, -SBX_EINVAL, line, NULL, "a key contains a NUL character");
+	if (n > FM_KEY_MAX)
+		return fm_fail(b->what, -SBX_EINVAL, line, NULL, "key longer than %d bytes",
+		               FM_KEY_MAX);
+	memcpy(b->key, s, n);
+	b->key[n] = '\0';
+	b->key_line = line;
+	b->have_key = true;
+	return 0;
+}
+
+static int on_event(struct builder *b, const yaml_event_t *ev)
+{
+	unsigned line = (unsigned)ev->start_mark.line + 1;
+	const char *inside = b->fm->n ? b->fm->fields[b->fm->n - 1].key : NULL;
+
+	switch (ev->type) {
+	case YAML_DOCUMENT_START_EVENT:
+		if (b->documents++)
+			return fm_fail(b->what, -SBX_EINVAL, line, NULL, "a second YAML document");
 		return 0;
-	while (peek_line(&b, &l)) {
-		skip_line(&b, &l);
-		if (!sbx_utf8_valid(l.s, l.next - (size_t)(l.s - c->text)))
-			return sbx_fail(-SBX_EINVAL, "%s: line %u: the body is not valid UTF-8",
-			                c->what, l.no);
+	case YAML_ALIAS_EVENT:
+		return fm_fail(b->what, -SBX_EINVAL, line, b->depth > 1 ? inside : NULL,
+		               "aliases ('*name') are not supported");
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT:
+		if (b->depth == 0 && ev->type == YAML_SEQUENCE_START_EVENT)
+			return fm_fail(b->what, -SBX_EINVAL, line, NULL, "expected 'key: value'");
+		if (b->depth == 1) {
+			if (!b->have_key)
+				return fm_fail(b->what, -SBX_EINVAL, line, NULL,
+				               "expected 'key: value'");
+			int r = add_field(b, NULL, 0);
+			if (r < 0)
+				return r;
+			inside = b->key;
+		}
+		if (++b->depth > FM_DEPTH_MAX)
+			return fm_fail(b->what, -SBX_EINVAL, line, inside, "nested deeper than %d "
+			               "levels", FM_DEPTH_MAX);
+		return 0;
+	case YAML_SEQUENCE_END_EVENT:
+	case YAML_MAPPING_END_EVENT:
+		b->depth--;
+		return 0;
+	case YAML_SCALAR_EVENT:
+		if (b->depth == 0) {
+			/* Only comments, or nothing, between the lines: no keys. */
+			if (!ev->data.scalar.length && ev->data.scalar.plain_implicit)
+				return 0;
+			return fm_fail(b->what, -SBX_EINVAL, line, NULL, "expected 'key: value'");
+		}
+		if (b->depth > 1)
+			return 0;
+		if (!b->have_key)
+			return take_key(b, ev, line);
+		return add_field(b, (const char *)ev->data.scalar.value, ev->data.scalar.length);
+	default:
+		return 0;
 	}
-	return sbx_fail(-SBX_EINVAL, "%s: the body is not valid UTF-8", c->what);
+}
+
+static int parse_yaml(const char *what, const char *text, size_t len, sbx_frontmatter *fm)
+{
+	struct builder b = { .what = what, .fm = fm };
+	sbx_buf pre = { 0 };
+	yaml_parser_t p;
+	yaml_event_t ev;
+	int r = 0;
+
+	lenient_plain(text, len, &pre);
+	if (pre.oom || !pre.data) {
+		sbx_buf_free(&pre);
+		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", what);
+	}
+	b.text = pre.data;
+	b.len = pre.len;
+	if (!yaml_parser_initialize(&p)) {
+		sbx_buf_free(&pre);
+		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", what);
+	}
+	yaml_parser_set_input_string(&p, (const unsigned char *)b.text, b.len);
+	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
+	for (;;) {
+		if (!yaml_parser_parse(&p, &ev)) {
+			r = yaml_fail(&b, &p);
+			break;
+		}
+		bool end = ev.type == YAML_STREAM_END_EVENT;
+		r = on_event(&b, &ev);
+		yaml_event_delete(&ev);
+		if (r < 0 || end)
+			break;
+	}
+	yaml_parser_delete(&p);
+	sbx_buf_free(&pre);
+	return r;
+}
+
+/* ---------------------------------------------------------------------------------------
+ * The document
+ * ------------------------------------------------------------------------------------- */
+
+static int check_body(const char *what, const char *text, size_t len, size_t off)
+{
+	struct line l;
+	unsigned no = line_of(text, off);
+
+	if (sbx_utf8_valid(text + off, len - off))
+		return 0;
+	for (size_t pos = off; get_line(text, len, pos, &l); pos = l.next, no++)
+		if (!sbx_utf8_valid(l.s, l.next - pos))
+			return sbx_fail(-SBX_EINVAL, "%s: line %u: the body is not valid UTF-8",
+			                what, no);
+	return sbx_fail(-SBX_EINVAL, "%s: the body is not valid UTF-8", what);
 }
 
 void sbx_frontmatter_free(sbx_frontmatter *fm)
@@ -710,70 +522,56 @@ void sbx_frontmatter_free(sbx_frontmatter *fm)
 	*fm = (sbx_frontmatter){ 0 };
 }
 
-/* A key line that is not UTF-8: name the key when that part of the line is readable. */
-static int invalid_key_line(const struct cursor *c, const struct line *l)
+/* text[0..len) (after a byte order mark) up to the closing line goes to libyaml, the opening
+ * line included so that libyaml's line numbers are the file's. */
+static int parse_document(const char *what, const char *text, size_t len, sbx_frontmatter *fm)
 {
-	char key[128];
-	size_t colon = 0;
-
-	while (colon < l->len && l->s[colon] != ':')
-		colon++;
-	colon = trim_right(l->s, colon);
-	if (colon && colon < l->len && colon < sizeof key && sbx_utf8_valid(l->s, colon)) {
-		memcpy(key, l->s, colon);
-		key[colon] = '\0';
-		return fm_fail(c, -SBX_EINVAL, l->no, key, "not valid UTF-8");
-	}
-	return fm_fail(c, -SBX_EINVAL, l->no, NULL, "not valid UTF-8");
-}
-
-static int parse_document(struct cursor *c, sbx_frontmatter *fm)
-{
+	size_t bom = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+	const char *t = text + bom;
+	size_t n = len - bom, pos;
+	char key[FM_KEY_MAX + 1];
 	struct line l;
+	unsigned no;
 	int r;
 
-	/* An editor's byte order mark is not content. */
-	if (c->len >= 3 && memcmp(c->text, "\xEF\xBB\xBF", 3) == 0)
-		c->pos = 3;
-	if (!peek_line(c, &l) || !is_delimiter(&l) || l.s[0] != '-')
+	if (!get_line(t, n, 0, &l) || !is_delimiter(&l) || l.s[0] != '-')
 		return sbx_fail(-SBX_EINVAL, "%s: no front matter (the file must start with a "
-		                "'---' line)", c->what);
-	skip_line(c, &l);
-	for (;;) {
-		if (!peek_line(c, &l))
+		                "'---' line)", what);
+	for (pos = l.next, no = 2;; pos = l.next, no++) {
+		if (!get_line(t, n, pos, &l))
 			return sbx_fail(-SBX_EINVAL, "%s: the front matter has no closing '---' "
-			                "line", c->what);
-		skip_line(c, &l);
+			                "line", what);
 		if (!sbx_utf8_valid(l.s, l.len))
-			return invalid_key_line(c, &l);
+			return fm_fail(what, -SBX_EINVAL, no, key_for_line(t, n, no, key),
+			               "not valid UTF-8");
 		if (is_delimiter(&l))
 			break;
-		if (is_blank(l.s, l.len) || is_comment_line(&l))
-			continue;
-		if (is_space(l.s[0]))
-			return fm_fail(c, -SBX_EINVAL, l.no, NULL, "unexpected indentation");
-		if ((r = parse_entry(c, &l, fm)) < 0)
-			return r;
 	}
-	fm->body_offset = c->pos;
-	return check_body(c, c->pos);
+	if ((r = parse_yaml(what, t, pos, fm)) < 0)
+		return r;
+	fm->body_offset = bom + l.next;
+	return check_body(what, text, len, fm->body_offset);
 }
 
 int sbx_frontmatter_parse(const char *text, size_t len, const char *what,
                           sbx_frontmatter *out)
 {
-	struct cursor c = { text, len, 0, 0, what ? what : "front matter" };
+	const char *nul;
 	int r;
 
 	*out = (sbx_frontmatter){ 0 };
+	what = what ? what : "front matter";
 	if (!text && len)
-		return sbx_fail(-SBX_EINVAL, "%s: no text", c.what);
+		return sbx_fail(-SBX_EINVAL, "%s: no text", what);
 	if (!text)
-		text = c.text = "";
-	r = check_text(&c);
-	if (r < 0)
-		return r;
-	r = parse_document(&c, out);
+		text = "";
+	if (len > SBX_FRONTMATTER_MAX)
+		return sbx_fail(-SBX_EFBIG, "%s: %zu bytes, more than the limit of %zu", what, len,
+		                SBX_FRONTMATTER_MAX);
+	if ((nul = memchr(text, '\0', len)))
+		return fm_fail(what, -SBX_EINVAL, line_of(text, (size_t)(nul - text)), NULL,
+		               "contains a NUL byte");
+	r = parse_document(what, text, len, out);
 	if (r < 0)
 		sbx_frontmatter_free(out);
 	return r;
@@ -786,6 +584,7 @@ const sbx_fm_field *sbx_frontmatter_get(const sbx_frontmatter *fm, const char *k
 			return &fm->fields[i];
 	return NULL;
 }
+
 
 /* ---------------------------------------------------------------------------------------
  * SKILL.md

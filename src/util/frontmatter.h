@@ -1,16 +1,15 @@
-/* YAML front matter, as SKILL.md files carry it: a "---" line, top-level "key: value" lines,
- * a closing "---" line, and the markdown body after it.
+/* YAML front matter, as SKILL.md files carry it: a "---" line, a YAML mapping, a closing
+ * "---" (or "...") line, and the markdown body after it.
  *
- * Only the YAML that skills use is understood: plain scalars (also continued on indented
- * lines), single- and double-quoted scalars (with escapes, also over several lines), "|" and
- * ">" block scalars (with chomping and indentation indicators), and comments. Nested mappings,
- * sequences and flow collections ("[a, b]") are recognised and skipped: such a key is recorded
- * without a value. Plain scalars are taken literally up to a " #" comment, so
- * "description: Use when: x" is the string "Use when: x" (strict YAML would refuse it).
+ * The mapping is read by libyaml. Top-level keys are kept with their scalar values as
+ * written (no tag resolution: "null" is the string "null"); a key whose value is a mapping or
+ * sequence is recorded without a value. One leniency over strict YAML: a plain value holding
+ * ": " is read as one string, so "description: Use when: x" is "Use when: x". Aliases are
+ * refused, tags and anchors ignored.
  *
- * The parser never recurses and refuses text over SBX_FRONTMATTER_MAX bytes or with more than
- * SBX_FRONTMATTER_KEYS_MAX keys, NUL bytes and text that is not UTF-8, naming the key (or the
- * body) where it found it. */
+ * Refused: text over SBX_FRONTMATTER_MAX bytes, more than SBX_FRONTMATTER_KEYS_MAX keys,
+ * nesting deeper than 1000 levels, NUL bytes and text that is not UTF-8; messages name the
+ * line and the key (or the body) where the problem is. */
 #ifndef SBX_UTIL_FRONTMATTER_H
 #define SBX_UTIL_FRONTMATTER_H
 

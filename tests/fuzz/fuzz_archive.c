@@ -1,5 +1,5 @@
 /* libFuzzer target for the archive readers. The first byte picks the format (tar, tar.gz,
- * zip, or detection); the rest is the archive. Beyond "no crash, no leak, no hang", every
+ * zip, detection, tar.xz, tar.zst); the rest is the archive. Beyond "no crash, no leak, no hang", every
  * entry that reaches the callback must keep the promises of util/archive.h:
  *  - a normalised name: relative, no empty, "." or ".." component, UTF-8, no control
  *    characters, within the length and depth limits;
@@ -82,7 +82,9 @@ static int on_entry(const sbx_archive_entry *e, void *userdata)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const int formats[] = { SBX_ARCHIVE_TAR, SBX_ARCHIVE_TAR_GZ, SBX_ARCHIVE_ZIP };
+	/* 0: told from the bytes. The order keeps the seeds' first bytes meaning what they did. */
+	static const int formats[] = { SBX_ARCHIVE_TAR, SBX_ARCHIVE_TAR_GZ, SBX_ARCHIVE_ZIP, 0,
+	                               SBX_ARCHIVE_TAR_XZ, SBX_ARCHIVE_TAR_ZST };
 	struct totals t = { 0 };
 	int format, r;
 
@@ -94,9 +96,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!archive)
 		return 0;
 	memcpy(archive, data + 1, len);
-	if (data[0] % 4 < 3)
-		format = formats[data[0] % 4];
-	else if (sbx_archive_detect(archive, len, &format) < 0)
+	format = formats[data[0] % (sizeof formats / sizeof formats[0])];
+	if (!format && sbx_archive_detect(archive, len, &format) < 0)
 		goto out;
 	r = sbx_archive_iterate(archive, len, format, &limits, on_entry, &t);
 	CHECK(r == 0 || r == -SBX_EINVAL || r == -SBX_ENOMEM);

@@ -1,8 +1,8 @@
 /* Skills and context offload through the public API, on the backend SBX_TEST_BACKEND names
  * (tests/meson.build registers it for local and ns).
  *
- *  - skills from a host folder and from tar, tar.gz and zip archives (flat, or in one
- *    top-level folder), seen and usable by commands inside; the JSON listing; removal by
+ *  - skills from a host folder and from tar, tar.gz, tar.xz, tar.zst and zip archives (flat,
+ *    or in one top-level folder), seen and usable by commands inside; the JSON listing; removal by
  *    name; duplicate names; dir clashes;
  *  - hostile folders and archives (made here with tar and python's tarfile and zipfile) are
  *    refused with the entry named, and nothing is left in the workspace;
@@ -226,7 +226,7 @@ static const char zip_script[] =
 	"                z.write(p, rel)\n";
 
 /* Makes src/<file> from the folder src/<dir> (its contents, or the folder itself when
- * `folder`), in format "tar", "tar.gz" or "zip". */
+ * `folder`), in format "tar", "tar.gz", "tar.xz", "tar.zst" or "zip". */
 static char *make_archive(const char *dir, const char *format, bool folder, size_t *len)
 {
 	char *file = bt_fmt("%s/%s.%s", src, dir, format);
@@ -237,8 +237,10 @@ static char *make_archive(const char *dir, const char *format, bool folder, size
 		test_put_file(src, "zip.py", zip_script, 0644);
 		sh("cd '%s' && python3 '%s/zip.py' '%s' '%s'", from, src, what, file);
 	} else {
-		const char *z = strcmp(format, "tar") ? "z" : "";
-		sh("tar -C '%s' -c%sf '%s' '%s'", from, z, file, what);
+		const char *how = strcmp(format, "tar.gz") == 0 ? "-czf" :
+		                  strcmp(format, "tar.xz") == 0 ? "-cJf" :
+		                  strcmp(format, "tar.zst") == 0 ? "--zstd -cf" : "-cf";
+		sh("tar -C '%s' %s '%s' '%s'", from, how, file, what);
 	}
 	char *data = host_bytes(file, len);
 	free(file);
@@ -247,10 +249,10 @@ static char *make_archive(const char *dir, const char *format, bool folder, size
 
 START_TEST(add_from_archives)
 {
-	static const char *const formats[] = { "tar", "tar.gz", "zip" };
+	static const char *const formats[] = { "tar", "tar.gz", "zip", "tar.xz", "tar.zst" };
 
 	/* Each format, flat and in a folder, with the format named and told from the bytes. */
-	for (int k = 0; k < 12; k++) {
+	for (int k = 0; k < 20; k++) {
 		const char *format = formats[k / 4];
 		bool folder = k % 4 >= 2, named = k % 2;
 		char *dir = bt_fmt("s%d", k), *name = bt_fmt("skill %d", k), *got = NULL;
@@ -275,8 +277,8 @@ START_TEST(add_from_archives)
 		free(name);
 	}
 	char *json = skills_json();
-	ck_assert_ptr_nonnull(strstr(json, "{\"name\":\"skill 11\",\"description\":\"From an "
-	                             "archive.\",\"dir\":\"skills/skill_11\",\"trusted\":true}"));
+	ck_assert_ptr_nonnull(strstr(json, "{\"name\":\"skill 19\",\"description\":\"From an "
+	                             "archive.\",\"dir\":\"skills/skill_19\",\"trusted\":true}"));
 	sbx_free(json);
 	char *folder = skills_folder();
 	ck_assert_ptr_null(strstr(folder, ".staging"));
@@ -295,7 +297,7 @@ START_TEST(archive_argument_checks)
 	ck_assert_int_eq(sbx_skill_add_archive(ws, NULL, 0, NULL, NULL), -SBX_EINVAL);
 	ck_assert_int_eq(sbx_skill_add_archive(ws, data, len, "rar", NULL), -SBX_EINVAL);
 	ck_assert_str_eq(sbx_last_error(), "sbx_skill_add_archive: format: 'rar' is not an archive "
-	                 "format (use \"tar\", \"tar.gz\" or \"zip\")");
+	                 "format (use \"tar\", \"tar.gz\", \"tar.xz\", \"tar.zst\" or \"zip\")");
 	ck_assert_int_eq(sbx_skill_add_archive(ws, "junk", 4, NULL, NULL), -SBX_EINVAL);
 	ck_assert_int_eq(sbx_skill_add_archive(ws, data, len, "zip", NULL), -SBX_EINVAL);
 	/* A truncated archive. */

@@ -1,5 +1,5 @@
 /* The SKILL.md front matter parser: the YAML subset skills use, the name and description
- * rules, and hostile text (huge, NUL bytes, not UTF-8, unterminated, deep nesting). */
+ * rules, and hostile text (huge, NUL bytes, not UTF-8, unterminated, deep nesting, aliases). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,24 +192,72 @@ END_TEST
 
 START_TEST(deep_nesting_is_cheap)
 {
-	/* 100000 ever deeper lines under one key: skipped line by line, no recursion. */
-	size_t n = 100000, cap = n * 3 + 64, len = 0;
-	char *text = malloc(cap + n * 4);
+	/* Ever deeper lines under one key (1..500 levels, as far as 700 KB go): libyaml's event
+	 * parser does not recurse, and nested values are read, checked and not kept. */
+	size_t n = 100000, cap = n * 7 + 64, len = 0;
+	char *text = malloc(cap);
 	len += (size_t)sprintf(text, "---\nmeta:\n");
 	for (size_t i = 0; i < n; i++) {
 		size_t depth = 1 + i % 500;
-		if (len + depth + 8 > cap + n * 4)
+		if (len + depth + 8 > cap)
 			break;
 		memset(text + len, ' ', depth);
 		len += depth;
-		len += (size_t)sprintf(text + len, "- [{\n");
+		len += (size_t)sprintf(text + len, "k:\n");
 	}
 	len += (size_t)sprintf(text + len, "---\n");
 	sbx_frontmatter fm;
 	ck_assert_int_eq(sbx_frontmatter_parse(text, len, "SKILL.md", &fm), 0);
 	ck_assert_uint_eq(fm.n, 1);
+	ck_assert_ptr_null(fm.fields[0].value);
 	sbx_frontmatter_free(&fm);
+
+	/* The same lines as unclosed flow collections ("- [{") are not YAML: refused at the
+	 * first line libyaml cannot take, without reading the rest. */
+	len = (size_t)sprintf(text, "---\nmeta:\n");
+	for (size_t i = 0; i < n && len + 512 < cap; i++) {
+		memset(text + len, ' ', 1 + i % 500);
+		len += 1 + i % 500;
+		len += (size_t)sprintf(text + len, "- [{\n");
+	}
+	len += (size_t)sprintf(text + len, "---\n");
+	parse_fails(text, len, -SBX_EINVAL, "line 4: key 'meta': ");
+
+	/* Past 1000 levels nesting is refused: it would only grow libyaml's stacks. */
+	len = (size_t)sprintf(text, "---\nmeta: ");
+	for (int i = 0; i < 1001; i++)
+		text[len++] = '[';
+	len += (size_t)sprintf(text + len, "\n---\n");
+	parse_fails(text, len, -SBX_EINVAL, "key 'meta': nested deeper than 1000 levels");
 	free(text);
+}
+END_TEST
+
+START_TEST(yaml_rules)
+{
+	/* Lenient where YAML is strict: values with ": " (and '@', '`', '%' at the start) are
+	 * quoted before libyaml reads them, in nested mappings too; quotes in them are kept. */
+	ck_assert_str_eq(value_of("---\nd: it's: 'quoted' # c\n  on: two\n---\n", "d"),
+	                 "it's: 'quoted' on: two");
+	ck_assert_str_eq(value_of("---\nd: @mention `code` 50%\n---\n", "d"),
+	                 "@mention `code` 50%");
+	ck_assert_str_eq(value_of("---\nd: - a\n\tb\n---\n", "d"), "- a b");
+	ck_assert_str_eq(value_of("---\nm:\n  k: use when: x\nd: |\n  a: b: c\n---\n", "d"),
+	                 "a: b: c\n");
+	/* Scalars are text as written: no tag resolution; tags and anchors are ignored. */
+	ck_assert_str_eq(value_of("---\nd: null\n---\n", "d"), "null");
+	ck_assert_str_eq(value_of("---\nd: !!str &a x\n---\n", "d"), "x");
+	ck_assert_str_eq(value_of("---\n\"d\": 'q'\n---\n", "d"), "q");
+	/* Aliases are refused: they are how "billion laughs" documents grow. */
+	FAILS("---\na: &x [1]\nb: *x\n---\n", -SBX_EINVAL, "line 3: aliases");
+	FAILS("---\nm: {a: &x 1, b: *x}\n---\n", -SBX_EINVAL, "key 'm': aliases");
+	/* Keys: readable scalars only; libyaml's own messages name the line and key. */
+	FAILS("---\n? [a]\n: b\n---\n", -SBX_EINVAL, "line 2: expected 'key: value'");
+	FAILS("---\n\"a\\0b\": c\n---\n", -SBX_EINVAL, "a key contains a NUL");
+	FAILS("---\nm: [a, b\nx: y\n---\n", -SBX_EINVAL, "line 3: key 'x': ");
+	FAILS("---\nd: \x01\n---\n", -SBX_EINVAL, "line 2: key 'd': control characters");
+	FAILS("---\nd: x\n--- y\n---\n", -SBX_EINVAL, "line 3: a second YAML document");
+	FAILS("---\nd: |0\n  a\n---\n", -SBX_EINVAL, "line 2: key 'd': invalid block scalar");
 }
 END_TEST
 
@@ -284,6 +332,7 @@ static Suite *frontmatter_suite(void)
 	tcase_add_test(tc, structure_errors);
 	tcase_add_test(tc, hostile_bytes);
 	tcase_add_test(tc, deep_nesting_is_cheap);
+	tcase_add_test(tc, yaml_rules);
 	tcase_add_test(tc, skill_required_fields);
 	tcase_add_test(tc, name_rules);
 	suite_add_tcase(s, tc);
