@@ -15,7 +15,10 @@ disagree() { echo "version: $1 says '$2', meson.build says '$want'"; fail=1; }
 IFS=. read -r major minor patch <<<"$want"
 number=$(( (major << 16) | (minor << 8) | patch ))
 
-runtime=$(python3 - "$lib" <<'PY'
+# A sanitizer build's library needs the ASan runtime loaded first, which an uninstrumented
+# python3 does not do: preload it (and leave the interpreter's own allocations unreported).
+asan_rt=$(ldd "$lib" | awk '/libasan\.so/ {print $3; exit}')
+runtime=$(LD_PRELOAD=${asan_rt:-} ASAN_OPTIONS=detect_leaks=0 python3 - "$lib" <<'PY'
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
 lib.sbx_version.restype = ctypes.c_char_p
