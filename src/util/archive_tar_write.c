@@ -99,8 +99,11 @@ static int write_member(sbx_buf *out, const sbx_tar_member *m, size_t size)
 
 	if (!ar || !e)
 		return -SBX_ENOMEM;
-	/* No blocking: the members are laid end to end, as tar needs and nothing more. */
+	/* No blocking: the members are laid end to end, as tar needs and nothing more. Names
+	 * go into pax records as the bytes given (hdrcharset=BINARY): as "UTF-8" they would be
+	 * composed to NFC when read back, so a decomposed name would not survive the trip. */
 	if (archive_write_set_format_pax_restricted(ar) != ARCHIVE_OK ||
+	    archive_write_set_format_option(ar, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
 	    archive_write_set_bytes_per_block(ar, 0) != ARCHIVE_OK ||
 	    archive_write_open(ar, out, NULL, to_buf, NULL) != ARCHIVE_OK ||
 	    archive_write_header(ar, e) != ARCHIVE_OK ||
