@@ -4,6 +4,7 @@
  * sends is written: files and directories with numeric owners, names checked here first by
  * the readers' rules. */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -91,6 +92,14 @@ static struct archive_entry *member_entry(const sbx_tar_member *m, size_t size)
 
 /* One member through a libarchive writer of its own; what the writer's close adds (the
  * end-of-archive blocks) is cut again: sbx_tar_finish writes them once, at the end. */
+static bool is_ascii(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s >= 0x80)
+			return false;
+	return true;
+}
+
 static int write_member(sbx_buf *out, const sbx_tar_member *m, size_t size)
 {
 	__attribute__((cleanup(write_freep))) struct archive *ar = archive_write_new();
@@ -99,11 +108,14 @@ static int write_member(sbx_buf *out, const sbx_tar_member *m, size_t size)
 
 	if (!ar || !e)
 		return -SBX_ENOMEM;
-	/* No blocking: the members are laid end to end, as tar needs and nothing more. Names
-	 * go into pax records as the bytes given (hdrcharset=BINARY): as "UTF-8" they would be
-	 * composed to NFC when read back, so a decomposed name would not survive the trip. */
+	/* No blocking: the members are laid end to end, as tar needs and nothing more. A
+	 * non-ASCII name goes into its pax record as the bytes given (hdrcharset=BINARY): as
+	 * "UTF-8" it would be composed to NFC when read back, so a decomposed name would not
+	 * survive the trip. An ASCII name needs no pax record, and setting the option on it
+	 * would add one to every member. */
 	if (archive_write_set_format_pax_restricted(ar) != ARCHIVE_OK ||
-	    archive_write_set_format_option(ar, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
+	    (!is_ascii(m->path) &&
+	     archive_write_set_format_option(ar, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK) ||
 	    archive_write_set_bytes_per_block(ar, 0) != ARCHIVE_OK ||
 	    archive_write_open(ar, out, NULL, to_buf, NULL) != ARCHIVE_OK ||
 	    archive_write_header(ar, e) != ARCHIVE_OK ||
