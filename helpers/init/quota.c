@@ -321,6 +321,43 @@ static int new_tmp(const struct sbx_quota_inside *q, int rootfd, const char *rel
 	return r;
 }
 
+/* The layout's writable places (rootfs_layout.c) on a tmpfs as capped as the new /tmp, over
+ * bubblewrap's uncapped ones; the binds bubblewrap made below them (the helpers' folder in
+ * /run) are carried over. The new /tmp (tmpfd) holds the temporary mount point. */
+static int inside_layout(const struct sbx_quota_inside *q, int rootfd, int tmpfd, char *err,
+                         size_t errlen)
+{
+	static const char *const tops[] = { "/run", "/var/tmp", "/var/cache" };
+	struct carried *c[SBX_ARRAY_SIZE(tops)] = { 0 };
+	size_t n[SBX_ARRAY_SIZE(tops)] = { 0 };
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < SBX_ARRAY_SIZE(tops); i++) {
+		if (!(c[i] = calloc(q->n_binds + 1, sizeof *c[i])))
+			r = sbx_fail_buf(err, errlen, -ENOMEM, "out of memory");
+		if (r == 0)
+			r = clone_binds_below(q, tops[i], c[i], &n[i], err, errlen);
+	}
+	if (r == 0)
+		r = sbx_layout_mount_scratch(tmpfd, rootfd, q->tmp_bytes, err, errlen);
+	for (size_t i = 0; r == 0 && i < SBX_ARRAY_SIZE(tops); i++) {
+		_cleanup_close_ int top = -1;
+
+		if (!n[i])
+			continue;
+		if ((r = sbx_open_beneath(rootfd, tops[i] + 1, &top)) < 0)
+			r = sbx_fail_buf(err, errlen, r, "open %s: %s", tops[i], strerror(-r));
+		if (r == 0)
+			r = attach_carried(top, "", c[i], n[i], err, errlen);
+	}
+	for (size_t i = 0; i < SBX_ARRAY_SIZE(tops); i++) {
+		if (c[i])
+			close_carried(c[i], n[i]);
+		free(c[i]);
+	}
+	return r;
+}
+
 static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char *err,
                          size_t errlen)
 {
@@ -344,6 +381,8 @@ static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char
 		                 strerror(errno));
 	if (r == 0)
 		r = new_tmp(q, rootfd, "tmp", &tmpfd, err, errlen);
+	if (r == 0)
+		r = inside_layout(q, rootfd, tmpfd, err, errlen);
 	if (r == 0 && q->workspace_bytes)
 		r = inside_workspace(q, tmpfd, host_ws, in_ws, n_ws, files_root, err, errlen);
 	else if (r == 0 && q->workspace_tree > 2)

@@ -118,7 +118,13 @@ void sbx_rootfs_stage_free(struct sbx_rootfs_stage *st);
 
 /* policy.c: the host directories a sandbox sees read-only, and the /etc allow-list. */
 extern const char *const sbx_system_dirs[];
+/* "opt": the host directory whose entries (not itself) are bound read-only (rootfs.c). */
+extern const char *const sbx_opt_dir;
 extern const char *const sbx_etc_allowlist[];
+/* The layout's writable places ("/tmp", "/dev/shm", "/run", "/var/tmp", "/var/cache"),
+ * NULL-terminated, at most SBX_LAYOUT_WRITABLE_MAX of them. */
+#define SBX_LAYOUT_WRITABLE_MAX 8
+extern const char *const sbx_layout_writable[];
 
 /* The default protected paths (".git/hooks/", ".git/config", ".agentsbx/", shell rc files,
  * ".mcp.json"); policy.c says why each. */
