@@ -484,7 +484,7 @@ int sbx_sandbox_bwrap_argv(const struct sbx_sandbox *sb, const char *init, struc
 	 * user and mount namespace of its own (helpers/init/quota.c), as for a capped /tmp, and
 	 * is uid 0 there. (Not "--uid 0": bubblewrap drops CAP_SETFCAP, and without it no
 	 * namespace below may map its parent's uid 0.) */
-	if (!sbx_sandbox_bwrap_caps_tmpfs(sb) && !sb->idmap.on)
+	if (!sbx_sandbox_bwrap_own_mounts(sb) && !sb->idmap.on)
 		arg(&a, "--disable-userns");
 	args3(&a, "--hostname", o->hostname, NULL);
 	bwrap_system_dirs(&a, pool, o->rootfs);

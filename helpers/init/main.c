@@ -177,6 +177,7 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 		.tmp_bytes = st->spec.tmp_bytes,
 		.files_root = &st->files_root,
 		.workspace_tree = st->spec.has_users,
+		.workspace_view = st->spec.workspace_view,
 	};
 	struct sbx_rootfs_stage *stage = NULL;
 	int workspace_fd = -1, state_fd = -1, r;
@@ -289,6 +290,7 @@ static int enter_own_mounts(struct init_state *st, char *err, size_t errlen)
 		.workspace_tree = st->spec.has_users ? SBX_INIT_WORKSPACE_TREE_FD : 0,
 		.workspace_readonly = st->spec.workspace_readonly,
 		.state_fd = st->spec.state_mount ? SBX_INIT_STATE_FD : 0,
+		.workspace_view = st->spec.workspace_view,
 	};
 	int r = sbx_quota_enter_inside(&q, &st->files_root, err, errlen);
 
@@ -702,8 +704,8 @@ int main(int argc, char **argv)
 	/* The git guard's binds in a running sandbox (warden.c): no sandbox of our own. It ends
 	 * with _exit: in the sandbox's mount namespace /proc is not ours, and at-exit handlers
 	 * that read it (a sanitizer's leak check) would fail the run. */
-	if (argc == 2 && !strcmp(argv[1], "--warden"))
-		_exit(sbx_warden_main());
+	if ((argc == 2 || argc == 3) && !strcmp(argv[1], "--warden"))
+		_exit(sbx_warden_main(argc == 3 ? argv[2] : NULL));
 	if (connect_to_host(&argc, &argv) < 0)
 		return 1;
 

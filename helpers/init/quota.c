@@ -403,13 +403,24 @@ static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char
 	return r;
 }
 
+/* workdir_mount "host" under bubblewrap: the finished /workspace at its host path too. */
+static int inside_view(const struct sbx_quota_inside *q, char *err, size_t errlen)
+{
+	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (rootfd < 0)
+		return sbx_fail_buf(err, errlen, -errno, "open /: %s", strerror(errno));
+	return sbx_layout_workspace_view(rootfd, q->workspace_view, q->workspace_readonly, err,
+	                                 errlen);
+}
+
 int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, char *err,
                            size_t errlen)
 {
 	int r;
 
 	*files_root = -1;
-	if (!q->workspace_bytes && !q->tmp_bytes && q->workspace_tree <= 2)
+	if (!q->workspace_bytes && !q->tmp_bytes && q->workspace_tree <= 2 && !q->workspace_view)
 		return 0;
 	/* Bubblewrap ran us as the host range's uid (init_proto.h, "users"): that is 0 from
 	 * here on, the uid tools expect. */
@@ -418,7 +429,8 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 	/* Where the host forbids a namespace below bubblewrap's (Ubuntu's AppArmor profile for
 	 * it can), only a cap the config asked for is worth failing for; the default one gives
 	 * way to bubblewrap's uncapped /tmp. */
-	if (r < 0 && !q->workspace_bytes && !q->tmp_required && q->workspace_tree <= 2) {
+	if (r < 0 && !q->workspace_bytes && !q->tmp_required && q->workspace_tree <= 2 &&
+	    !q->workspace_view) {
 		err[0] = '\0';
 		return 0;
 	}
@@ -426,6 +438,10 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 		char why[300];
 
 		snprintf(why, sizeof why, "%s", err);
+		if (q->workspace_view && !q->workspace_bytes && !q->tmp_required)
+			return sbx_fail_buf(err, errlen, r, "config: key 'workdir_mount': no namespace of "
+			                    "our own below bubblewrap's to mount the workspace at %s in: "
+			                    "%s", q->workspace_view, why);
 		if (q->workspace_tree > 2 && !q->workspace_bytes && !q->tmp_bytes)
 			return sbx_fail_buf(err, errlen, r, "users: no namespace of our own below "
 			                    "bubblewrap's to attach the idmapped workspace in (the config key "
@@ -438,9 +454,12 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return sbx_fail_buf(err, errlen, -errno, "make / private: %s", strerror(errno));
 	r = inside_mounts(q, files_root, err, errlen);
+	if (r == 0 && q->workspace_view)
+		r = inside_view(q, err, errlen);
 	/* The cwd bubblewrap gave us is the directory now hidden under the new workspace. */
-	if (r == 0 && chdir(SBX_SANDBOX_ROOT) < 0)
-		r = sbx_fail_buf(err, errlen, -errno, "chdir %s: %s", SBX_SANDBOX_ROOT,
+	if (r == 0 && chdir(q->workspace_view ? q->workspace_view : SBX_SANDBOX_ROOT) < 0)
+		r = sbx_fail_buf(err, errlen, -errno, "chdir %s: %s",
+		                 q->workspace_view ? q->workspace_view : SBX_SANDBOX_ROOT,
 		                 strerror(errno));
 	if (r < 0 && *files_root >= 0)
 		close(SBX_TAKE_FD(*files_root));

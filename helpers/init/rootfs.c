@@ -759,6 +759,9 @@ static int place_workspace(int basefd, const struct sbx_rootfs_spec *spec,
 		r = mount_extra_binds(basefd, spec, p, true, err, errlen);
 	if (r == 0)
 		r = sbx_protect_paths(basefd, spec->protected_paths, err, errlen);
+	if (r == 0 && spec->workspace_view)
+		r = sbx_layout_workspace_view(basefd, spec->workspace_view, spec->workspace_readonly,
+		                              err, errlen);
 	return r;
 }
 
@@ -804,17 +807,16 @@ static int pivot_into(int basefd, char *err, size_t errlen)
 	return 0;
 }
 
-/* The cwd must be inside the new root (runc CVE-2024-21626 left it outside). */
-static int enter_workspace(char *err, size_t errlen)
+/* The cwd must be inside the new root (runc CVE-2024-21626 left it outside): the workspace
+ * where commands see it. */
+static int enter_workspace(const char *view, char *err, size_t errlen)
 {
-	char cwd[sizeof SBX_SANDBOX_ROOT + 1];
+	char cwd[PATH_MAX];
 
-	if (chdir(SBX_SANDBOX_ROOT) < 0)
-		return sbx_fail_buf(err, errlen, -errno, "chdir %s: %s", SBX_SANDBOX_ROOT,
-		                    strerror(errno));
-	if (!getcwd(cwd, sizeof cwd) || strcmp(cwd, SBX_SANDBOX_ROOT) != 0)
-		return sbx_fail_buf(err, errlen, -EIO, "chdir %s: the cwd is not %s",
-		                    SBX_SANDBOX_ROOT, SBX_SANDBOX_ROOT);
+	if (chdir(view) < 0)
+		return sbx_fail_buf(err, errlen, -errno, "chdir %s: %s", view, strerror(errno));
+	if (!getcwd(cwd, sizeof cwd) || strcmp(cwd, view) != 0)
+		return sbx_fail_buf(err, errlen, -EIO, "chdir %s: the cwd is not %s", view, view);
 	return 0;
 }
 
@@ -906,7 +908,8 @@ int sbx_rootfs_finish(const struct sbx_rootfs_spec *spec, struct sbx_rootfs_stag
 	if (r == 0)
 		r = pivot_into(st->basefd, err, errlen);
 	if (r == 0)
-		r = enter_workspace(err, errlen);
+		r = enter_workspace(spec->workspace_view ? spec->workspace_view : SBX_SANDBOX_ROOT,
+		                    err, errlen);
 	if (r == 0)
 		r = set_hostname(spec->hostname, err, errlen);
 	return r;

@@ -4,6 +4,7 @@
 #ifndef SBX_INIT_ROOTFS_INTERNAL_H
 #define SBX_INIT_ROOTFS_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,5 +37,9 @@ int sbx_protect_paths(int basefd, const char *const *paths, char *err, size_t er
 int sbx_layout_make_dirs(int basefd, char *err, size_t errlen);
 int sbx_layout_mount_scratch(int stagefd, int rootfd, uint64_t bytes, char *err,
                              size_t errlen);
+/* Binds the finished /workspace beneath rootfd (recursively) at view, an absolute path,
+ * read-only when readonly: workdir_mount "host". */
+int sbx_layout_workspace_view(int rootfd, const char *view, bool readonly, char *err,
+                              size_t errlen);
 
 #endif

@@ -24,6 +24,7 @@
 #include "init/mount_util.h"
 #include "init/quota.h"
 #include "init/rootfs_internal.h"
+#include "init/sandbox.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -142,4 +143,33 @@ int sbx_layout_mount_scratch(int stagefd, int rootfd, uint64_t bytes, char *err,
 		               scratch_places[i].mode, err, errlen);
 	drop_scratch(stagefd);
 	return r;
+}
+
+/* workdir_mount "host" (init_proto.h's "workspace_view"): the workspace, as built at
+ * /workspace with its protections and binds, also at its host path. A virtualenv, a libtool
+ * wrapper or a build tree made inside then names paths that hold on the host too. The copy
+ * is private, as everything here: the git guard's binds while commands run go to both
+ * (warden.c), each made read-only where it lands (a remount would not propagate anyway). */
+int sbx_layout_workspace_view(int rootfd, const char *view, bool readonly, char *err,
+                              size_t errlen)
+{
+	_cleanup_close_ int ws = -1;
+	int r;
+
+	if (!view || view[0] != '/' || !sbx_rel_path_ok(view + 1))
+		return sbx_fail_buf(err, errlen, -EINVAL, "workdir_mount: \"%s\" is not a plain "
+		                    "absolute path", view ? view : "(null)");
+	if ((r = sbx_open_beneath(rootfd, SBX_SANDBOX_ROOT + 1, &ws)) < 0)
+		return sbx_fail_buf(err, errlen, r, "workdir_mount: open %s: %s", SBX_SANDBOX_ROOT,
+		                    strerror(-r));
+	r = sbx_bind_at(rootfd, ws, view + 1, readonly ? LAYOUT_FLAGS | MS_RDONLY : LAYOUT_FLAGS,
+	                err, errlen);
+	if (r < 0) {
+		char why[300];
+
+		snprintf(why, sizeof why, "%s", err);
+		return sbx_fail_buf(err, errlen, r, "workdir_mount: mount the workspace at %s: %s",
+		                    view, why);
+	}
+	return 0;
 }

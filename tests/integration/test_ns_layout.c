@@ -8,6 +8,7 @@
  * Runs on ns and bwrap, as root and as an ordinary user (tests/run-all.sh). */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +428,176 @@ START_TEST(test_landlock_off)
 }
 END_TEST
 
+/* ---- workdir_mount "host" -------------------------------------------------------------- */
+
+/* A workspace whose commands see the workdir at its own host path; *host receives that path
+ * (links resolved, as the library names it). */
+static sbx_workspace *open_at_host_path(char *host, size_t len, const char *more)
+{
+	char *dir = bt_mkdtemp(), *extra;
+	sbx_workspace *ws;
+
+	ck_assert_ptr_nonnull(realpath(dir, host));
+	ck_assert_uint_lt(strlen(host), len);
+	extra = options(bt_tmp("\"workdir_mount\":\"host\"%s", more ? more : ""));
+	ws = bt_open_ok(dir, extra);
+	free(extra);
+	return ws;
+}
+
+/* The root, the cwd and $PWD are the host path; the workspace's protections hold there. */
+START_TEST(test_workdir_at_host_path)
+{
+	char host[PATH_MAX];
+	sbx_workspace *ws = open_at_host_path(host, sizeof host, NULL);
+	char *out = bt_shell_out(ws, "pwd; echo \"$PWD\"; /bin/pwd -P");
+
+	ck_assert_str_eq(sbx_workspace_root(ws), host);
+	ck_assert_str_eq(out, bt_tmp("%s\n%s\n%s\n", host, host, host));
+	free(out);
+	assert_runs(ws, "echo made > made.txt && [ -f /workspace/made.txt ]");
+	ck_assert_str_eq(test_slurp(test_path_at(host, "made.txt")), "made\n");
+	/* The state folder and the default protected paths are read-only at the host path too. */
+	assert_fails(ws, bt_tmp("touch %s/.agentsbx/forged", host), "the state folder");
+	assert_fails(ws, "echo x > .bashrc", ".bashrc is protected");
+	assert_landlocked(ws);
+	/* A command started in a subfolder, by either name, gets the host form. */
+	ck_assert_int_eq(sbx_file_mkdir(ws, "sub", 0755), 0);
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.cwd = bt_tmp("%s/sub", host);
+	sbx_result *res = bt_shell(ws, "pwd", &o);
+	ck_assert_str_eq(sbx_result_stdout(res, NULL), bt_tmp("%s/sub\n", host));
+	sbx_result_free(res);
+	sbx_workspace_close(ws);
+}
+END_TEST
+
+/* The git guard's binds in the running sandbox (a repository a command made) hold under both
+ * names of the workspace. */
+START_TEST(test_git_guard_at_host_path)
+{
+	char host[PATH_MAX];
+	sbx_workspace *ws;
+
+	TEST_NEED(TEST_CAP_TOOLS, access("/usr/bin/git", X_OK) == 0, "no git");
+	ws = open_at_host_path(host, sizeof host, NULL);
+	assert_runs(ws, "git init -q sub");
+	assert_fails(ws, "echo x > sub/.git/hooks/pre-commit", "hooks are read-only (host path)");
+	assert_fails(ws, "echo x > /workspace/sub/.git/hooks/pre-commit",
+	             "hooks are read-only (/workspace)");
+	assert_fails(ws, bt_tmp("echo '[core]' >> %s/sub/.git/config", host),
+	             "the config is read-only");
+	ck_assert(!test_exists(test_path_at(host, "sub/.git/hooks/pre-commit")));
+	sbx_workspace_close(ws);
+}
+END_TEST
+
+/* What the issue hit: a virtualenv made inside names its own path in every script; with the
+ * workdir at its host path it runs on the host afterwards, pip included. */
+START_TEST(test_venv_made_inside_runs_on_host)
+{
+	char host[PATH_MAX], *out;
+	sbx_workspace *ws;
+
+	TEST_NEED(TEST_CAP_TOOLS, access("/usr/bin/python3", X_OK) == 0, "no python3");
+	ws = open_at_host_path(host, sizeof host, NULL);
+	assert_runs(ws, "python3 -m venv .venv && .venv/bin/pip --version >/dev/null");
+	sbx_workspace_close(ws);
+	out = bt_fmt("cd / && %s/.venv/bin/python -c 'import sys; print(sys.prefix)' && "
+	             "%s/.venv/bin/pip --version >/dev/null && echo pip-runs", host, host);
+	FILE *p = popen(out, "r");
+	char line[PATH_MAX + 64] = "", second[64] = "";
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(line, sizeof line, p));
+	ck_assert_ptr_nonnull(fgets(second, sizeof second, p));
+	ck_assert_int_eq(pclose(p), 0);
+	ck_assert_str_eq(line, bt_tmp("%s/.venv\n", host));
+	ck_assert_str_eq(second, "pip-runs\n");
+	free(out);
+}
+END_TEST
+
+/* A script built inside that embeds $PWD (as libtool's wrappers and build trees do) works on
+ * the host. */
+START_TEST(test_script_with_pwd_runs_on_host)
+{
+	char host[PATH_MAX], cmd[PATH_MAX + 64];
+	sbx_workspace *ws = open_at_host_path(host, sizeof host, NULL);
+	FILE *p;
+	char line[256] = "";
+
+	assert_runs(ws, "mkdir -p lib && printf 'echo the tool ran\\n' > lib/tool.sh && "
+	                "printf '#!/bin/sh\\nexec sh %s/lib/tool.sh\\n' \"$PWD\" > run.sh && "
+	                "chmod +x run.sh && ./run.sh");
+	sbx_workspace_close(ws);
+	snprintf(cmd, sizeof cmd, "cd / && %s/run.sh", host);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(line, sizeof line, p));
+	ck_assert_int_eq(pclose(p), 0);
+	ck_assert_str_eq(line, "the tool ran\n");
+}
+END_TEST
+
+/* The tools and the file primitives take the host path (now the root), and a relative one. */
+START_TEST(test_tools_at_host_path)
+{
+	char host[PATH_MAX], *res = NULL;
+	sbx_workspace *ws = open_at_host_path(host, sizeof host, NULL);
+
+	ck_assert_int_eq(sbx_tool_call(ws, "Write", bt_tmp("{\"file_path\":\"%s/w.txt\","
+	                 "\"content\":\"written\\n\"}", host), &res), 0);
+	ck_assert_msg(bt_tool_ok(res), "%s", res);
+	sbx_free(res);
+	ck_assert_int_eq(sbx_tool_call(ws, "Read", "{\"file_path\":\"w.txt\"}", &res), 0);
+	ck_assert_msg(bt_tool_ok(res) && strstr(res, "written"), "%s", res);
+	sbx_free(res);
+	ck_assert_int_eq(sbx_tool_call(ws, "Grep", bt_tmp("{\"pattern\":\"writ\",\"path\":"
+	                 "\"%s\"}", host), &res), 0);
+	ck_assert_msg(bt_tool_ok(res) && strstr(res, "w.txt"), "%s", res);
+	sbx_free(res);
+	/* The Bash tool's session starts and stays at the host path. */
+	ck_assert_int_eq(sbx_tool_call(ws, "Bash", "{\"command\":\"mkdir -p d && cd d && pwd\"}",
+	                               &res), 0);
+	ck_assert_msg(bt_tool_ok(res) && strstr(res, bt_tmp("%s/d", host)), "%s", res);
+	sbx_free(res);
+	sbx_workspace_close(ws);
+}
+END_TEST
+
+/* Read-only workspaces, writable binds and a capped /tmp combine with it; a value it does not
+ * know is refused naming the key. */
+START_TEST(test_workdir_mount_settings)
+{
+	char host[PATH_MAX], *rw = bt_mkdtemp();
+	sbx_workspace *ws = NULL;
+	char *bad = options("\"workdir_mount\":\"elsewhere\"");
+
+	ck_assert_int_eq(bt_open(NULL, bad, &ws), -SBX_ECONFIG);
+	ck_assert_msg(strstr(sbx_last_error(), bt_tmp("%s.workdir_mount", bt_backend())), "%s",
+	              sbx_last_error());
+	free(bad);
+	ws = open_at_host_path(host, sizeof host, bt_tmp(",\"binds\":[{\"source\":\"%s\","
+	                       "\"dest\":\"/data\",\"writable\":true}]", rw));
+	assert_runs(ws, "touch /data/f made && mktemp -p /var/tmp >/dev/null");
+	ck_assert(test_exists(test_path_at(rw, "f")) && test_exists(test_path_at(host, "made")));
+	sbx_workspace_close(ws);
+	{
+		char *dir = bt_mkdtemp(), real[PATH_MAX];
+		char *extra = bt_fmt("\"mode\":\"read-only\",\"limits\":{\"tmp_bytes\":8388608},%s",
+		                     options("\"workdir_mount\":\"host\""));
+
+		ck_assert_ptr_nonnull(realpath(dir, real));
+		test_put_file(dir, "r.txt", "r\n", 0644);
+		ws = bt_open_ok(dir, extra);
+		assert_runs(ws, bt_tmp("[ \"$(pwd)\" = %s ] && cat r.txt", real));
+		assert_fails(ws, "touch new", "the workspace is read-only");
+		sbx_workspace_close(ws);
+		free(extra);
+	}
+}
+END_TEST
+
 static Suite *layout_suite(void)
 {
 	Suite *s = suite_create(bt_tmp("layout-%s", bt_backend()));
@@ -449,6 +620,15 @@ static Suite *layout_suite(void)
 	tcase_add_test(opts, test_mode_with_landlock);
 	tcase_add_test(opts, test_landlock_off);
 	suite_add_tcase(s, opts);
+	TCase *host = tcase_create("workdir_mount");
+	tcase_set_timeout(host, 180);
+	tcase_add_test(host, test_workdir_at_host_path);
+	tcase_add_test(host, test_git_guard_at_host_path);
+	tcase_add_test(host, test_venv_made_inside_runs_on_host);
+	tcase_add_test(host, test_script_with_pwd_runs_on_host);
+	tcase_add_test(host, test_tools_at_host_path);
+	tcase_add_test(host, test_workdir_mount_settings);
+	suite_add_tcase(s, host);
 	return s;
 }
 
