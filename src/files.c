@@ -56,33 +56,20 @@ static int refuse_if_read_only(const sbx_workspace *ws, const char *op, const ch
 	return sbx_fail(-SBX_EPERM, "%s '%s': the workspace is read-only", op, path);
 }
 
-/* The workdir as the host names it, where the files are on this host and the commands see
- * them elsewhere; else NULL. */
-static const char *host_form_root(const sbx_workspace *ws, const char *root)
+const char *sbx_workspace_host_view(const sbx_workspace *ws)
 {
-	const char *host = (ws->caps & SBX_BACKEND_CAP_HOST_FILES) && ws->ops->host_dir
-	                   ? ws->ops->host_dir(ws->state) : NULL;
-
-	return host && host[0] == '/' && (!root || strcmp(root, host)) ? host : NULL;
+	return (ws->caps & SBX_BACKEND_CAP_HOST_FILES) && ws->ops->host_dir
+	       ? ws->ops->host_dir(ws->state) : NULL;
 }
 
+/* A path the host names (what a harness, or a model that read the host's paths, passes) is
+ * the same file as the one under the sandbox's root. */
 int sbx_workspace_relative(const sbx_workspace *ws, const char *path, const char *what,
                            char **rel)
 {
 	const char *root = ws->ops->root ? ws->ops->root(ws->state) : NULL;
-	const char *host = host_form_root(ws, root);
-	int r = sbx_path_relative(root, path, what, rel);
 
-	/* A path the host names (what a harness or a model that read the host's paths passes)
-	 * is the same file as the one under the sandbox's root. */
-	if (r != -SBX_EESCAPE || !host)
-		return r;
-	if (sbx_path_relative(host, path, what, rel) == 0) {
-		sbx_error_clear();
-		return 0;
-	}
-	return sbx_fail(-SBX_EESCAPE, "%s '%s' is outside the workspace root '%s' (on the host "
-	                "'%s')", what ? what : "path", path, root ? root : "(none)", host);
+	return sbx_path_relative_in(root, sbx_workspace_host_view(ws), path, what, rel);
 }
 
 int sbx_files_relative_path(const sbx_workspace *ws, const char *path, char **rel)

@@ -60,6 +60,8 @@ int sbx_workspace_open_root(const sbx_workspace *ws, int *fd);
  * "/home/me/proj/src/a.c"). Anything else fails with -SBX_EESCAPE naming what (the field). */
 int sbx_workspace_relative(const sbx_workspace *ws, const char *path, const char *what,
                            char **rel);
+/* The workdir as the host names it, where the files live in a host directory; else NULL. */
+const char *sbx_workspace_host_view(const sbx_workspace *ws);
 /* Refuses a workdir that is / or in a system tree, after resolving links, unless the config
  * opts in (workdir_policy.c); -SBX_ECONFIG naming the key. exists: path is there already
  * (else the longest existing part of it is resolved). */
