@@ -177,6 +177,9 @@ START_TEST(test_writable_places_share_the_tmp_cap)
 	ck_assert_msg(code != 0 && strstr(out, "No space left"), "exit %d:\n%s", code, out);
 	code = run(ws, "dd if=/dev/zero of=/var/cache/c bs=1M count=5", out, sizeof out);
 	ck_assert_msg(code != 0 && strstr(out, "No space left"), "exit %d:\n%s", code, out);
+	/* The tmpfs's temporary mount point is gone (under bubblewrap it was in the new /tmp). */
+	assert_runs(ws, "[ ! -e /.agentsbx-layout ] && [ ! -e /tmp/.agentsbx-layout ] && "
+	                "! grep -q agentsbx-layout /proc/self/mountinfo");
 	/* Freed space is there again. */
 	assert_runs(ws, "rm /var/tmp/a /run/b /var/cache/c && "
 	                "dd if=/dev/zero of=/run/d bs=1M count=5 2>/dev/null");
