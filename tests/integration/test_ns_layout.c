@@ -231,9 +231,12 @@ END_TEST
 START_TEST(test_writable_bind_in_read_only_workspace)
 {
 	char *rw = bt_mkdtemp(), *dir = bt_mkdtemp();
-	char *extra = bt_fmt("\"mode\":\"read-only\",%s", options(bt_tmp(
-	        "\"binds\":[{\"source\":\"%s\",\"dest\":\"/out\",\"writable\":true}]", rw)));
+	char *own = options(bt_tmp("\"binds\":[{\"source\":\"%s\",\"dest\":\"/out\","
+	                           "\"writable\":true}]", rw));
+	char *extra = bt_fmt("\"mode\":\"read-only\",%s", own);
 	sbx_workspace *ws = bt_open_ok(dir, extra);
+
+	free(own);
 
 	assert_runs(ws, "echo out > /out/o");
 	ck_assert_str_eq(test_slurp(test_path_at(rw, "o")), "out\n");
@@ -265,6 +268,11 @@ START_TEST(test_rootfs_with_landlock)
 	ck_assert_int_eq(system(bt_tmp("cp /usr/bin/busybox %s/bin/ && for t in sh cat ls touch "
 	                               "echo hostname mkdir; do ln -s busybox %s/bin/$t; done",
 	                               root, root)), 0);
+	/* Under bubblewrap the init runs from the rootfs's namespace: a build whose init is not
+	 * static (a sanitizer build's) needs its loader and libraries there. */
+	ck_assert_int_eq(system(bt_tmp("for f in $(ldd \"$SBX_HELPER_DIR/agentsbx-init\" 2>/dev/null "
+	                               "| grep -o '/[^ ]*'); do mkdir -p \"%s$(dirname $f)\" && "
+	                               "cp -L \"$f\" \"%s$f\" || exit 1; done", root, root)), 0);
 	test_put_file(root, "marker", "the rootfs\n", 0644);
 	extra = options(bt_tmp("\"rootfs\":\"%s\"", root));
 	ws = bt_open_ok(NULL, extra);
@@ -586,9 +594,11 @@ START_TEST(test_workdir_mount_settings)
 	ck_assert(test_exists(test_path_at(rw, "f")) && test_exists(test_path_at(host, "made")));
 	sbx_workspace_close(ws);
 	{
-		char *dir = bt_mkdtemp(), real[PATH_MAX];
+		char *dir = bt_mkdtemp(), real[PATH_MAX], *own = options("\"workdir_mount\":\"host\"");
 		char *extra = bt_fmt("\"mode\":\"read-only\",\"limits\":{\"tmp_bytes\":8388608},%s",
-		                     options("\"workdir_mount\":\"host\""));
+		                     own);
+
+		free(own);
 
 		ck_assert_ptr_nonnull(realpath(dir, real));
 		test_put_file(dir, "r.txt", "r\n", 0644);
