@@ -46,22 +46,35 @@ static int check_args(const char *fn, const sbx_workspace *ws, const char *path)
 static int refuse_if_read_only(const sbx_workspace *ws, const char *op, const char *path)
 {
 	_cleanup_free_ char *rel = NULL, *norm = NULL;
-	const char *root = ws->ops->root ? ws->ops->root(ws->state) : NULL;
 
 	if (!ws->cfg || !ws->cfg->read_only)
 		return 0;
-	if (sbx_path_relative(root, path, "path", &rel) == 0 &&
+	if (sbx_workspace_relative(ws, path, "path", &rel) == 0 &&
 	    sbx_path_normalize(rel, "path", &norm) == 0 &&
 	    strncmp(norm, STATE_DIR "/", sizeof STATE_DIR) == 0)
 		return 0;
 	return sbx_fail(-SBX_EPERM, "%s '%s': the workspace is read-only", op, path);
 }
 
-int sbx_files_relative_path(const sbx_workspace *ws, const char *path, char **rel)
+const char *sbx_workspace_host_view(const sbx_workspace *ws)
+{
+	return (ws->caps & SBX_BACKEND_CAP_HOST_FILES) && ws->ops->host_dir
+	       ? ws->ops->host_dir(ws->state) : NULL;
+}
+
+/* A path the host names (what a harness, or a model that read the host's paths, passes) is
+ * the same file as the one under the sandbox's root. */
+int sbx_workspace_relative(const sbx_workspace *ws, const char *path, const char *what,
+                           char **rel)
 {
 	const char *root = ws->ops->root ? ws->ops->root(ws->state) : NULL;
 
-	return sbx_path_relative(root, path, "path", rel);
+	return sbx_path_relative_in(root, sbx_workspace_host_view(ws), path, what, rel);
+}
+
+int sbx_files_relative_path(const sbx_workspace *ws, const char *path, char **rel)
+{
+	return sbx_workspace_relative(ws, path, "path", rel);
 }
 
 static int write_checks(const char *path, const void *data, size_t len, unsigned mode,

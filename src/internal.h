@@ -54,6 +54,14 @@ int sbx_workspace_write_atomic(sbx_workspace *ws, int dirfd, const char *name, c
 /* A new O_RDONLY directory fd of the workdir the open verified (root_fd), never reopened by
  * its path: the path may lead elsewhere by now. */
 int sbx_workspace_open_root(const sbx_workspace *ws, int *fd);
+/* path relative to the workspace's root (files.c): a relative path as given, or an absolute
+ * one in either form a workspace with host files has — as its commands see it
+ * (sbx_workspace_root: "/workspace/src/a.c") or as the host sees it (its workdir:
+ * "/home/me/proj/src/a.c"). Anything else fails with -SBX_EESCAPE naming what (the field). */
+int sbx_workspace_relative(const sbx_workspace *ws, const char *path, const char *what,
+                           char **rel);
+/* The workdir as the host names it, where the files live in a host directory; else NULL. */
+const char *sbx_workspace_host_view(const sbx_workspace *ws);
 /* Refuses a workdir that is / or in a system tree, after resolving links, unless the config
  * opts in (workdir_policy.c); -SBX_ECONFIG naming the key. exists: path is there already
  * (else the longest existing part of it is resolved). */

@@ -46,7 +46,7 @@ static int resolve_cwd(sbx_workspace *ws, const char *cwd, char **view, int *cwd
 	int r;
 
 	*cwd_fd = -1;
-	if ((r = sbx_path_relative(root, cwd ? cwd : "", "cwd", &rel)) < 0)
+	if ((r = sbx_workspace_relative(ws, cwd ? cwd : "", "cwd", &rel)) < 0)
 		return r;
 	if (ws->caps & SBX_BACKEND_CAP_HOST_FILES) {
 		int fd = sbx_path_open(ws->root_fd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);

@@ -166,6 +166,72 @@ static void bwrap_etc(struct argv_builder *a, struct string_pool *pool, bool hav
 	}
 }
 
+/* Whether a layout place may be made at path: always on bubblewrap's own root, and under a
+ * caller's rootfs (bound read-only at /) only where the rootfs has that directory. */
+static bool layout_point_ok(const char *rootfs, const char *path)
+{
+	char full[PATH_MAX];
+	struct stat st;
+
+	if (!rootfs)
+		return true;
+	snprintf(full, sizeof full, "%s%s", rootfs, path);
+	return lstat(full, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The host's /opt entries, each read-only in a directory of bubblewrap's root (as the init
+ * does it: helpers/init/rootfs.c), so that a bind below /opt still gets its mount point. */
+static void bwrap_opt(struct argv_builder *a, struct string_pool *pool)
+{
+	DIR *d = opendir("/opt");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		const char *path;
+		char target[PATH_MAX];
+		struct stat st;
+		ssize_t n;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		path = pooled(pool, path_join("/opt", de->d_name));
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode) && (n = readlink(path, target, sizeof target - 1)) > 0) {
+			target[n] = '\0';
+			args3(a, "--symlink", pooled(pool, strdup(target)), path);
+		} else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+			args3(a, "--ro-bind", path, path);
+		}
+	}
+	closedir(d);
+}
+
+/* The rest of a normal root, as the init makes it in direct mode (helpers/init/rootfs_layout.c):
+ * empty /home, /root, /srv, /mnt and /var/lib, /opt, and writable private /run, /var/tmp and
+ * /var/cache. bubblewrap 0.8 cannot size a tmpfs: with limits.tmp_bytes the init mounts the
+ * capped ones over these (helpers/init/quota.c). */
+static void bwrap_layout(struct argv_builder *a, struct string_pool *pool, const char *rootfs)
+{
+	static const char *const dirs[] = { "/home", "/root", "/srv", "/mnt", "/opt", "/var",
+	                                    "/var/lib", NULL };
+	static const char *const places[][2] = {
+		{ "/run", "0755" }, { "/var/tmp", "1777" }, { "/var/cache", "0755" },
+	};
+
+	for (size_t i = 0; !rootfs && dirs[i]; i++)
+		args3(a, "--dir", dirs[i], NULL);
+	if (!rootfs)
+		bwrap_opt(a, pool);
+	for (size_t i = 0; i < SBX_ARRAY_SIZE(places); i++)
+		if (layout_point_ok(rootfs, places[i][0])) {
+			args3(a, "--perms", places[i][1], NULL);
+			args3(a, "--tmpfs", places[i][0], NULL);
+		}
+}
+
 /* The fds bubblewrap binds (--bind-fd, --ro-bind-fd): the child gets v[i] as fd
  * BWRAP_FIRST_BIND_FD + i, after the init's own (init_proto.h). Closed by the caller after
  * the start. */
@@ -418,7 +484,7 @@ int sbx_sandbox_bwrap_argv(const struct sbx_sandbox *sb, const char *init, struc
 	 * user and mount namespace of its own (helpers/init/quota.c), as for a capped /tmp, and
 	 * is uid 0 there. (Not "--uid 0": bubblewrap drops CAP_SETFCAP, and without it no
 	 * namespace below may map its parent's uid 0.) */
-	if (!sbx_sandbox_bwrap_caps_tmpfs(sb) && !sb->idmap.on)
+	if (!sbx_sandbox_bwrap_own_mounts(sb) && !sb->idmap.on)
 		arg(&a, "--disable-userns");
 	args3(&a, "--hostname", o->hostname, NULL);
 	bwrap_system_dirs(&a, pool, o->rootfs);
@@ -426,6 +492,7 @@ int sbx_sandbox_bwrap_argv(const struct sbx_sandbox *sb, const char *init, struc
 	args3(&a, "--proc", "/proc", NULL);
 	args3(&a, "--dev", "/dev", NULL);
 	args3(&a, "--tmpfs", "/tmp", NULL);
+	bwrap_layout(&a, pool, o->rootfs);
 	bwrap_workspace(&a, pool, fds, sb);
 	if ((r = bwrap_binds(&a, pool, fds, sb)) < 0) {
 		free(a.v);

@@ -43,6 +43,22 @@ static int adopt_helper_binds(const sbx_backend_config *cfg, struct sbx_sandbox_
 	return 0;
 }
 
+/* workdir_mount "host": the workdir's path must be one the sandbox can make a mount point
+ * at without touching what it shows: not below /proc or /dev (the kernel's), nor below
+ * /workspace (that would be a directory made in the workspace itself). */
+static int check_host_view(const char *name, const struct sandbox_ws *w)
+{
+	static const char *const refused[] = { "/proc", "/dev", SBX_SANDBOX_ROOT };
+	const char *view = sbx_sandbox_view_root(&w->opts, w->workdir);
+
+	for (size_t i = 0; i < SBX_ARRAY_SIZE(refused); i++)
+		if (sbx_sandbox_path_below(view, refused[i]))
+			return sbx_fail(-SBX_ECONFIG, "config: key '%s.workdir_mount': the workdir %s is "
+			                "below %s, where the sandbox cannot mount it at its own path",
+			                name, view, refused[i]);
+	return 0;
+}
+
 int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backend_config *cfg,
                              void **state)
 {
@@ -75,7 +91,7 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 		                "its socket in the workdir's state folder, which this workdir cannot "
 		                "hold (the library may not write it)", name);
 	}
-	if ((r = sbx_sandbox_check_fds(name, &w->opts)) < 0) {
+	if ((r = check_host_view(name, w)) < 0 || (r = sbx_sandbox_check_fds(name, &w->opts)) < 0) {
 		free_ws(w);
 		return r;
 	}
@@ -114,8 +130,9 @@ int sbx_sandbox_backend_reset(void *state)
 
 const char *sbx_sandbox_backend_root(void *state)
 {
-	(void)state;
-	return SBX_SANDBOX_ROOT;
+	struct sandbox_ws *w = state;
+
+	return sbx_sandbox_view_root(&w->opts, w->workdir);
 }
 
 int sbx_sandbox_backend_files_root(void *state)
@@ -155,6 +172,7 @@ static int pidfd_in_sandbox(const struct sbx_sandbox *sb)
 int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths)
 {
 	struct sandbox_ws *w = state;
+	const char *view;
 	int target;
 
 	if (!rel_paths || !rel_paths[0])
@@ -162,7 +180,9 @@ int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths)
 	if ((target = pidfd_in_sandbox(w->sb)) < 0)
 		return sbx_fail(-SBX_ENOSYS, "%s: no process to bind through (detached sandbox)",
 		                w->sb->who);
-	return sbx_warden_bind(w->sb->who, target, rel_paths);
+	view = sbx_sandbox_view_root(&w->opts, w->workdir);
+	return sbx_warden_bind(w->sb->who, target, rel_paths,
+	                       strcmp(view, SBX_SANDBOX_ROOT) ? view : NULL);
 }
 
 const char *sbx_sandbox_backend_host_dir(void *state)

@@ -189,6 +189,13 @@ static int parse_option(const char *backend, const char *key, const sbx_json *v,
 		o->landlock = v->b;
 		return 0;
 	}
+	if (!strcmp(key, "workdir_mount")) {
+		if (v->type != SBX_JSON_STRING || (strcmp(v->str, SBX_SANDBOX_ROOT) &&
+		                                   strcmp(v->str, "host")))
+			return option_error(backend, key, "expected \"" SBX_SANDBOX_ROOT "\" or \"host\"");
+		o->workdir_at_host = !strcmp(v->str, "host");
+		return 0;
+	}
 	if (!strcmp(key, "subid_user"))
 		return parse_subid_user(backend, v, o);
 	if (!strcmp(key, "root_inside")) {

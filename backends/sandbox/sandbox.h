@@ -45,7 +45,11 @@ enum sbx_sandbox_mode {
  *                             subordinate range (/etc/subuid, /etc/subgid), else a fixed one
  *   root_inside      string   "unprivileged" (default) | "allow-host-root": as root, where the
  *                             workdir cannot be idmapped, refuse, or run as host root with a
- *                             warning in the audit log */
+ *                             warning in the audit log
+ *   workdir_mount    string   "/workspace" (default) | "host": the workdir is also mounted at
+ *                             its own host path, which becomes the root commands see (cwd,
+ *                             $PWD, sbx_workspace_root), so paths baked into what they build
+ *                             hold on the host too */
 struct sbx_sandbox_options {
 	enum sbx_sandbox_mode mode;
 	char *rootfs;
@@ -63,6 +67,7 @@ struct sbx_sandbox_options {
 	                                 (NULL: SBX_IDMAP_DEFAULT_USER; util/idmap.h) */
 	bool allow_host_root;         /* root_inside "allow-host-root": where the workdir cannot be
 	                                 idmapped, run as host root (audited) instead of refusing */
+	bool workdir_at_host;         /* workdir_mount "host" */
 };
 
 int sbx_sandbox_parse_options(const char *backend, const char *options_json, bool allow_mode,

@@ -119,6 +119,8 @@ int sbx_sandbox_start_as_probe(const char *name, const sbx_backend_config *cfg,
 int sbx_sandbox_seccomp_program(void);
 const char *sbx_sandbox_path_below(const char *path, const char *dir);
 bool sbx_sandbox_bwrap_caps_tmpfs(const struct sbx_sandbox *sb);
+bool sbx_sandbox_bwrap_own_mounts(const struct sbx_sandbox *sb);
+const char *sbx_sandbox_view_root(const struct sbx_sandbox_options *o, const char *workdir);
 bool sbx_sandbox_bind_needs_tree(const struct sbx_sandbox *sb, size_t i);
 char *sbx_sandbox_build_spec(const struct sbx_sandbox *sb, bool prestart);
 

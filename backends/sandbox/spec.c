@@ -39,6 +39,13 @@ static void json_key_string(sbx_buf *b, const char *key, const char *value)
 	sbx_buf_puts(b, ",");
 }
 
+/* Where commands see the workspace: /workspace, or with workdir_mount "host" the workdir's own
+ * host path. */
+const char *sbx_sandbox_view_root(const struct sbx_sandbox_options *o, const char *workdir)
+{
+	return o->workdir_at_host && workdir ? workdir : SBX_SANDBOX_ROOT;
+}
+
 /* The part of path below dir ("a/b" for dir "/w" and path "/w/a/b"), or NULL. */
 const char *sbx_sandbox_path_below(const char *path, const char *dir)
 {
@@ -59,6 +66,16 @@ const char *sbx_sandbox_path_below(const char *path, const char *dir)
 bool sbx_sandbox_bwrap_caps_tmpfs(const struct sbx_sandbox *sb)
 {
 	return sbx_quota_asked(&sb->cfg);
+}
+
+/* Whether the init under bubblewrap needs a user and mount namespace of its own: for the
+ * caps, and to mount the workspace at its host path (workdir_mount "host"), which bubblewrap
+ * cannot do after the protected paths' binds: only the init can bind the protected
+ * workspace there, with the git guard's later binds propagating to it. */
+bool sbx_sandbox_bwrap_own_mounts(const struct sbx_sandbox *sb)
+{
+	return sbx_sandbox_bwrap_caps_tmpfs(sb) ||
+	       strcmp(sbx_sandbox_view_root(sb->opts, sb->workdir), SBX_SANDBOX_ROOT);
 }
 
 /* ---- users (util/idmap.h) ------------------------------------------------------------- */
@@ -136,6 +153,9 @@ char *sbx_sandbox_build_spec(const struct sbx_sandbox *sb, bool prestart)
 	}
 	if (sb->cfg.read_only)
 		sbx_buf_puts(&b, "\"workspace_readonly\":true,");
+	/* The init mounts the workspace there too, and starts commands there (workdir_mount). */
+	if (strcmp(sbx_sandbox_view_root(o, sb->workdir), SBX_SANDBOX_ROOT))
+		json_key_string(&b, "workspace_view", sbx_sandbox_view_root(o, sb->workdir));
 	if (o->detached && o->idle_ttl_ms > 0)
 		sbx_buf_printf(&b, "\"idle_ttl_ms\":%lld,", (long long)o->idle_ttl_ms);
 	/* As root, what the sandbox creates in the workdir is root's on the host (idmapped, or

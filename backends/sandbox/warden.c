@@ -73,11 +73,11 @@ static void read_words(int fd, int64_t until, char *out, size_t cap)
 	}
 }
 
-int sbx_warden_bind(const char *who, int target, const char *const *paths)
+int sbx_warden_bind(const char *who, int target, const char *const *paths, const char *view)
 {
 	_cleanup_free_ char *init = NULL;
 	_cleanup_close_ int pidfd = target, list = -1, err_read = -1, err_write = -1;
-	static const char *const argv[] = { "agentsbx-init", "--warden", NULL };
+	const char *const argv[] = { "agentsbx-init", "--warden", view, NULL };
 	char words[1024];
 	int p[2], status = 0, r;
 	pid_t pid;

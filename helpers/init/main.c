@@ -35,6 +35,8 @@
 #include "server.h"
 #include "spec.h"
 #include "tidy.h"
+#include "util/cleanup.h"
+#include "util/error.h"
 #include "util/fdpass.h"
 
 extern char **environ;
@@ -175,6 +177,7 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 		.tmp_bytes = st->spec.tmp_bytes,
 		.files_root = &st->files_root,
 		.workspace_tree = st->spec.has_users,
+		.workspace_view = st->spec.workspace_view,
 	};
 	struct sbx_rootfs_stage *stage = NULL;
 	int workspace_fd = -1, state_fd = -1, r;
@@ -201,12 +204,35 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 	return r;
 }
 
+/* Where Landlock lets commands write: the places the layout makes writable (sandbox.h),
+ * the workspace unless it is read-only, and every bind the config made writable. A writable
+ * bind outside these would otherwise be a read-write mount Landlock still refuses (EACCES
+ * on `touch`), so the rule follows the mount. The entries point into the spec and into
+ * static storage; the array is the caller's to free. */
+static const char **writable_paths_of(const struct init_state *st)
+{
+	const char **v = calloc(SBX_LAYOUT_WRITABLE_MAX + st->spec.n_binds + 2, sizeof *v);
+	size_t n = 0;
+
+	if (!v)
+		return NULL;
+	if (!st->spec.workspace_readonly)
+		v[n++] = SBX_SANDBOX_ROOT;
+	/* A place a caller's rootfs has no mount point for was left out (rootfs_layout.c). */
+	for (size_t i = 0; sbx_layout_writable[i]; i++)
+		if (access(sbx_layout_writable[i], F_OK) == 0)
+			v[n++] = sbx_layout_writable[i];
+	for (size_t i = 0; i < st->spec.n_binds; i++)
+		if (st->spec.binds[i].writable)
+			v[n++] = st->spec.binds[i].dest;
+	return v;
+}
+
 static int harden(struct init_state *st, char *err, size_t errlen)
 {
-	static const char *const writable[] = { SBX_SANDBOX_ROOT, "/tmp", "/dev/shm", NULL };
-	static const char *const writable_ro_ws[] = { "/tmp", "/dev/shm", NULL };
+	_cleanup_free_ const char **writable = writable_paths_of(st);
 	struct sbx_harden_spec hs = {
-		.writable_paths = st->spec.workspace_readonly ? writable_ro_ws : writable,
+		.writable_paths = writable,
 		.landlock = st->spec.landlock,
 		.seccomp_program_fd = st->direct && st->spec.seccomp_program ? SBX_INIT_SECCOMP_FD : -1,
 		.refuse_setid = st->spec.refuse_setid,
@@ -214,6 +240,8 @@ static int harden(struct init_state *st, char *err, size_t errlen)
 	bool landlocked = false;
 	int r;
 
+	if (!writable)
+		return sbx_fail_buf(err, errlen, -ENOMEM, "landlock: out of memory");
 	if (st->spec.landlock) {
 		/* Landlock first needs no_new_privs; harden_apply sets it too, harmlessly. */
 		r = sbx_caps_drop_all(err, errlen);
@@ -262,6 +290,7 @@ static int enter_own_mounts(struct init_state *st, char *err, size_t errlen)
 		.workspace_tree = st->spec.has_users ? SBX_INIT_WORKSPACE_TREE_FD : 0,
 		.workspace_readonly = st->spec.workspace_readonly,
 		.state_fd = st->spec.state_mount ? SBX_INIT_STATE_FD : 0,
+		.workspace_view = st->spec.workspace_view,
 	};
 	int r = sbx_quota_enter_inside(&q, &st->files_root, err, errlen);
 
@@ -675,8 +704,8 @@ int main(int argc, char **argv)
 	/* The git guard's binds in a running sandbox (warden.c): no sandbox of our own. It ends
 	 * with _exit: in the sandbox's mount namespace /proc is not ours, and at-exit handlers
 	 * that read it (a sanitizer's leak check) would fail the run. */
-	if (argc == 2 && !strcmp(argv[1], "--warden"))
-		_exit(sbx_warden_main());
+	if ((argc == 2 || argc == 3) && !strcmp(argv[1], "--warden"))
+		_exit(sbx_warden_main(argc == 3 ? argv[2] : NULL));
 	if (connect_to_host(&argc, &argv) < 0)
 		return 1;
 

@@ -8,6 +8,17 @@ const char *const sbx_system_dirs[] = {
 	"usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32", NULL,
 };
 
+/* Where third-party toolchains install themselves: each entry of the host's, read-only, in a
+ * directory of the sandbox's own, so that a bind the config puts below it (/opt/tool) still
+ * finds a place to make its mount point. */
+const char *const sbx_opt_dir = "opt";
+
+/* The places of the layout (rootfs_layout.c) commands may write, besides the workspace and
+ * the writable binds: Landlock allows writes beneath each. */
+const char *const sbx_layout_writable[] = {
+	"/tmp", "/dev/shm", "/run", "/var/tmp", "/var/cache", NULL,
+};
+
 /* The /etc entries the sandbox sees, where they exist: what programs need to resolve names,
  * find libraries, certificates, time zones and terminal descriptions. Never secrets: no
  * shadow, gshadow, sudoers, ssh keys or machine-id, and only the public half of /etc/ssl

@@ -321,6 +321,43 @@ static int new_tmp(const struct sbx_quota_inside *q, int rootfd, const char *rel
 	return r;
 }
 
+/* The layout's writable places (rootfs_layout.c) on a tmpfs as capped as the new /tmp, over
+ * bubblewrap's uncapped ones; the binds bubblewrap made below them (the helpers' folder in
+ * /run) are carried over. The new /tmp (tmpfd) holds the temporary mount point. */
+static int inside_layout(const struct sbx_quota_inside *q, int rootfd, int tmpfd, char *err,
+                         size_t errlen)
+{
+	static const char *const tops[] = { "/run", "/var/tmp", "/var/cache" };
+	struct carried *c[SBX_ARRAY_SIZE(tops)] = { 0 };
+	size_t n[SBX_ARRAY_SIZE(tops)] = { 0 };
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < SBX_ARRAY_SIZE(tops); i++) {
+		if (!(c[i] = calloc(q->n_binds + 1, sizeof *c[i])))
+			r = sbx_fail_buf(err, errlen, -ENOMEM, "out of memory");
+		if (r == 0)
+			r = clone_binds_below(q, tops[i], c[i], &n[i], err, errlen);
+	}
+	if (r == 0)
+		r = sbx_layout_mount_scratch(tmpfd, rootfd, q->tmp_bytes, err, errlen);
+	for (size_t i = 0; r == 0 && i < SBX_ARRAY_SIZE(tops); i++) {
+		_cleanup_close_ int top = -1;
+
+		if (!n[i])
+			continue;
+		if ((r = sbx_open_beneath(rootfd, tops[i] + 1, &top)) < 0)
+			r = sbx_fail_buf(err, errlen, r, "open %s: %s", tops[i], strerror(-r));
+		if (r == 0)
+			r = attach_carried(top, "", c[i], n[i], err, errlen);
+	}
+	for (size_t i = 0; i < SBX_ARRAY_SIZE(tops); i++) {
+		if (c[i])
+			close_carried(c[i], n[i]);
+		free(c[i]);
+	}
+	return r;
+}
+
 static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char *err,
                          size_t errlen)
 {
@@ -344,6 +381,8 @@ static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char
 		                 strerror(errno));
 	if (r == 0)
 		r = new_tmp(q, rootfd, "tmp", &tmpfd, err, errlen);
+	if (r == 0)
+		r = inside_layout(q, rootfd, tmpfd, err, errlen);
 	if (r == 0 && q->workspace_bytes)
 		r = inside_workspace(q, tmpfd, host_ws, in_ws, n_ws, files_root, err, errlen);
 	else if (r == 0 && q->workspace_tree > 2)
@@ -364,13 +403,24 @@ static int inside_mounts(const struct sbx_quota_inside *q, int *files_root, char
 	return r;
 }
 
+/* workdir_mount "host" under bubblewrap: the finished /workspace at its host path too. */
+static int inside_view(const struct sbx_quota_inside *q, char *err, size_t errlen)
+{
+	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (rootfd < 0)
+		return sbx_fail_buf(err, errlen, -errno, "open /: %s", strerror(errno));
+	return sbx_layout_workspace_view(rootfd, q->workspace_view, q->workspace_readonly, err,
+	                                 errlen);
+}
+
 int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, char *err,
                            size_t errlen)
 {
 	int r;
 
 	*files_root = -1;
-	if (!q->workspace_bytes && !q->tmp_bytes && q->workspace_tree <= 2)
+	if (!q->workspace_bytes && !q->tmp_bytes && q->workspace_tree <= 2 && !q->workspace_view)
 		return 0;
 	/* Bubblewrap ran us as the host range's uid (init_proto.h, "users"): that is 0 from
 	 * here on, the uid tools expect. */
@@ -379,7 +429,8 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 	/* Where the host forbids a namespace below bubblewrap's (Ubuntu's AppArmor profile for
 	 * it can), only a cap the config asked for is worth failing for; the default one gives
 	 * way to bubblewrap's uncapped /tmp. */
-	if (r < 0 && !q->workspace_bytes && !q->tmp_required && q->workspace_tree <= 2) {
+	if (r < 0 && !q->workspace_bytes && !q->tmp_required && q->workspace_tree <= 2 &&
+	    !q->workspace_view) {
 		err[0] = '\0';
 		return 0;
 	}
@@ -387,6 +438,10 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 		char why[300];
 
 		snprintf(why, sizeof why, "%s", err);
+		if (q->workspace_view && !q->workspace_bytes && !q->tmp_required)
+			return sbx_fail_buf(err, errlen, r, "config: key 'workdir_mount': no namespace of "
+			                    "our own below bubblewrap's to mount the workspace at %s in: "
+			                    "%s", q->workspace_view, why);
 		if (q->workspace_tree > 2 && !q->workspace_bytes && !q->tmp_bytes)
 			return sbx_fail_buf(err, errlen, r, "users: no namespace of our own below "
 			                    "bubblewrap's to attach the idmapped workspace in (the config key "
@@ -399,9 +454,12 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return sbx_fail_buf(err, errlen, -errno, "make / private: %s", strerror(errno));
 	r = inside_mounts(q, files_root, err, errlen);
+	if (r == 0 && q->workspace_view)
+		r = inside_view(q, err, errlen);
 	/* The cwd bubblewrap gave us is the directory now hidden under the new workspace. */
-	if (r == 0 && chdir(SBX_SANDBOX_ROOT) < 0)
-		r = sbx_fail_buf(err, errlen, -errno, "chdir %s: %s", SBX_SANDBOX_ROOT,
+	if (r == 0 && chdir(q->workspace_view ? q->workspace_view : SBX_SANDBOX_ROOT) < 0)
+		r = sbx_fail_buf(err, errlen, -errno, "chdir %s: %s",
+		                 q->workspace_view ? q->workspace_view : SBX_SANDBOX_ROOT,
 		                 strerror(errno));
 	if (r < 0 && *files_root >= 0)
 		close(SBX_TAKE_FD(*files_root));

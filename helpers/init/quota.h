@@ -43,6 +43,8 @@ struct sbx_quota_inside {
 	                                    init's to make (from it, or with a tree_fd); 0: none */
 	bool workspace_readonly;
 	int state_fd;                    /* > 2: as in sbx_quota_make_workspace; 0: none */
+	const char *workspace_view;      /* not NULL: the workspace there too, and the cwd
+	                                    (workdir_mount "host"); needs this namespace */
 };
 
 /* With workspace_bytes, tmp_bytes or workspace_tree: enters a new user and mount namespace (ours mapped to

@@ -13,7 +13,8 @@
  * to everyone else, never a predictable path in a shared directory (CVE-2019-12439).
  *
  * Flags: everything nosuid,nodev except the device nodes; the system directories, /etc, /dev
- * and the root itself read-only; /workspace, /tmp and /dev/shm writable. */
+ * and the root itself read-only; /workspace, /tmp, /dev/shm, /run, /var/tmp and /var/cache
+ * writable (rootfs_layout.c has the rest of the layout). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -62,6 +63,7 @@ struct pins {
 	int host_tmp;             /* /tmp: what the workspace's path is resolved from */
 	struct pin_list top;      /* /usr, /bin, ... or the entries of spec->rootfs */
 	struct pin_list etc;      /* allow-listed /etc entries (host system only) */
+	struct pin_list opt;      /* the entries of the host's /opt (host system only) */
 	int dev[SBX_DEV_NODES];
 	int *binds;               /* spec->binds[i].source */
 	size_t n_binds;
@@ -110,6 +112,7 @@ static void pins_release(struct pins *p)
 		close(p->host_tmp);
 	pin_list_release(&p->top);
 	pin_list_release(&p->etc);
+	pin_list_release(&p->opt);
 	for (size_t i = 0; i < SBX_DEV_NODES; i++)
 		if (p->dev[i] >= 0)
 			close(p->dev[i]);
@@ -249,14 +252,21 @@ static int pin_workspace(struct pins *pins, int ws_fd, bool tree, char *err, siz
 	return 0;
 }
 
-/* One entry of a root directory: a link to recreate, or a directory or file to bind. */
-static int pin_top_entry(int dirfd, const char *where, const char *name, struct pin_list *l,
-                         char *err, size_t errlen)
+/* One entry of a root directory: a link to recreate, or a directory or file to bind. It goes
+ * at prefix + name in the new root. */
+static int pin_top_entry(int dirfd, const char *where, const char *prefix, const char *name,
+                         struct pin_list *l, char *err, size_t errlen)
 {
 	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	char target[PATH_MAX];
+	char target[PATH_MAX], rel[PATH_MAX];
 	struct stat st;
 	ssize_t n;
+
+	if (snprintf(rel, sizeof rel, "%s%s", prefix, name) >= (int)sizeof rel) {
+		if (fd >= 0)
+			close(fd);
+		return sbx_fail_buf(err, errlen, -ENAMETOOLONG, "%s/%s: name too long", where, name);
+	}
 
 	if (fd < 0 && errno == ENOENT)
 		return 0;
@@ -268,7 +278,7 @@ static int pin_top_entry(int dirfd, const char *where, const char *name, struct 
 		return sbx_fail_buf(err, errlen, r, "open %s/%s: %s", where, name, strerror(-r));
 	}
 	if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
-		return pin_push(l, name, fd, NULL);
+		return pin_push(l, rel, fd, NULL);
 	if (!S_ISLNK(st.st_mode)) {
 		close(fd);
 		return 0;
@@ -279,7 +289,7 @@ static int pin_top_entry(int dirfd, const char *where, const char *name, struct 
 		return sbx_fail_buf(err, errlen, -errno, "readlink %s/%s: %s", where, name,
 		                    strerror(errno));
 	target[n] = '\0';
-	return pin_push(l, name, -1, target);
+	return pin_push(l, rel, -1, target);
 }
 
 static int pin_system_dirs(struct pin_list *l, char *err, size_t errlen)
@@ -290,7 +300,7 @@ static int pin_system_dirs(struct pin_list *l, char *err, size_t errlen)
 	if (rootfd < 0)
 		return sbx_fail_buf(err, errlen, -errno, "open /: %s", strerror(errno));
 	for (size_t i = 0; sbx_system_dirs[i] && r == 0; i++)
-		r = pin_top_entry(rootfd, "", sbx_system_dirs[i], l, err, errlen);
+		r = pin_top_entry(rootfd, "", "", sbx_system_dirs[i], l, err, errlen);
 	return r;
 }
 
@@ -330,6 +340,7 @@ static int for_each_name(int dirfd, int (*fn)(const char *name, void *ctx), void
 struct rootfs_walk {
 	int dirfd;
 	const char *where;
+	const char *prefix;       /* where the entries go in the new root: "" or "opt/" */
 	struct pin_list *l;
 	char *err;
 	size_t errlen;
@@ -339,15 +350,15 @@ static int pin_rootfs_name(const char *name, void *ctx)
 {
 	struct rootfs_walk *w = ctx;
 
-	if (in_list(rootfs_skipped, name))
+	if (!*w->prefix && in_list(rootfs_skipped, name))
 		return 0;
-	return pin_top_entry(w->dirfd, w->where, name, w->l, w->err, w->errlen);
+	return pin_top_entry(w->dirfd, w->where, w->prefix, name, w->l, w->err, w->errlen);
 }
 
 static int pin_rootfs_top(const char *rootfs, struct pin_list *l, char *err, size_t errlen)
 {
 	_cleanup_close_ int fd = open(rootfs, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct rootfs_walk w = { fd, rootfs, l, err, errlen };
+	struct rootfs_walk w = { fd, rootfs, "", l, err, errlen };
 	int r;
 
 	if (fd < 0)
@@ -357,6 +368,28 @@ static int pin_rootfs_top(const char *rootfs, struct pin_list *l, char *err, siz
 	r = for_each_name(fd, pin_rootfs_name, &w);
 	if (r < 0 && !err[0])
 		return sbx_fail_buf(err, errlen, r, "read the rootfs %s: %s", rootfs, strerror(-r));
+	return r;
+}
+
+/* The entries of the host's /opt (policy.c), where it is a directory: a link there is not
+ * followed, a missing one leaves the sandbox's /opt empty. */
+static int pin_opt(struct pin_list *l, char *err, size_t errlen)
+{
+	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int fd = -1;
+	struct rootfs_walk w = { -1, "/opt", "opt/", l, err, errlen };
+	int r;
+
+	if (rootfd >= 0)
+		fd = openat(rootfd, sbx_opt_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0
+		       : sbx_fail_buf(err, errlen, -errno, "open /opt: %s", strerror(errno));
+	w.dirfd = fd;
+	err[0] = '\0';
+	r = for_each_name(fd, pin_rootfs_name, &w);
+	if (r < 0 && !err[0])
+		return sbx_fail_buf(err, errlen, r, "read /opt: %s", strerror(-r));
 	return r;
 }
 
@@ -482,6 +515,8 @@ static int pin_all(const struct sbx_rootfs_spec *spec, struct pins *p, char *err
 		                 : pin_system_dirs(&p->top, err, errlen);
 	if (r == 0 && !spec->rootfs)
 		r = pin_etc(&p->etc, err, errlen);
+	if (r == 0 && !spec->rootfs)
+		r = pin_opt(&p->opt, err, errlen);
 	if (r == 0)
 		r = sbx_dev_pin_nodes(p->dev, err, errlen);
 	if (r == 0)
@@ -688,6 +723,12 @@ static int build_tree(int basefd, const struct sbx_rootfs_spec *spec, const stru
 	if (r == 0 && !spec->rootfs)
 		r = populate_etc(basefd, &p->etc, spec->hostname, err, errlen);
 	if (r == 0)
+		r = sbx_layout_make_dirs(basefd, err, errlen);
+	if (r == 0)
+		r = place_pins(basefd, &p->opt, err, errlen);
+	if (r == 0)
+		r = sbx_layout_mount_scratch(basefd, basefd, spec->tmp_bytes, err, errlen);
+	if (r == 0)
 		r = sbx_quota_mount_tmpfs(basefd, "tmp", "1777", MS_NOSUID | MS_NODEV, spec->tmp_bytes,
 		                          err, errlen);
 	if (r == 0)
@@ -718,6 +759,9 @@ static int place_workspace(int basefd, const struct sbx_rootfs_spec *spec,
 		r = mount_extra_binds(basefd, spec, p, true, err, errlen);
 	if (r == 0)
 		r = sbx_protect_paths(basefd, spec->protected_paths, err, errlen);
+	if (r == 0 && spec->workspace_view)
+		r = sbx_layout_workspace_view(basefd, spec->workspace_view, spec->workspace_readonly,
+		                              err, errlen);
 	return r;
 }
 
@@ -763,17 +807,16 @@ static int pivot_into(int basefd, char *err, size_t errlen)
 	return 0;
 }
 
-/* The cwd must be inside the new root (runc CVE-2024-21626 left it outside). */
-static int enter_workspace(char *err, size_t errlen)
+/* The cwd must be inside the new root (runc CVE-2024-21626 left it outside): the workspace
+ * where commands see it. */
+static int enter_workspace(const char *view, char *err, size_t errlen)
 {
-	char cwd[sizeof SBX_SANDBOX_ROOT + 1];
+	char cwd[PATH_MAX];
 
-	if (chdir(SBX_SANDBOX_ROOT) < 0)
-		return sbx_fail_buf(err, errlen, -errno, "chdir %s: %s", SBX_SANDBOX_ROOT,
-		                    strerror(errno));
-	if (!getcwd(cwd, sizeof cwd) || strcmp(cwd, SBX_SANDBOX_ROOT) != 0)
-		return sbx_fail_buf(err, errlen, -EIO, "chdir %s: the cwd is not %s",
-		                    SBX_SANDBOX_ROOT, SBX_SANDBOX_ROOT);
+	if (chdir(view) < 0)
+		return sbx_fail_buf(err, errlen, -errno, "chdir %s: %s", view, strerror(errno));
+	if (!getcwd(cwd, sizeof cwd) || strcmp(cwd, view) != 0)
+		return sbx_fail_buf(err, errlen, -EIO, "chdir %s: the cwd is not %s", view, view);
 	return 0;
 }
 
@@ -865,7 +908,8 @@ int sbx_rootfs_finish(const struct sbx_rootfs_spec *spec, struct sbx_rootfs_stag
 	if (r == 0)
 		r = pivot_into(st->basefd, err, errlen);
 	if (r == 0)
-		r = enter_workspace(err, errlen);
+		r = enter_workspace(spec->workspace_view ? spec->workspace_view : SBX_SANDBOX_ROOT,
+		                    err, errlen);
 	if (r == 0)
 		r = set_hostname(spec->hostname, err, errlen);
 	return r;

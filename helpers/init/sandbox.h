@@ -16,9 +16,10 @@
 
 /* warden.c ------------------------------------------------------------------------------ */
 
-/* "agentsbx-init --warden": read-only binds in a running sandbox for the git guard (fds 3
- * and 4, see warden.c). Returns the exit code. */
-int sbx_warden_main(void);
+/* "agentsbx-init --warden [VIEW]": read-only binds in a running sandbox for the git guard
+ * (fds 3 and 4, see warden.c), beneath /workspace and, with workdir_mount "host", the same
+ * beneath VIEW. Returns the exit code. */
+int sbx_warden_main(const char *view);
 
 /* userns.c ------------------------------------------------------------------------------ */
 
@@ -94,6 +95,8 @@ struct sbx_rootfs_spec {
 	int state_fd;             /* > 2, with workspace_bytes: the host's state folder as a
 	                             detached mount, bound into the capped workspace instead of
 	                             the one below workspace_fd; 0: none */
+	const char *workspace_view; /* not NULL: the workspace is bound here too and this is the
+	                               cwd (workdir_mount "host"; rootfs_layout.c) */
 };
 
 /* Builds the sandbox's root in the current (new) mount namespace and pivots into it: a fresh
@@ -118,7 +121,13 @@ void sbx_rootfs_stage_free(struct sbx_rootfs_stage *st);
 
 /* policy.c: the host directories a sandbox sees read-only, and the /etc allow-list. */
 extern const char *const sbx_system_dirs[];
+/* "opt": the host directory whose entries (not itself) are bound read-only (rootfs.c). */
+extern const char *const sbx_opt_dir;
 extern const char *const sbx_etc_allowlist[];
+/* The layout's writable places ("/tmp", "/dev/shm", "/run", "/var/tmp", "/var/cache"),
+ * NULL-terminated, at most SBX_LAYOUT_WRITABLE_MAX of them. */
+#define SBX_LAYOUT_WRITABLE_MAX 8
+extern const char *const sbx_layout_writable[];
 
 /* The default protected paths (".git/hooks/", ".git/config", ".agentsbx/", shell rc files,
  * ".mcp.json"); policy.c says why each. */

@@ -181,6 +181,14 @@ static int take_key(const char *key, const sbx_json *v, struct sbx_init_spec *sp
 		return take_bool(v, key, &spec->state_mount, err, errlen);
 	if (!strcmp(key, "idle_ttl_ms"))
 		return take_u64(v, key, &spec->idle_ttl_ms, err, errlen);
+	if (!strcmp(key, "workspace_view")) {
+		if (take_string(v, key, &spec->workspace_view, err, errlen) < 0)
+			return -1;
+		if (spec->workspace_view[0] != '/' || strstr(spec->workspace_view, "/../") ||
+		    strlen(spec->workspace_view) >= 4096)
+			return bad(err, errlen, key, "expected an absolute path without '..'");
+		return 0;
+	}
 	if (!strcmp(key, "refuse_setid"))
 		return take_bool(v, key, &spec->refuse_setid, err, errlen);
 	return bad(err, errlen, key, "unknown key");
@@ -220,5 +228,6 @@ void sbx_init_spec_free(struct sbx_init_spec *spec)
 	free(spec->id);
 	free(spec->hostname);
 	free(spec->rootfs);
+	free(spec->workspace_view);
 	memset(spec, 0, sizeof *spec);
 }

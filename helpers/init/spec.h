@@ -64,6 +64,7 @@ struct sbx_init_spec {
 	bool state_mount;
 	uint64_t idle_ttl_ms;         /* 0: a detached sandbox runs until SHUTDOWN */
 	bool refuse_setid;
+	char *workspace_view;         /* "workspace_view": also mounted there, the cwd */
 };
 
 /* Parses text; on failure returns -1 with the reason in err. */

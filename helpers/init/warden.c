@@ -186,12 +186,51 @@ static int read_list(char **out, size_t *len)
 	return 0;
 }
 
-int sbx_warden_main(void)
+static int bind_all(int wsfd, const char *list, size_t len)
+{
+	int failed = 0;
+
+	for (size_t at = 0; at < len;) {
+		const char *entry = list + at;
+		size_t n = strlen(entry);
+		if (n && bind_entry(wsfd, entry) < 0)
+			failed = 1;
+		at += n + 1;
+	}
+	return failed;
+}
+
+/* The workspace's second mount (workdir_mount "host"), walked from the root without links,
+ * and only if it still is the workspace: the directories above it may be in the writable
+ * /tmp, where a command can move them aside and put a look-alike in their place. Then the
+ * look-alike is left alone (the guard's quarantine still sees what is written) and the error
+ * says so. */
+static int open_view(const char *view, int wsfd, int *out)
+{
+	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), fd = -1;
+	struct stat a, b;
+	int r;
+
+	if (view[0] != '/' || !sbx_rel_path_ok(view + 1))
+		return say("the view is not a plain absolute path:", view + 1, EINVAL);
+	if (rootfd < 0)
+		return say("open", "", errno);
+	if ((r = sbx_open_beneath(rootfd, view + 1, &fd)) < 0)
+		return say("open", view + 1, -r);
+	if (fstat(fd, &a) < 0 || fstat(wsfd, &b) < 0)
+		return say("stat", view + 1, errno);
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return say("is no longer the workspace:", view + 1, ESTALE);
+	*out = SBX_TAKE_FD(fd);
+	return 0;
+}
+
+int sbx_warden_main(const char *view)
 {
 	_cleanup_free_ char *list = NULL;
-	_cleanup_close_ int wsfd = -1;
+	_cleanup_close_ int wsfd = -1, viewfd = -1;
 	size_t len = 0;
-	int failed = 0;
+	int failed;
 
 	/* Nothing of the sandbox may read our memory, even in theory. */
 	prctl(PR_SET_DUMPABLE, 0L, 0L, 0L, 0L);
@@ -203,12 +242,10 @@ int sbx_warden_main(void)
 	wsfd = open(SBX_SANDBOX_ROOT, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (wsfd < 0)
 		return say("open", SBX_SANDBOX_ROOT + 1, errno), 1;
-	for (size_t at = 0; at < len;) {
-		const char *entry = list + at;
-		size_t n = strlen(entry);
-		if (n && bind_entry(wsfd, entry) < 0)
-			failed = 1;
-		at += n + 1;
-	}
+	if (view && open_view(view, wsfd, &viewfd) < 0)
+		return 1;
+	failed = bind_all(wsfd, list, len);
+	if (viewfd >= 0 && bind_all(viewfd, list, len))
+		failed = 1;
 	return failed;
 }

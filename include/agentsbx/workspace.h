@@ -199,7 +199,9 @@ SBX_API int sbx_workspace_git_quarantine(sbx_workspace *ws, char **json_out);
 SBX_API const char *sbx_workspace_id(const sbx_workspace *ws);
 
 /* The path of the workspace root as commands inside see it ("/workspace" in a sandbox, the
- * host directory for "local"). Valid while the handle is open. */
+ * host directory for "local" and, since 1.7, for a sandbox with "workdir_mount": "host").
+ * Since 1.7 the file calls, a command's cwd and the tools also take an absolute path under
+ * the host's name of the workdir. Valid while the handle is open. */
 SBX_API const char *sbx_workspace_root(const sbx_workspace *ws);
 
 /* The name of the workspace's backend. Valid while the handle is open. */

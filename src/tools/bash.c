@@ -138,7 +138,7 @@ static int remember_cwd(sbx_tool_ctx *ctx, const char *dir, sbx_tool_out *out)
 
 	if (!dir)
 		return 0;
-	if (sbx_path_relative(ctx->root_view, dir, "cwd", &rel) < 0 ||
+	if (sbx_path_relative_in(ctx->root_view, ctx->host_view, dir, "cwd", &rel) < 0 ||
 	    sbx_path_normalize(rel, "cwd", &norm) < 0) {
 		/* Outside the workspace: the next command starts at the root. */
 		sbx_tool_meta_bool(out, "cwd_reset", true);

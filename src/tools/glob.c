@@ -106,7 +106,7 @@ static int relative_pattern(sbx_tool_ctx *ctx, const char *pattern, const char *
 		*out = strdup(pattern);
 		return *out ? 0 : -SBX_ENOMEM;
 	}
-	r = sbx_path_relative(ctx->root_view, pattern, "pattern", &rel);
+	r = sbx_path_relative_in(ctx->root_view, ctx->host_view, pattern, "pattern", &rel);
 	if (r == -SBX_ENOMEM)
 		return r;
 	if (r < 0)

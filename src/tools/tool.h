@@ -27,6 +27,9 @@ typedef struct sbx_tool_ctx {
 	int root_fd;                        /* O_PATH fd of the root when the files are on this
 	                                       host (HOST_FILES backends), else -1 */
 	const char *tool_name;              /* the name called (MCP tools share one run()) */
+	const char *host_view;              /* the same directory as the host names it, or NULL
+	                                       (sbx_workspace_host_view): paths under either are
+	                                       the workspace's */
 } sbx_tool_ctx;
 
 typedef struct sbx_tool_out {

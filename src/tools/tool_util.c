@@ -95,7 +95,7 @@ static int literal_rel(sbx_tool_ctx *ctx, const char *field, const char *path, c
 	int r;
 
 	*rel = NULL;
-	r = sbx_path_relative(ctx->root_view, path, field, &raw);
+	r = sbx_path_relative_in(ctx->root_view, ctx->host_view, path, field, &raw);
 	if (r == 0)
 		r = sbx_path_normalize(raw, field, rel);
 	if (r == -SBX_ENOMEM)

@@ -346,6 +346,7 @@ static int run_tool(struct call *c)
 	struct sbx_tool_session *session = NULL;
 	sbx_tool_ctx ctx = {
 		.ws = c->ws, .session_id = c->session_id, .root_view = sbx_workspace_root(c->ws),
+		.host_view = sbx_workspace_host_view(c->ws),
 		.root_fd = c->ws->root_fd, .tool_name = c->name,
 	};
 	char *snapshot = NULL;

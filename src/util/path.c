@@ -133,6 +133,23 @@ int sbx_path_relative(const char *root_view, const char *path, const char *what,
 	return dup_string(rest, strlen(rest), rel);
 }
 
+int sbx_path_relative_in(const char *root_view, const char *host_view, const char *path,
+                         const char *what, char **rel)
+{
+	int r = sbx_path_relative(root_view, path, what, rel);
+
+	if (r != -SBX_EESCAPE || !host_view || host_view[0] != '/' ||
+	    (root_view && !strcmp(root_view, host_view)))
+		return r;
+	if (sbx_path_relative(host_view, path, what, rel) == 0) {
+		sbx_error_clear();
+		return 0;
+	}
+	return sbx_fail(-SBX_EESCAPE, "%s '%s' is outside the workspace root '%s' (on the host "
+	                "'%s')", what ? what : "path", path, root_view ? root_view : "(none)",
+	                host_view);
+}
+
 int sbx_path_normalize(const char *rel, const char *what, char **out)
 {
 	_cleanup_free_ char *norm = NULL;

@@ -12,6 +12,11 @@
  * and escaping absolute paths, naming `what` (e.g. "path") in the message. "" means the root.
  * The result keeps ".." components: resolution decides where they lead. Caller frees *rel. */
 int sbx_path_relative(const char *root_view, const char *path, const char *what, char **rel);
+/* The same, also taking an absolute path under host_view (the host's name of the same
+ * directory; NULL: none): a workspace's files have two names. Outside both: -SBX_EESCAPE,
+ * naming both. */
+int sbx_path_relative_in(const char *root_view, const char *host_view, const char *path,
+                         const char *what, char **rel);
 
 /* Lexical normalisation for backends whose files are not on the host: drops "" and "."
  * components, applies "..", and refuses to climb above the root (-SBX_EESCAPE). */

@@ -337,8 +337,19 @@ START_TEST(test_host_secrets_absent)
 	assert_attack_fails(ws, "cat /etc/gshadow", "No such file or directory");
 	assert_attack_fails(ws, "ls /etc/sudoers /etc/sudoers.d", "No such file or directory");
 	assert_attack_fails(ws, "ls /etc/ssh", "No such file or directory");
-	assert_attack_fails(ws, "ls /root", "No such file or directory");
-	assert_attack_fails(ws, "ls /home", "No such file or directory");
+	/* /root, /home and /var are the sandbox's own, empty (issue 17): none of the host's
+	 * dotfiles, homes, logs or package state. */
+	assert_attack_fails(ws, "cat /root/.bashrc /root/.profile /root/.gitconfig",
+	                    "No such file or directory");
+	assert_attack_fails(ws, "cat /home/*/.bashrc /home/*/.profile", "No such file or directory");
+	assert_attack_fails(ws, "ls /var/log /var/lib/dpkg /var/spool /var/run/docker.sock",
+	                    "No such file or directory");
+	{
+		char *out = bt_shell_out(ws, "find /root /srv /mnt /var/lib -mindepth 1");
+
+		ck_assert_msg(!*out, "host entries inside: %s", out);
+		free(out);
+	}
 	/* Host paths outside the workspace do not exist inside: not the test's temporary
 	 * directory, not the build tree, not the real workdir path. */
 	cmd = bt_fmt("cat %s", secret);

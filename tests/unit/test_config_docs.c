@@ -98,7 +98,7 @@ static void nested_keys(const char *text, const key_list *top, key_list *keys)
 /* Is `key`, in backquotes, in the document? */
 static bool documented(const char *doc, const char *key)
 {
-	char quoted[KEY_MAX + 2];
+	char quoted[KEY_MAX + 8];
 
 	snprintf(quoted, sizeof quoted, "`%s`", key);
 	return strstr(doc, quoted) != NULL;
@@ -110,6 +110,15 @@ static bool listed(const key_list *keys, const char *name)
 		if (!strcmp(keys->names[i], name))
 			return true;
 	return false;
+}
+
+/* prefix + the first len bytes of name, in a static buffer. */
+static const char *joined_key(const char *prefix, const char *name, size_t len)
+{
+	static char buf[KEY_MAX];
+
+	snprintf(buf, sizeof buf, "%s%.*s", prefix, (int)len, name);
+	return buf;
 }
 
 START_TEST(every_config_key_is_in_docs_config_md)
@@ -139,12 +148,70 @@ START_TEST(every_config_key_is_in_docs_config_md)
 }
 END_TEST
 
+/* Every "name" the sandbox options parser compares a key with: `strcmp(key, "name")` for the
+ * backend's own keys, `strcmp(b->keys[k], "name")` for a bind's (as "binds[].name"). */
+static void option_keys(const char *text, key_list *keys)
+{
+	static const struct {
+		const char *pattern;
+		const char *prefix;
+	} forms[] = {
+		{ "strcmp(key, \"", "" },
+		{ "strcmp(b->keys[k], \"", "binds[]." },
+	};
+
+	for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++)
+		for (const char *p = strstr(text, forms[f].pattern); p;
+		     p = strstr(p + 1, forms[f].pattern)) {
+			const char *name = p + strlen(forms[f].pattern), *close = strchr(name, '"');
+
+			ck_assert_ptr_nonnull(close);
+			if (!listed(keys, joined_key(forms[f].prefix, name, (size_t)(close - name))))
+				add_key(keys, forms[f].prefix, name, (size_t)(close - name));
+		}
+}
+
+/* The ns and bwrap backends' options (backends/sandbox/options.c) each have a row `ns.<key>`
+ * in docs/config.md and a row `<key>` in the backend's README, where users look. */
+START_TEST(every_sandbox_option_is_documented)
+{
+	char *code = source_file("backends/sandbox/options.c");
+	char *doc = source_file("docs/config.md"), *readme = source_file("backends/ns/README.md");
+	static key_list keys;
+	int missing = 0;
+
+	keys.n = 0;
+	option_keys(code, &keys);
+	ck_assert_msg(listed(&keys, "rootfs") && listed(&keys, "prestart") &&
+	              listed(&keys, "binds[].writable"), "the key extraction found nothing usable");
+	for (size_t i = 0; i < keys.n; i++) {
+		char full[KEY_MAX + 4];
+
+		snprintf(full, sizeof full, "ns.%s", keys.names[i]);
+		if (!documented(doc, full)) {
+			fprintf(stderr, "docs/config.md lacks `%s` (backends/sandbox/options.c accepts "
+			        "it)\n", full);
+			missing++;
+		}
+		if (!documented(readme, keys.names[i])) {
+			fprintf(stderr, "backends/ns/README.md lacks `%s`\n", keys.names[i]);
+			missing++;
+		}
+	}
+	ck_assert_msg(missing == 0, "%d sandbox options are not documented", missing);
+	free(code);
+	free(doc);
+	free(readme);
+}
+END_TEST
+
 static Suite *config_docs_suite(void)
 {
 	Suite *s = suite_create("config_docs");
 	TCase *tc = tcase_create("keys");
 
 	tcase_add_test(tc, every_config_key_is_in_docs_config_md);
+	tcase_add_test(tc, every_sandbox_option_is_documented);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -229,6 +229,48 @@ START_TEST(relative_refuses_outside)
 }
 END_TEST
 
+/* A workspace's files have two names: the root as commands see it and the host's name of
+ * the same directory. Either works; nothing else does, and the message names both. */
+START_TEST(relative_in_takes_either_root)
+{
+	static const char *const host = "/home/me/proj";
+	char *rel = NULL;
+
+	ck_assert_int_eq(sbx_path_relative_in("/workspace", host, "/home/me/proj/a/b.c", "path",
+	                                      &rel), 0);
+	ck_assert_str_eq(rel, "a/b.c");
+	free(rel);
+	ck_assert_int_eq(sbx_path_relative_in("/workspace", host, "/workspace/a", "path", &rel), 0);
+	ck_assert_str_eq(rel, "a");
+	free(rel);
+	ck_assert_int_eq(sbx_path_relative_in("/workspace", host, "/home/me/proj", "path", &rel), 0);
+	ck_assert_str_eq(rel, "");
+	free(rel);
+	ck_assert_int_eq(sbx_path_relative_in("/workspace", host, "x/y", "path", &rel), 0);
+	ck_assert_str_eq(rel, "x/y");
+	free(rel);
+	rel = NULL;
+	ck_assert_int_eq(sbx_path_relative_in("/workspace", host, "/home/me/project2/a", "path",
+	                                      &rel), -SBX_EESCAPE);
+	ck_assert_ptr_null(rel);
+	ck_assert_str_eq(sbx_last_error(), "path '/home/me/project2/a' is outside the workspace "
+	                 "root '/workspace' (on the host '/home/me/proj')");
+	ck_assert_int_eq(sbx_path_relative_in("/workspace", host, "/etc", "cwd", &rel),
+	                 -SBX_EESCAPE);
+	/* No host name, or the same one: exactly sbx_path_relative. */
+	ck_assert_int_eq(sbx_path_relative_in("/workspace", NULL, "/home/me/proj/a", "path", &rel),
+	                 -SBX_EESCAPE);
+	ck_assert_str_eq(sbx_last_error(), "path '/home/me/proj/a' is outside the workspace root "
+	                 "'/workspace'");
+	ck_assert_int_eq(sbx_path_relative_in(host, host, "/etc", "path", &rel), -SBX_EESCAPE);
+	ck_assert_str_eq(sbx_last_error(), "path '/etc' is outside the workspace root "
+	                 "'/home/me/proj'");
+	/* Bad text is refused before either root is looked at. */
+	ck_assert_int_eq(sbx_path_relative_in("/workspace", host, "/home/me/proj/\xff", "path",
+	                                      &rel), -SBX_EINVAL);
+}
+END_TEST
+
 START_TEST(relative_refuses_bad_text)
 {
 	char *rel = NULL;
@@ -715,6 +757,7 @@ static Suite *path_suite(void)
 
 	tcase_add_test(tc, relative_accepts_paths_under_root);
 	tcase_add_test(tc, relative_refuses_outside);
+	tcase_add_test(tc, relative_in_takes_either_root);
 	tcase_add_test(tc, relative_refuses_bad_text);
 	tcase_add_test(tc, normalize_cases);
 	suite_add_tcase(s, tc);
