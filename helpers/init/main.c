@@ -203,8 +203,9 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 
 static int harden(struct init_state *st, char *err, size_t errlen)
 {
-	static const char *const writable[] = { SBX_SANDBOX_ROOT, "/tmp", "/dev/shm", NULL };
-	static const char *const writable_ro_ws[] = { "/tmp", "/dev/shm", NULL };
+	static const char *const writable[] = { SBX_SANDBOX_ROOT, SBX_SANDBOX_PRIVATE_WRITABLE,
+	                                        NULL };
+	static const char *const writable_ro_ws[] = { SBX_SANDBOX_PRIVATE_WRITABLE, NULL };
 	struct sbx_harden_spec hs = {
 		.writable_paths = st->spec.workspace_readonly ? writable_ro_ws : writable,
 		.landlock = st->spec.landlock,

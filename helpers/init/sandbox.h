@@ -13,6 +13,10 @@
 
 #define SBX_SANDBOX_ROOT "/workspace"
 #define SBX_STATE_DIR ".agentsbx"     /* the library's state folder inside the workspace */
+/* The sandbox's own writable places besides the workspace: the private file systems the init
+ * mounts. Landlock leaves exactly these writable (main.c), and the host side tells the model
+ * the same list (backends/sandbox/ops.c, writable_paths), so the two cannot drift apart. */
+#define SBX_SANDBOX_PRIVATE_WRITABLE "/tmp", "/dev/shm"
 
 /* warden.c ------------------------------------------------------------------------------ */
 
