@@ -65,10 +65,16 @@ static void put_writable(sbx_buf *b, sbx_workspace *ws, const char *root)
 		return;
 	}
 	if (!places)
+		return;   /* the backend promises nothing: say nothing */
+	if (ws->cfg->read_only && !places[0]) {
+		sbx_buf_puts(b, "- Commands cannot write anywhere.\n");
 		return;
+	}
 	sbx_buf_puts(b, "- Commands can write only in");
-	if (!ws->cfg->read_only)
-		sbx_buf_printf(b, " %s", root), shown++;
+	if (!ws->cfg->read_only) {
+		sbx_buf_printf(b, " %s", root);
+		shown++;
+	}
 	for (size_t i = 0; places[i]; i++)
 		sbx_buf_printf(b, "%s %s", shown++ ? "," : "", places[i]);
 	sbx_buf_puts(b, ". Everything else is read-only, the system directories (/usr, /etc) "
