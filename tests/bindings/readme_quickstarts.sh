@@ -7,6 +7,8 @@
 set -euo pipefail
 src=${1:?usage: readme_quickstarts.sh SOURCE_ROOT BUILD_ROOT}
 build=${2:?usage: readme_quickstarts.sh SOURCE_ROOT BUILD_ROOT}
+# Debian's python3 and node, as the README says (not an interpreter a version manager put first).
+export PATH=/usr/bin:/bin:$PATH
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/sbx-readme.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 case $scratch/ in "$src"/*) echo "the scratch folder is inside the checkout"; exit 1 ;; esac
@@ -26,11 +28,11 @@ PY
 
 cd "$scratch"
 npm init -y >/dev/null
-# The install lines, with LIBAGENTSBX the checkout. Debian's python3 (/usr/bin first), as
-# the README says; the library they point AGENTSBX_LIB at is the one under test.
+# The install lines, with LIBAGENTSBX the checkout; the library they point AGENTSBX_LIB at is
+# the one under test.
 block "Python and Node" sh 1 >install.sh
 echo "--- install.sh"; cat install.sh
-PATH=/usr/bin:/bin:$PATH LIBAGENTSBX=$src bash -euo pipefail install.sh
+LIBAGENTSBX=$src bash -euo pipefail install.sh
 export AGENTSBX_LIB=$build/libagentsbx.so.1
 unset SBX_HELPER_DIR PYTHONPATH SBX_TEST_BUILD_ROOT   # found as an installed user finds them
 
