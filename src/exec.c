@@ -33,6 +33,9 @@ struct sbx_result {
 	int64_t duration_ms;
 	sbx_buf out;
 	sbx_buf err;
+	/* What the command wrote to each stream, kept, streamed or dropped (the audit record's
+	 * stdout_bytes and stderr_bytes): a streamed exec keeps none of it in out and err. */
+	uint64_t out_bytes, err_bytes;
 };
 
 struct exec_run {
@@ -91,6 +94,10 @@ static void take_output(struct exec_run *run, int stream, const char *data, size
 	size_t room = b->len < run->cap ? run->cap - b->len : 0;
 	size_t keep = len < room ? len : room;
 
+	if (stream == SBX_STDERR)
+		run->res->err_bytes += len;
+	else
+		run->res->out_bytes += len;
 	if (!run->capture) {
 		if (run->cb)
 			run->cb(stream, data, len, run->userdata);
@@ -338,8 +345,8 @@ int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *o
 		sbx_audit_str(&rec, "result", end_of(*out));
 		sbx_audit_int(&rec, "exit_code", (*out)->exit_code);
 		sbx_audit_int(&rec, "signal", (*out)->term_signal);
-		sbx_audit_int(&rec, "stdout_bytes", (int64_t)(*out)->out.len);
-		sbx_audit_int(&rec, "stderr_bytes", (int64_t)(*out)->err.len);
+		sbx_audit_int(&rec, "stdout_bytes", (int64_t)(*out)->out_bytes);
+		sbx_audit_int(&rec, "stderr_bytes", (int64_t)(*out)->err_bytes);
 	}
 	sbx_audit_end(&rec);
 	return r;

@@ -40,4 +40,5 @@ const sbx_backend_ops sbx_backend_bwrap = {
 	.description = "sandboxed (bubblewrap)",
 	.detached_running = sbx_sandbox_backend_detached_running,
 	.detached_stop = sbx_sandbox_backend_detached_stop,
+	.writable_paths = sbx_sandbox_backend_writable,
 };

@@ -275,6 +275,16 @@ static const char *const *docker_protected(void *state)
 	return sbx_default_protected_paths;
 }
 
+/* The container's writable places besides /workspace: its /tmp tmpfs (container.c) and the
+ * engine's /dev/shm; the root file system is read-only (ReadonlyRootfs). */
+static const char *const *docker_writable(void *state)
+{
+	static const char *const places[] = { "/tmp", "/dev/shm", NULL };
+
+	(void)state;
+	return places;
+}
+
 const sbx_backend_ops sbx_backend_docker = {
 	.size = sizeof(sbx_backend_ops),
 	.abi_version = SBX_BACKEND_ABI_VERSION,
@@ -305,4 +315,5 @@ const sbx_backend_ops sbx_backend_docker = {
 	.workspace_caps = docker_workspace_caps,
 	.file_tree = docker_file_tree,
 	.description = "Docker-based",
+	.writable_paths = docker_writable,
 };

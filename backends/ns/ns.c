@@ -47,4 +47,5 @@ const sbx_backend_ops sbx_backend_ns = {
 	.description = "sandboxed (Linux namespaces)",
 	.detached_running = sbx_sandbox_backend_detached_running,
 	.detached_stop = sbx_sandbox_backend_detached_stop,
+	.writable_paths = sbx_sandbox_backend_writable,
 };

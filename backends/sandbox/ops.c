@@ -6,13 +6,54 @@ struct sandbox_ws {
 	struct sbx_sandbox_options opts;
 	struct sbx_sandbox *sb;
 	char *workdir;
+	const char **writable;    /* writable_paths: NULL-terminated, strings borrowed */
 };
 
 static void free_ws(struct sandbox_ws *w)
 {
 	sbx_sandbox_free_options(&w->opts);
 	free(w->workdir);
+	free(w->writable);
 	free(w);
+}
+
+/* Is dest in one of the places already listed, or in the workspace? Then naming it again
+ * tells the model nothing (the MCP run folder under /tmp, say). */
+static bool already_writable(const char *const *list, size_t n, const char *dest)
+{
+	if (!strcmp(dest, SBX_SANDBOX_ROOT) || sbx_sandbox_path_below(dest, SBX_SANDBOX_ROOT))
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(dest, list[i]) || sbx_sandbox_path_below(dest, list[i]))
+			return true;
+	return false;
+}
+
+/* What the model is told it may write besides the workspace (backend.h, writable_paths):
+ * the layout's places Landlock leaves writable (init/sandbox.h), then the writable
+ * binds of the config, borrowed from the options that outlive the list. */
+static int list_writable(struct sandbox_ws *w)
+{
+	size_t n_private = 0, n = 0;
+
+	while (sbx_layout_writable[n_private])
+		n_private++;
+
+	w->writable = calloc(n_private + w->opts.n_binds + 1, sizeof *w->writable);
+	if (!w->writable)
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n_private; i++)
+		w->writable[n++] = sbx_layout_writable[i];
+	for (size_t i = 0; i < w->opts.n_binds; i++)
+		if (w->opts.binds[i].writable &&
+		    !already_writable(w->writable, n, w->opts.binds[i].dest))
+			w->writable[n++] = w->opts.binds[i].dest;
+	return 0;
+}
+
+const char *const *sbx_sandbox_backend_writable(void *state)
+{
+	return ((struct sandbox_ws *)state)->writable;
 }
 
 /* The binds the core made for the helpers (SBX_BACKEND_CAP_HELPER_BINDS: the MCP gateway's
@@ -76,7 +117,7 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 	}
 	if ((r = sbx_sandbox_parse_options(name, cfg->options_json, allow_mode, &w->opts)) < 0 ||
 	    (r = sbx_quota_check(name, cfg, w->opts.detached)) < 0 ||
-	    (r = adopt_helper_binds(cfg, &w->opts)) < 0) {
+	    (r = adopt_helper_binds(cfg, &w->opts)) < 0 || (r = list_writable(w)) < 0) {
 		free_ws(w);
 		return r;
 	}

@@ -140,6 +140,9 @@ const char *const *sbx_sandbox_backend_env(void *state);
 
 /* The paths the sandbox keeps read-only for commands (the configured list or the default). */
 const char *const *sbx_sandbox_backend_protected(void *state);
+/* The places besides /workspace commands may write: the sandbox's private file systems and
+ * the config's writable binds (writable_paths of backend.h). */
+const char *const *sbx_sandbox_backend_writable(void *state);
 /* The git guard's read-only binds in the running sandbox (warden.h). */
 int sbx_sandbox_backend_protect_now(void *state, const char *const *rel_paths);
 

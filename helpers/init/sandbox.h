@@ -125,7 +125,9 @@ extern const char *const sbx_system_dirs[];
 extern const char *const sbx_opt_dir;
 extern const char *const sbx_etc_allowlist[];
 /* The layout's writable places ("/tmp", "/dev/shm", "/run", "/var/tmp", "/var/cache"),
- * NULL-terminated, at most SBX_LAYOUT_WRITABLE_MAX of them. */
+ * NULL-terminated, at most SBX_LAYOUT_WRITABLE_MAX of them. Landlock leaves exactly these
+ * writable besides the workspace and the writable binds (main.c), and the host side tells the
+ * model the same list (backends/sandbox/ops.c, writable_paths), so the two cannot drift. */
 #define SBX_LAYOUT_WRITABLE_MAX 8
 extern const char *const sbx_layout_writable[];
 

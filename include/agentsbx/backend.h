@@ -171,7 +171,8 @@ typedef struct sbx_backend_spawn {
  *     proc; proc_release() once, after every other call on that proc has returned.
  *   - set_network(): serialized with itself by the core (one lock per workspace),
  *     concurrent with spawn() and the file ops.
- *   - root(), host_dir(), protected_paths(), base_env(), files_root_fd(): any thread
+ *   - root(), host_dir(), protected_paths(), base_env(), files_root_fd(),
+ *     writable_paths(): any thread
  *     between open() and the next reset() or close(); they must not block.
  */
 typedef struct sbx_backend_ops {
@@ -277,6 +278,14 @@ typedef struct sbx_backend_ops {
 	 * workdir); detached_running() at any time, also while the sandbox stops. */
 	int (*detached_running)(const char *workdir, int *running);
 	int (*detached_stop)(const char *workdir, const char *id, int *stopped);
+	/* Since library 1.7 (older tables end before it and read as NULL). ISOLATED backends:
+	 * the places outside the root that commands may write, as absolute paths inside the
+	 * sandbox ("/tmp", a writable bind), NULL-terminated and valid while the workspace is
+	 * open; everything else outside the root is read-only for commands (or not there).
+	 * sbx_workspace_instructions() tells the model exactly these, so list only what holds.
+	 * NULL, or a NULL function: the backend promises nothing, and the model is told nothing
+	 * about writing outside the workspace. */
+	const char *const *(*writable_paths)(void *state);
 } sbx_backend_ops;
 
 /* Whether a backend's table is new enough to have member (a later addition). */

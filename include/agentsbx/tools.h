@@ -40,8 +40,9 @@ SBX_API int sbx_tool_call(sbx_workspace *ws, const char *name, const char *args_
 SBX_API int sbx_tool_call_session(sbx_workspace *ws, const char *session_id, const char *name,
                                   const char *args_json, char **result_json);
 
-/* The workspace block of a system prompt: where the workspace is, its layout and rules, and
- * the skills it has. Release with sbx_free(). */
+/* The workspace block of a system prompt, stating only what holds for this workspace: its
+ * root (the project, where commands start), where commands may write, HOME, the network
+ * mode, the protected paths, the git rules, and the skills it has. Release with sbx_free(). */
 SBX_API int sbx_workspace_instructions(sbx_workspace *ws, char **text_out);
 
 /* ---------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 /* The Glob tool: files whose path below a base directory matches a pattern, newest first.
  *
- * Unlike the reference (AgentScope's helper) it understands braces and classes, caps the list
- * at 100 like Claude Code, and starts from the workspace root rather than the host process's
- * working directory. .gitignore files are not applied (Claude Code's Glob does not either):
+ * Unlike the reference (AgentScope's helper) it understands braces and classes and caps the list
+ * at 100 like Claude Code. Without a path it searches the current working directory, as both
+ * do: the reference's is the workdir its Bash always runs in, Claude Code's (and ours) the
+ * session's, where the Bash tool's commands run now (sbx_tool_default_dir). .gitignore files are not applied (Claude Code's Glob does not either):
  * a pattern naming build output should find it. The version-control folders and the
  * library's state folder are skipped, symlinks are never followed or listed. */
 #include <errno.h>
@@ -197,7 +198,11 @@ static int glob_run_tool(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *
 		                      "this backend keeps them elsewhere. Use Bash (find) instead.");
 	if (!*pattern)
 		return sbx_tool_error(out, "Error: pattern must not be empty.");
-	r = sbx_tool_resolve_path(ctx, "path", path && *path ? path : "", &base, out);
+	/* An absolute pattern names its own place: with no path it is taken from the root. */
+	if (!(path && *path) && pattern[0] == '/')
+		r = (base = strdup("")) ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory");
+	else
+		r = sbx_tool_resolve_search_path(ctx, path, &base, out);
 	if (r != 0)
 		return r < 0 ? r : 0;
 	r = relative_pattern(ctx, pattern, base, path && *path, &rel_pattern, out);
@@ -232,6 +237,8 @@ const sbx_tool_def sbx_tool_glob = {
 	.name = "Glob",
 	.description =
 		"Finds files by name pattern, anywhere in the workspace.\n"
+		"- Searches the current working directory (where the Bash tool's commands run now) "
+		"unless path names another directory\n"
 		"- Supports glob patterns like \"**/*.js\", \"src/**/*.{ts,tsx}\" or \"test_[a-m]*.py\": "
 		"'*' and '?' stay within one directory, '**' spans any number of directories, "
 		"[...] matches one character of a set, {a,b} matches either alternative\n"
@@ -250,9 +257,11 @@ const sbx_tool_def sbx_tool_glob = {
 		"\"pattern\":{\"type\":\"string\",\"description\":\"The glob pattern to match files "
 		"against, relative to path (e.g. \\\"**/*.c\\\"); an absolute pattern under the "
 		"workspace root also works\"},"
-		"\"path\":{\"type\":\"string\",\"description\":\"The directory to search in. Omit it to "
-		"search the workspace root (do not pass \\\"undefined\\\" or \\\"null\\\"). An absolute "
-		"path under the workspace root, or a path relative to the root\"}"
+		"\"path\":{\"type\":\"string\",\"description\":\"The directory to search in. If not "
+		"specified, the current working directory will be used (where the Bash tool's "
+		"commands run now; the workspace root at first). Do not pass \\\"undefined\\\" or "
+		"\\\"null\\\": omit it. An absolute path under the workspace root, or a path relative "
+		"to the root\"}"
 		"},"
 		"\"required\":[\"pattern\"],"
 		"\"additionalProperties\":false}",

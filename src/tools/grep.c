@@ -7,6 +7,11 @@
  * deterministic, and pagination is applied while consuming: once a page is full and one more
  * line exists, the walk stops, so the default 250-line page of a huge tree costs little.
  *
+ * Without a path it searches the current working directory, the session's (where the Bash
+ * tool's commands run now), as Claude Code's does; the reference's is the workdir its Bash
+ * always runs in. Its options have one name each, Claude Code's ("-i", "-n"); the
+ * reference's spellings ("i", "case_insensitive", "n") are accepted as aliases.
+ *
  * Files with a NUL byte in their first 8 KiB are binary and skipped (rg's default), files over
  * 64 MiB are skipped and counted in the metadata. .gitignore files are applied whether or not
  * the workspace is a git repository (rg --no-require-git): workspaces often are not.
@@ -698,13 +703,11 @@ static int read_args(const sbx_json *args, grep_args *a, sbx_tool_out *out)
 	else
 		return sbx_tool_error(out, "Error: output_mode must be \"content\", "
 		                      "\"files_with_matches\" or \"count\", not \"%s\".", mode), 1;
-	/* "i" and "n" are the spellings of the reference tool (agentscope), "-i" and "-n" Claude
-	 * Code's: models use both. */
-	a->opts.caseless = sbx_tool_arg_bool(args, "-i", false) || sbx_tool_arg_bool(args, "i", false) ||
-	                   sbx_tool_arg_bool(args, "case_insensitive", false);
+	/* The reference's "i", "case_insensitive" and "n" arrive renamed (sbx_tool_grep.aliases). */
+	a->opts.caseless = sbx_tool_arg_bool(args, "-i", false);
 	a->opts.multiline = sbx_tool_arg_bool(args, "multiline", false);
 	if (a->opts.mode == SBX_GREP_CONTENT) {
-		a->opts.line_numbers = sbx_tool_arg_bool(args, "-n", sbx_tool_arg_bool(args, "n", true));
+		a->opts.line_numbers = sbx_tool_arg_bool(args, "-n", true);
 		a->opts.before = (size_t)before;
 		a->opts.after = (size_t)after;
 	}
@@ -917,7 +920,7 @@ static int grep_run_tool(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *
 		                      "this backend keeps them elsewhere. Use Bash (grep) instead.");
 	if (read_args(args, &a, out))
 		return 0;
-	r = sbx_tool_resolve_path(ctx, "path", a.path && *a.path ? a.path : "", &rel, out);
+	r = sbx_tool_resolve_search_path(ctx, a.path, &rel, out);
 	if (r != 0)
 		return r < 0 ? r : 0;
 	r = sbx_grep_regex_compile(a.pattern, strlen(a.pattern), &a.opts, &re);
@@ -982,6 +985,8 @@ const sbx_tool_def sbx_tool_grep = {
 		"binary files, files over 64 MiB and version-control folders are not searched, "
 		"symbolic links are not followed, and lines over 500 characters are replaced by a "
 		"note\n"
+		"- Searches the current working directory (where the Bash tool's commands run now) "
+		"unless path names another file or directory\n"
 		"- For an open-ended search that may take several rounds, batch the Glob and Grep "
 		"calls you need in one response",
 	.input_schema =
@@ -990,8 +995,9 @@ const sbx_tool_def sbx_tool_grep = {
 		"\"pattern\":{\"type\":\"string\",\"description\":\"The regular expression pattern to "
 		"search for in file contents\"},"
 		"\"path\":{\"type\":\"string\",\"description\":\"File or directory to search in (rg "
-		"PATH). Defaults to the workspace root. An absolute path under the workspace root, or "
-		"a path relative to the root\"},"
+		"PATH). Defaults to the current working directory (where the Bash tool's commands "
+		"run now; the workspace root at first). An absolute path under the workspace root, "
+		"or a path relative to the root\"},"
 		"\"glob\":{\"type\":\"string\",\"description\":\"Glob pattern to filter files (e.g. "
 		"\\\"*.js\\\", \\\"*.{ts,tsx}\\\"; \\\"!pattern\\\" excludes) - maps to rg --glob\"},"
 		"\"output_mode\":{\"type\":\"string\",\"enum\":[\"content\",\"files_with_matches\","
@@ -1013,9 +1019,6 @@ const sbx_tool_def sbx_tool_grep = {
 		"\"-n\":{\"type\":\"boolean\",\"description\":\"Show line numbers in output (rg -n). "
 		"Requires output_mode: \\\"content\\\", ignored otherwise. Defaults to true.\"},"
 		"\"-i\":{\"type\":\"boolean\",\"description\":\"Case insensitive search (rg -i)\"},"
-		"\"case_insensitive\":{\"type\":\"boolean\",\"description\":\"Same as -i\"},"
-		"\"i\":{\"type\":\"boolean\",\"description\":\"Same as -i\"},"
-		"\"n\":{\"type\":\"boolean\",\"description\":\"Same as -n\"},"
 		"\"type\":{\"type\":\"string\",\"description\":\"File type to search (rg --type): "
 		"one of c, cmake, cpp, cs, css, dart, docker, elixir, erlang, go, haskell, html, java, "
 		"js, json, kotlin, lua, make, md, meson, perl, php, proto, py, r, rb, rust, scala, sh, "
@@ -1034,4 +1037,7 @@ const sbx_tool_def sbx_tool_grep = {
 		"\"additionalProperties\":false}",
 	.cls = "read",
 	.run = grep_run_tool,
+	/* One name per option for models: Claude Code's. The reference (AgentScope) spells them
+	 * "i" (with "case_insensitive") and "n"; calls that do still work. */
+	.aliases = (const char *const[]){ "i", "-i", "case_insensitive", "-i", "n", "-n", NULL },
 };

@@ -1,6 +1,14 @@
 /* The workspace block of a system prompt (agentscope-workspace.md §2.3), followed by the
- * skills block (§7). It tells the model where it is and what holds there, in the words the
- * reference uses, with what is true of this workspace: read-only, network, protected paths. */
+ * skills block (§7). It opens with the reference's sentence ("You have access to a ...
+ * workspace at ...") and then states only what holds for this workspace, each line a fact
+ * the backend or the configuration vouches for: what the root is, what commands may write,
+ * the home directory, the network, the protected paths and the git rules. The reference's
+ * tree of data/, skills/ and sessions/ and its house rules (a dated project folder per task,
+ * scratch/, git worktrees) are left out: those folders exist only once something is offloaded
+ * or a skill added (the skills block lists each skill with its folder; an offload call
+ * returns its path), and the layout of a user's project is not ours to prescribe.
+ * tests/integration/test_instructions.c checks every claim by running commands in the
+ * workspace it describes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +16,9 @@
 #include "gitguard.h"
 #include "skills.h"
 #include "tools/tool.h"
+#include "util/cleanup.h"
 #include "util/error.h"
+#include "util/json.h"
 
 /* How the prompt names the kind of workspace: the backend's own words (description, since
  * 1.6; the registry pads older tables, so it reads NULL there), else its name. */
@@ -17,16 +27,151 @@ static const char *backend_words(const sbx_backend_ops *ops)
 	return ops->description ? ops->description : ops->name;
 }
 
-static void put_protected(sbx_buf *b, sbx_workspace *ws)
+/* NAME's value in the environment every command starts with, or NULL. */
+static const char *base_env_value(const sbx_workspace *ws, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (char **e = ws->base_env; e && *e; e++)
+		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+			return *e + n + 1;
+	return NULL;
+}
+
+static void put_root(sbx_buf *b, const sbx_workspace *ws, const char *root)
+{
+	if (ws->workdir_temporary)
+		sbx_buf_printf(b, "- %s is a temporary folder made for this workspace, empty at the "
+		               "start and deleted when the workspace closes.", root);
+	else
+		sbx_buf_printf(b, "- %s is the project you work on.", root);
+	sbx_buf_puts(b, " Commands, and the Bash tool's first command, start there.\n");
+	if (ws->cfg->read_only)
+		sbx_buf_puts(b, "- The workspace is read-only: its files can be read but not "
+		             "changed.\n");
+}
+
+/* Where commands may write, as the backend promises it (writable_paths, since 1.7). */
+static void put_writable(sbx_buf *b, sbx_workspace *ws, const char *root)
+{
+	const char *const *places = ws->ops->writable_paths ? ws->ops->writable_paths(ws->state)
+	                                                    : NULL;
+	size_t shown = 0;
+
+	if (!(ws->caps & SBX_BACKEND_CAP_ISOLATED)) {
+		sbx_buf_printf(b, "- There is no sandbox: commands run directly on this machine as "
+		               "its user, and can change whatever that user can, also outside %s.\n",
+		               root);
+		return;
+	}
+	if (!places)
+		return;   /* the backend promises nothing: say nothing */
+	if (ws->cfg->read_only && !places[0]) {
+		sbx_buf_puts(b, "- Commands cannot write anywhere.\n");
+		return;
+	}
+	sbx_buf_puts(b, "- Commands can write only in");
+	if (!ws->cfg->read_only) {
+		sbx_buf_printf(b, " %s", root);
+		shown++;
+	}
+	for (size_t i = 0; places[i]; i++)
+		sbx_buf_printf(b, "%s %s", shown++ ? "," : "", places[i]);
+	sbx_buf_puts(b, ". Everything else is read-only, the system directories (/usr, /etc) "
+	             "included: nothing can be installed into the system.\n");
+}
+
+static void put_home(sbx_buf *b, const sbx_workspace *ws)
+{
+	const char *home = base_env_value(ws, "HOME");
+
+	if (home && *home)
+		sbx_buf_printf(b, "- The home directory (HOME) is %s.\n", home);
+}
+
+/* The "allow" or "deny" list of the current policy, comma-separated. */
+static void put_entries(sbx_buf *b, const sbx_json *net, const char *key, const char *lead)
+{
+	const sbx_json *list = sbx_json_get(net, key);
+	size_t shown = 0;
+
+	if (!list || list->type != SBX_JSON_ARRAY || !list->n)
+		return;
+	sbx_buf_puts(b, lead);
+	for (size_t i = 0; i < list->n; i++)
+		if (list->items[i]->type == SBX_JSON_STRING)
+			sbx_buf_printf(b, "%s %s", shown++ ? "," : "", list->items[i]->str);
+}
+
+/* Mode "allowlist": the proxy commands must use and the lists it applies now (the policy
+ * sbx_workspace_set_network may have replaced, read under its lock). */
+static void put_allowlist(sbx_buf *b, sbx_workspace *ws)
+{
+	const char *proxy = base_env_value(ws, "HTTP_PROXY");
+	sbx_json *net = NULL;
+	char err[128];
+
+	sbx_buf_printf(b, "- Network: only through the proxy at %s (HTTP_PROXY, HTTPS_PROXY and "
+	               "ALL_PROXY point there), and only to the allowed hosts",
+	               proxy ? proxy : "the HTTP_PROXY variable");
+	pthread_mutex_lock(&ws->network_lock);
+	if (ws->cfg->network_json)
+		sbx_json_parse(ws->cfg->network_json, strlen(ws->cfg->network_json), &net, err,
+		               sizeof err);
+	pthread_mutex_unlock(&ws->network_lock);
+	put_entries(b, net, "allow", ":");
+	put_entries(b, net, "deny", "; never to:");
+	sbx_json_free(net);
+	sbx_buf_puts(b, ". Other connections fail.\n");
+}
+
+static void put_network(sbx_buf *b, sbx_workspace *ws)
+{
+	const char *mode = ws->network_mode[0] ? ws->network_mode : "none";
+
+	if (strcmp(mode, "none") == 0)
+		sbx_buf_puts(b, "- There is no network access: connections to other machines, and "
+		             "to this machine's services, fail.\n");
+	else if (strcmp(mode, "allowlist") == 0)
+		put_allowlist(b, ws);
+	else
+		sbx_buf_puts(b, "- Network: the same access as this machine has.\n");
+}
+
+/* A protected path is named only when it is there: what the backends protect is what they
+ * can mount over, an entry that exists (docker binds only those) or the placeholder the
+ * sandbox made for a missing one (helpers/init/policy.c). A .git/hooks/ of a workspace
+ * without a repository protects nothing, and a claim that it does would be false. */
+static bool protection_holds(sbx_workspace *ws, const char *entry)
+{
+	_cleanup_free_ char *rel = strdup(entry);
+	sbx_stat st = { .size = sizeof st };
+	size_t n;
+
+	if (!rel)
+		return false;
+	n = strlen(rel);
+	while (n && rel[n - 1] == '/')
+		rel[--n] = '\0';
+	return sbx_file_stat_rel(ws, rel, &st) == 0;
+}
+
+/* The backend's protected paths (sbx_tool_protected_list) that hold, as commands see them. */
+static void put_protected(sbx_buf *b, sbx_workspace *ws, const char *root)
 {
 	const char *const *list = sbx_tool_protected_list(ws);
+	size_t shown = 0;
 
-	if (!list || !list[0])
-		return;
-	sbx_buf_puts(b, "- These paths are protected and cannot be changed:");
-	for (size_t i = 0; list[i]; i++)
-		sbx_buf_printf(b, "%s %s", i ? "," : "", list[i]);
-	sbx_buf_puts(b, "\n");
+	for (size_t i = 0; list && list[i]; i++) {
+		if (!protection_holds(ws, list[i]))
+			continue;
+		if (!shown++)
+			sbx_buf_puts(b, "- These paths are protected: neither commands nor the file "
+			             "tools can change, create or remove them:");
+		sbx_buf_printf(b, "%s %s/%s", shown > 1 ? "," : "", root, list[i]);
+	}
+	if (shown)
+		sbx_buf_puts(b, "\n");
 }
 
 /* Exactly what the git guard does here (gitguard.h), so the model neither fights it nor
@@ -57,31 +202,16 @@ static void put_git_rule(sbx_buf *b, sbx_workspace *ws)
 static void put_workspace_block(sbx_buf *b, sbx_workspace *ws)
 {
 	const char *root = sbx_workspace_root(ws);
-	const char *net = ws->cfg->network_mode ? ws->cfg->network_mode : "none";
 
 	sbx_buf_printf(b, "<workspace>\nYou have access to a %s workspace at %s.\n\n",
 	               backend_words(ws->ops), root);
-	sbx_buf_printf(b, "%s/\n"
-	               "├── data/       system-managed: offloaded files (images, documents)\n"
-	               "├── skills/     skills: instructions, scripts and resources\n"
-	               "└── sessions/   system-managed: offloaded context and tool results\n\n",
-	               root);
-	sbx_buf_puts(b, "Rules:\n");
-	if (ws->cfg->read_only)
-		sbx_buf_puts(b, "- The workspace is read-only: files can be read but not changed.\n");
-	if (ws->caps & SBX_BACKEND_CAP_ISOLATED)
-		sbx_buf_printf(b, "- Commands run in a sandbox: only %s and /tmp are writable, and "
-		               "nothing of the host outside the workspace is visible.\n", root);
-	if (strcmp(net, "none") == 0)
-		sbx_buf_puts(b, "- There is no network access.\n");
-	put_protected(b, ws);
+	put_root(b, ws, root);
+	put_writable(b, ws, root);
+	put_home(b, ws);
+	put_network(b, ws);
+	put_protected(b, ws, root);
 	put_git_rule(b, ws);
-	sbx_buf_puts(b,
-		"- Keep each task in its own dated project folder with a README.md; put scratch files "
-		"in scratch/.\n"
-		"- Use git to track changes, with a .gitignore; use git worktree for parallel work.\n"
-		"- Never hard-code secrets in files.\n"
-		"</workspace>\n");
+	sbx_buf_puts(b, "</workspace>\n");
 }
 
 int sbx_workspace_instructions(sbx_workspace *ws, char **text_out)

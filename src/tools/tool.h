@@ -45,6 +45,10 @@ typedef struct sbx_tool_def {
 	const char *cls;            /* "read", "write" or "exec": what the approval hook is told */
 	/* args is the validated input object. Returns 0 (also for tool errors) or -SBX_E... */
 	int (*run)(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out);
+	/* Old parameter names still accepted but not in the schema, as pairs (old, schema name)
+	 * ending with NULL: the dispatcher renames them before the schema check (the schema
+	 * wins when a call gives both). NULL: none. */
+	const char *const *aliases;
 } sbx_tool_def;
 
 /* The built-in tools (one file each). */
@@ -75,6 +79,16 @@ bool sbx_tool_arg_bool(const sbx_json *args, const char *key, bool dflt);
  * file functions of internal.h on it. */
 int sbx_tool_resolve_path(sbx_tool_ctx *ctx, const char *field, const char *path, char **rel,
                           sbx_tool_out *out);
+
+/* The directory Glob and Grep search when the model names none: the session's working
+ * directory (Claude Code's choice, where the Bash tool's commands run now), or the root ("")
+ * when it has none or it is gone. Root-relative, normalised; valid while ctx->session is. */
+const char *sbx_tool_default_dir(const sbx_tool_ctx *ctx);
+
+/* sbx_tool_resolve_path for the "path" of Glob and Grep: absent or empty, the default
+ * directory above. Same returns. */
+int sbx_tool_resolve_search_path(sbx_tool_ctx *ctx, const char *path, char **rel,
+                                 sbx_tool_out *out);
 
 /* The path as the model sees it: root view + "/" + rel (rel "" gives the root view), each
  * name escaped as sbx_tool_escape_append does (text.h), so that no name can pass for

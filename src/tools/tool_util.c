@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tools/session.h"
 #include "tools/text.h"
 #include "tools/tool.h"
 #include "util/cleanup.h"
@@ -253,4 +254,25 @@ bool sbx_tool_path_protected(const sbx_tool_ctx *ctx, const char *rel)
 		if (covered_by(rel, list[i]))
 			return true;
 	return false;
+}
+
+const char *sbx_tool_default_dir(const sbx_tool_ctx *ctx)
+{
+	const char *cwd = ctx->session ? ctx->session->cwd : NULL;
+	sbx_stat st = { .size = sizeof st };
+
+	if (!cwd || !*cwd)
+		return "";
+	if (sbx_file_stat_rel(ctx->ws, cwd, &st) == 0 && st.type == SBX_FILE_DIRECTORY)
+		return cwd;
+	return "";   /* removed since: the Bash tool starts at the root again too */
+}
+
+int sbx_tool_resolve_search_path(sbx_tool_ctx *ctx, const char *path, char **rel,
+                                 sbx_tool_out *out)
+{
+	if (path && *path)
+		return sbx_tool_resolve_path(ctx, "path", path, rel, out);
+	*rel = strdup(sbx_tool_default_dir(ctx));
+	return *rel ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory");
 }

@@ -258,6 +258,49 @@ static void drop_nulls(sbx_json *args)
 	args->n = kept;
 }
 
+/* The index of member key in args, or -1. */
+static ssize_t member_index(const sbx_json *args, const char *key)
+{
+	for (size_t i = 0; i < args->n; i++)
+		if (strlen(args->keys[i]) == args->key_lens[i] && strcmp(args->keys[i], key) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+static void drop_member(sbx_json *args, size_t i)
+{
+	sbx_json_free(args->items[i]);
+	free(args->keys[i]);
+	memmove(&args->items[i], &args->items[i + 1], (args->n - i - 1) * sizeof *args->items);
+	memmove(&args->keys[i], &args->keys[i + 1], (args->n - i - 1) * sizeof *args->keys);
+	memmove(&args->key_lens[i], &args->key_lens[i + 1],
+	        (args->n - i - 1) * sizeof *args->key_lens);
+	args->n--;
+}
+
+/* A tool's old parameter names (sbx_tool_def.aliases) become the schema's, so that a model
+ * sees one name per option while harnesses that send an old one keep working. */
+static int rename_aliases(sbx_json *args, const char *const *aliases)
+{
+	for (size_t a = 0; aliases && aliases[a]; a += 2) {
+		ssize_t old = member_index(args, aliases[a]);
+		char *name;
+
+		if (old < 0)
+			continue;
+		if (member_index(args, aliases[a + 1]) >= 0) {
+			drop_member(args, (size_t)old);
+			continue;
+		}
+		if (!(name = strdup(aliases[a + 1])))
+			return sbx_fail(-SBX_ENOMEM, "out of memory");
+		free(args->keys[old]);
+		args->keys[old] = name;
+		args->key_lens[old] = strlen(name);
+	}
+	return 0;
+}
+
 /* ---- a call ---- */
 
 struct call {
@@ -284,6 +327,8 @@ static int parse_args(struct call *c, const char *args_json)
 	if (sbx_json_parse(len ? args_json : "{}", len ? len : 2, &c->args, perr, sizeof perr) < 0)
 		return sbx_tool_error(&c->out, "Error: the arguments of %s are not valid JSON: %s",
 		                      c->name, perr), 1;
+	if (c->args->type == SBX_JSON_OBJECT && (r = rename_aliases(c->args, c->tool->aliases)) < 0)
+		return r;
 	r = sbx_json_parse(c->tool->input_schema, strlen(c->tool->input_schema), &schema, perr,
 	                   sizeof perr);
 	if (r < 0)

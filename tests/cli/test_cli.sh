@@ -99,5 +99,20 @@ test ! -e "$work/gw/r/.git/hooks/pre-commit"; check "the hook is gone" 0 $?
 grep -q 's/.git/hooks/x (hook' "$work/gw-err"; check "tool warns of the quarantined hook" 0 $?
 grep -q '"git_quarantined":1' "$work/gw-out"; check "the Bash result says so" 0 $?
 
+# The audit record of a streamed exec counts what the command wrote, though the CLI keeps none
+# of it. The state folder is wherever the library keeps it for this workdir: HOME and
+# XDG_STATE_HOME point into $work, so it is somewhere below.
+mkdir "$work/au" "$work/au-home"
+HOME="$work/au-home" XDG_STATE_HOME="$work/au-home/state" "$cli" exec --backend local \
+  --workdir "$work/au" -- sh -c 'head -c 12345 /dev/zero; head -c 678 /dev/zero >&2' \
+  >/dev/null 2>&1
+check "streamed exec runs" 0 $?
+audit=$(find "$work/au" "$work/au-home" -name audit.jsonl | head -n 1)
+record=$(grep '"kind":"exec"' "$audit" 2>/dev/null | tail -n 1)
+case $record in *'"stdout_bytes":12345'*) r=0 ;; *) r=1; echo "record: $record" ;; esac
+check "the audit record counts streamed stdout" 0 $r
+case $record in *'"stderr_bytes":678'*) r=0 ;; *) r=1 ;; esac
+check "the audit record counts streamed stderr" 0 $r
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -364,8 +364,6 @@ START_TEST(grep_files_with_matches)
 	        VIEW "/a.c\n" VIEW "/src/c.py");
 	TEXT_IS(grep_ok("{\"pattern\":\"beta\",\"-i\":true}"),
 	        VIEW "/a.c\n" VIEW "/b.h\n" VIEW "/src/c.py");
-	TEXT_IS(grep_ok("{\"pattern\":\"beta\",\"case_insensitive\":true}"),
-	        VIEW "/a.c\n" VIEW "/b.h\n" VIEW "/src/c.py");
 	TEXT_IS(grep_ok("{\"pattern\":\"zzz\"}"), "No matches found for pattern: zzz");
 	META_HAS("\"files\":0");
 	TEXT_IS(grep_ok("{\"pattern\":\"beta\",\"path\":\"src\"}"), VIEW "/src/c.py");
@@ -816,7 +814,7 @@ static void check_schema(const sbx_tool_def *t)
 START_TEST(definitions)
 {
 	static const char *const grep_params[] = { "pattern", "path", "glob", "output_mode", "-B",
-		"-A", "-C", "context", "-n", "-i", "case_insensitive", "i", "n", "type", "head_limit",
+		"-A", "-C", "context", "-n", "-i", "type", "head_limit",
 		"offset", "multiline" };
 	char *names, *save = NULL;
 	sbx_json *s = NULL;
