@@ -37,6 +37,7 @@
 #include "cli/bg.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/fs.h"
 #include "util/json.h"
 
@@ -44,6 +45,8 @@
 #define LOG_MAX ((uint64_t)64 << 20)
 #define READ_CHUNK 65536
 #define KILL_WAIT_MS 10000
+#define POLL_MS 200
+#define DRAIN_GRACE_MS 2000
 
 const char sbx_cli_bg_usage[] =
 	"agentsbx bg start [--base-dir DIR] [--id ID | --config JSON|@FILE --backend NAME "
@@ -257,11 +260,14 @@ static void write_status(struct keeper *k, int code, int sig)
 	write_file(k->dir, "status", text);
 }
 
-/* Until the command ends: its output into the files, a TERM/INT/HUP (bg kill) into a kill. */
+/* Until the command ends: its output into the files, a TERM/INT/HUP (bg kill) into a kill.
+ * The end is polled for as well as the streams: a command may close its output and run on,
+ * and a kill must still reach it. */
 static void keep(struct keeper *k, int sigfd)
 {
 	int fds[2] = { sbx_process_fd(k->proc, SBX_STDOUT), sbx_process_fd(k->proc, SBX_STDERR) };
 	int code = -1, sig = 0;
+	int64_t drain_until = -1;
 
 	for (;;) {
 		struct pollfd p[3] = { { .fd = sigfd, .events = POLLIN },
@@ -269,21 +275,20 @@ static void keep(struct keeper *k, int sigfd)
 		                       { .fd = fds[1], .events = POLLIN } };
 		struct signalfd_siginfo si;
 
-		if (fds[0] < 0 && fds[1] < 0) {
-			/* Both streams closed: what is left is the end itself. */
-			sbx_process_wait(k->proc, -1, &code, &sig);
-			break;
-		}
-		if (poll(p, 3, -1) < 0 && errno != EINTR)
+		if (poll(p, 3, drain_until >= 0 ? 50 : POLL_MS) < 0 && errno != EINTR)
 			break;
 		if ((p[0].revents & POLLIN) && read(sigfd, &si, sizeof si) == (ssize_t)sizeof si &&
-		    !k->killed) {
+		    !k->killed && drain_until < 0) {
 			k->killed = true;
 			sbx_process_kill(k->proc);
 		}
 		for (int i = 0; i < 2; i++)
 			if (p[i + 1].revents && !pump(k, fds[i], i))
 				fds[i] = -1;
+		if (drain_until < 0 && sbx_process_wait(k->proc, 0, &code, &sig) == 0)
+			drain_until = sbx_now_ms() + DRAIN_GRACE_MS;   /* what the pipes still hold */
+		if (drain_until >= 0 && ((fds[0] < 0 && fds[1] < 0) || sbx_now_ms() > drain_until))
+			break;
 	}
 	write_status(k, code, sig);
 }

@@ -132,6 +132,13 @@ bgc start --backend local --workdir "$work/bgw" 2>/dev/null; check "bg start wit
 bgc output nope 2>"$work/bg-err"; check "bg output of a bad id" 125 $?
 grep -q "'nope' is not a job id" "$work/bg-err"; check "the bad id is named" 0 $?
 bgc frob 2>/dev/null; check "bg unknown subcommand" 2 $?
+# A command that closed its output and runs on is still killed, with all it started.
+snooze="1000.$$4"
+job=$(bgc start --backend local --workdir "$work/bgw" -- sh -c "exec >/dev/null 2>&1; sleep $snooze & exec sleep $snooze")
+bgc kill "$job" >/dev/null; check "bg kill of a command without output" 0 $?
+gone=1
+for _ in $(seq 100); do pgrep -f "sleep $snooze" >/dev/null || { gone=0; break; }; sleep 0.1; done
+check "its sleeps are gone" 0 $gone
 # The issue's case: a dev server in a detached sandbox; a later exec (another CLI process,
 # attached to the same sandbox) talks to it; bg kill stops it and nothing is left.
 port=$((20000 + $$ % 20000))
