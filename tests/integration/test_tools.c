@@ -951,6 +951,14 @@ START_TEST(test_read_only_workspace)
 	res = call_in(ro, NULL, "Bash", "{\"command\":\"echo x > keep.txt\"}");
 	ck_assert(!bt_tool_ok(res));
 	free(res);
+	/* Long output: nowhere to offload it, and the result says so. */
+	res = call_in(ro, NULL, "Bash", "{\"command\":\"seq 1 20000\"}");
+	ck_assert(bt_tool_ok(res));
+	ck_assert_msg(strstr(output_of(res), "... (output truncated: ") &&
+	              strstr(output_of(res), "The full output could not be kept in a file"), "%s",
+	              output_of(res) + 29000);
+	ck_assert_ptr_null(strstr(res, "full_output_path"));
+	free(res);
 	ck_assert_int_eq(sbx_file_write(ro, "new.txt", "x", 1, 0, 0), -SBX_EPERM);
 	ck_assert_int_eq(sbx_file_remove(ro, "keep.txt", 0), -SBX_EPERM);
 	ck_assert_int_eq(sbx_file_mkdir(ro, "d", 0), -SBX_EPERM);
