@@ -83,13 +83,16 @@ int sbx_tool_cut_long_output(sbx_tool_ctx *ctx, sbx_buf *text, size_t max_chars,
 	path = store_full(ctx, text, why, sizeof why);
 	sbx_tool_meta_bool(out, "truncated", true);
 	sbx_tool_meta_int(out, "truncated_chars", (int64_t)(chars - max_chars));
+	sbx_tool_meta_int(out, "truncated_bytes", (int64_t)(text->len - keep));
 	sbx_tool_meta_int(out, "truncated_lines", (int64_t)(lines - kept_lines));
 	if (path)
 		sbx_tool_meta_str(out, "full_output_path", path, strlen(path));
+	size_t cut_bytes = text->len - keep;
 	text->len = keep;
 	text->data[keep] = '\0';
-	sbx_buf_printf(text, "\n... (output truncated: %zu of %zu characters were cut, %zu of %zu "
-	               "lines shown)", chars - max_chars, chars, kept_lines, lines);
+	sbx_buf_printf(text, "\n... (output truncated: %zu of %zu characters were cut (%zu bytes), "
+	               "%zu of %zu lines shown)", chars - max_chars, chars, cut_bytes, kept_lines,
+	               lines);
 	if (path)
 		sbx_buf_printf(text, "\n<system-reminder>The full output (%zu characters, %zu lines) "
 		               "is in '%s'. Read it there with the Read tool (offset and limit) or "

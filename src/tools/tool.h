@@ -50,8 +50,9 @@ extern const sbx_tool_def sbx_tool_bash, sbx_tool_read, sbx_tool_write, sbx_tool
 
 /* Text longer than max_chars characters: keeps its start, stores the whole text as a
  * tool-result file (sbx_offload_tool_result) and says in the text how much was cut and
- * where the full output is (metadata: truncated, truncated_chars, truncated_lines,
- * full_output_path). Shorter text is left alone. Negative only for out of memory. */
+ * where the full output is (metadata: truncated, truncated_chars, truncated_bytes,
+ * truncated_lines, full_output_path). Shorter text is left alone. Negative only for out of
+ * memory. */
 int sbx_tool_cut_long_output(sbx_tool_ctx *ctx, sbx_buf *text, size_t max_chars,
                              sbx_tool_out *out);
 

@@ -290,6 +290,8 @@ START_TEST(test_bash_truncation_says_what_was_cut)
 	ck_assert_msg(strstr(out, cut), "no \"%s\" in %.400s", cut, out + 29900);
 	ck_assert_ptr_nonnull(strstr(out, "lines shown)"));
 	ck_assert_int_eq(int_member(res, "truncated_chars"), (long long)(total - 30000));
+	ck_assert_int_eq(int_member(res, "truncated_bytes"), (long long)(total - 30000));
+	ck_assert_ptr_nonnull(strstr(out, bt_tmp("(%zu bytes)", total - 30000)));
 	ck_assert_int_gt(int_member(res, "truncated_lines"), 140000);
 	path = str_member(res, "full_output_path");
 	ck_assert_ptr_nonnull(path);
