@@ -470,6 +470,10 @@ static int cmd_tool(int argc, char **argv)
 	} else {
 		print_result(result);
 		code = strncmp(result, "{\"ok\":true", 10) == 0 ? 0 : 1;
+		/* The run ends, and its workspace handle with it: so does any background shell. */
+		if (strstr(result, "\"background\":true"))
+			fprintf(stderr, "agentsbx: the background shell ends with this run; use "
+			        "'agentsbx bg start' for a command that outlives it\n");
 	}
 	warn_git_quarantine(ws);
 	return close_workspace(ws, code);

@@ -132,6 +132,10 @@ bgc start --backend local --workdir "$work/bgw" 2>/dev/null; check "bg start wit
 bgc output nope 2>"$work/bg-err"; check "bg output of a bad id" 125 $?
 grep -q "'nope' is not a job id" "$work/bg-err"; check "the bad id is named" 0 $?
 bgc frob 2>/dev/null; check "bg unknown subcommand" 2 $?
+"$cli" tool --backend local --workdir "$work/bgw" Bash '{"command":"sleep 30","run_in_background":true}' \
+  >/dev/null 2>"$work/bg-err"
+grep -q "the background shell ends with this run; use 'agentsbx bg start'" "$work/bg-err"
+check "tool run_in_background points at bg start" 0 $?
 # A command that closed its output and runs on is still killed, with all it started.
 snooze="1000.$$4"
 job=$(bgc start --backend local --workdir "$work/bgw" -- sh -c "exec >/dev/null 2>&1; sleep $snooze & exec sleep $snooze")
