@@ -575,6 +575,17 @@ START_TEST(test_bash_background_output_is_bounded)
 }
 END_TEST
 
+/* What Bash's description says: a job left with '&' is killed when the command ends. */
+START_TEST(test_bash_ampersand_job_dies_with_the_command)
+{
+	const char *mark = bt_marker();
+
+	expect("Bash", bt_tmp("{\"command\":\"sleep %s & echo left\"}", mark), true, "left");
+	ck_assert_msg(bt_ws_wait_for_process(ws, mark, false), "sleep %s outlived its command",
+	              mark);
+}
+END_TEST
+
 /* Background shells count against a cap, and closing the workspace kills them. */
 START_TEST(test_bash_background_cap_and_close)
 {
@@ -1002,6 +1013,7 @@ static Suite *tools_suite(void)
 		tcase_add_test(t, test_session_survives_the_handle);
 	tcase_add_test(t, test_bash_timeout_kills_the_tree);
 	tcase_add_test(t, test_bash_background_schemas);
+	tcase_add_test(t, test_bash_ampersand_job_dies_with_the_command);
 	tcase_add_test(t, test_bash_background_dev_server);
 	tcase_add_test(t, test_bash_background_output_and_filter);
 	tcase_add_test(t, test_bash_background_output_is_bounded);
