@@ -51,6 +51,8 @@
  *   disk_bytes       1 MiB .. 1 TiB (the workspace's files; below 1 MiB not even the
  *                    library's state folder fits)
  *   tmp_bytes        1 MiB .. 1 TiB (the sandbox's /tmp and /dev/shm, each)
+ *   background_shells 1 .. 64 (the Bash tool's shells running at once; each keeps its
+ *                    output in host memory)
  */
 typedef struct limit_rule {
 	const char *name;
@@ -72,6 +74,7 @@ static const limit_rule limit_rules[] = {
 	{ "pids", 1, 4194304, LIMIT_OF(pids) },
 	{ "disk_bytes", MIB, TIB, offsetof(sbx_config, disk_bytes) },
 	{ "tmp_bytes", MIB, TIB, offsetof(sbx_config, tmp_bytes) },
+	{ "background_shells", 1, 64, offsetof(sbx_config, background_shells) },
 };
 
 static bool is_lower_alnum(char c)

@@ -29,6 +29,7 @@ typedef struct sbx_config {
 	sbx_backend_limits limits;
 	uint64_t disk_bytes;      /* limits.disk_bytes, 0 = not set */
 	uint64_t tmp_bytes;       /* limits.tmp_bytes, 0 = the backend's default */
+	uint64_t background_shells; /* limits.background_shells, 0 = the default (8) */
 	char *network_mode;       /* "none", "allowlist", "host", or NULL when absent */
 	char *network_json;       /* the "network" object as compact JSON, or NULL when absent */
 	enum sbx_baseline baseline;

@@ -30,6 +30,7 @@ struct sbx_result {
 	int term_signal;
 	int timed_out;
 	int truncated;
+	uint64_t dropped[2];   /* bytes read and dropped at the cap: stdout, stderr */
 	int64_t duration_ms;
 	sbx_buf out;
 	sbx_buf err;
@@ -103,8 +104,10 @@ static void take_output(struct exec_run *run, int stream, const char *data, size
 			run->cb(stream, data, len, run->userdata);
 		return;
 	}
-	if (keep < len)
+	if (keep < len) {
 		run->res->truncated = 1;
+		run->res->dropped[stream == SBX_STDERR] += len - keep;
+	}
 	if (!keep)
 		return;
 	sbx_buf_append(b, data, keep);
@@ -383,6 +386,13 @@ int sbx_result_timed_out(const sbx_result *res)
 int sbx_result_truncated(const sbx_result *res)
 {
 	return res ? res->truncated : 0;
+}
+
+uint64_t sbx_result_dropped(const sbx_result *res, int stream)
+{
+	if (!res || (stream != SBX_STDOUT && stream != SBX_STDERR))
+		return 0;
+	return res->dropped[stream == SBX_STDERR];
 }
 
 static const char *stream_data(const sbx_buf *b, size_t *len)

@@ -27,6 +27,9 @@ struct sbx_workspace {
 	char **base_env;          /* PATH, HOME, then the config's env: "NAME=value" */
 	pthread_mutex_t procs_lock;
 	struct sbx_process *procs; /* live process handles, so close can stop them */
+	pthread_mutex_t bg_lock;  /* the Bash tool's background shells (tools/bgshell.c) */
+	struct sbx_bgshell *bgshells;
+	unsigned bg_next_id;
 	pthread_mutex_t hooks_lock; /* the approval handler and the audit log's appends */
 	sbx_approval_fn approval_fn;
 	void *approval_userdata;
@@ -154,6 +157,15 @@ void sbx_exec_set_interrupt_fd(int fd);
  * (the Bash tool asks and logs once, as a tool call). */
 int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
                       sbx_result **out);
+
+/* sbx_process_spawn without the approval hook and the audit record: for the Bash tool's
+ * background shells, asked and logged once as a tool call. */
+int sbx_process_spawn_unhooked(sbx_workspace *ws, const char *const argv[],
+                               const sbx_spawn_opts *opts, sbx_process **out);
+
+/* Kills the Bash tool's background shells and forgets them (tools/bgshell.c): at close and
+ * reset, before the process handles go. */
+void sbx_bgshells_stop(sbx_workspace *ws);
 
 /* write(2) to a pipe without the host ever receiving SIGPIPE when the reader is gone. Returns
  * the bytes written or -errno. */

@@ -55,11 +55,13 @@ static void unlink_process(sbx_workspace *ws, struct sbx_process *p)
 	pthread_mutex_unlock(&ws->procs_lock);
 }
 
-int sbx_process_spawn(sbx_workspace *ws, const char *const argv[], const sbx_spawn_opts *opts,
-                      sbx_process **out)
+/* hooked: ask the approval hook and write the audit record (the public call); the Bash
+ * tool's background shells asked and logged once already, as a tool call. */
+static int spawn_process(sbx_workspace *ws, const char *const argv[], const sbx_spawn_opts *opts,
+                         bool hooked, sbx_process **out)
 {
 	struct sbx_process *p;
-	sbx_audit_rec rec;
+	sbx_audit_rec rec = { 0 };
 	sbx_spawn_opts o;
 	int r;
 
@@ -73,7 +75,7 @@ int sbx_process_spawn(sbx_workspace *ws, const char *const argv[], const sbx_spa
 	if (!argv || !argv[0])
 		return sbx_fail(-SBX_EINVAL, "argv: must hold at least the program");
 	/* A spawned process is logged when it starts: its end is the caller's to observe. */
-	if ((r = sbx_exec_approve(ws, "spawn", argv, o.cwd, &rec)) < 0)
+	if (hooked && (r = sbx_exec_approve(ws, "spawn", argv, o.cwd, &rec)) < 0)
 		return r;
 	if (!(p = calloc(1, sizeof *p))) {
 		sbx_audit_end(&rec);
@@ -92,6 +94,18 @@ int sbx_process_spawn(sbx_workspace *ws, const char *const argv[], const sbx_spa
 	link_process(ws, p);
 	*out = p;
 	return 0;
+}
+
+int sbx_process_spawn(sbx_workspace *ws, const char *const argv[], const sbx_spawn_opts *opts,
+                      sbx_process **out)
+{
+	return spawn_process(ws, argv, opts, true, out);
+}
+
+int sbx_process_spawn_unhooked(sbx_workspace *ws, const char *const argv[],
+                               const sbx_spawn_opts *opts, sbx_process **out)
+{
+	return spawn_process(ws, argv, opts, false, out);
 }
 
 static void close_fd(int *fd)

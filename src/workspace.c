@@ -302,6 +302,7 @@ static void free_workspace(sbx_workspace *ws)
 	sbx_state_teardown(ws);
 	pthread_mutex_destroy(&ws->state_lock);
 	pthread_mutex_destroy(&ws->procs_lock);
+	pthread_mutex_destroy(&ws->bg_lock);
 	pthread_mutex_destroy(&ws->hooks_lock);
 	pthread_mutex_destroy(&ws->network_lock);
 	free(ws);
@@ -333,6 +334,7 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	ws->snapshot_lock_fd = -1;
 	pthread_mutex_init(&ws->state_lock, NULL);
 	pthread_mutex_init(&ws->procs_lock, NULL);
+	pthread_mutex_init(&ws->bg_lock, NULL);
 	pthread_mutex_init(&ws->hooks_lock, NULL);
 	pthread_mutex_init(&ws->network_lock, NULL);
 	if ((r = sbx_config_parse(config_json, &ws->cfg)) < 0 ||
@@ -378,6 +380,7 @@ int sbx_workspace_close(sbx_workspace *ws)
 	if (!ws)
 		return 0;
 	sbx_mcp_shutdown(ws);
+	sbx_bgshells_stop(ws);
 	sbx_process_detach_all(ws);
 	sbx_gitguard_backend_closing(ws);
 	r = ws->ops->close(ws->state);
@@ -400,6 +403,7 @@ int sbx_workspace_reset(sbx_workspace *ws)
 	 * tree down with it), so the files can be restored before the sandbox restarts and
 	 * protects them afresh. */
 	sbx_mcp_shutdown(ws);   /* the gateway dies with the sandbox; the next call starts one */
+	sbx_bgshells_stop(ws);
 	sbx_process_detach_all(ws);
 	sbx_gitguard_check(ws, "reset");
 	if ((r = restore_baseline(ws)) < 0 || (r = ws->ops->reset(ws->state)) < 0)

@@ -97,6 +97,9 @@ export interface ExecResult {
   signal: number;
   timedOut: boolean;
   truncated: boolean;
+  /** Bytes of stdout (stderr) read and dropped at the output cap: what `truncated` cut. */
+  stdoutDropped: number;
+  stderrDropped: number;
   durationMs: number;
   stdout: Buffer;
   stderr: Buffer;

@@ -77,6 +77,9 @@ SBX_API int sbx_result_signal(const sbx_result *res);
 SBX_API int sbx_result_timed_out(const sbx_result *res);
 /* 1 when some output was dropped at the cap, else 0. */
 SBX_API int sbx_result_truncated(const sbx_result *res);
+/* How many bytes of stream (SBX_STDOUT or SBX_STDERR) were read and dropped at the cap:
+ * what the command printed beyond the captured output; 0 for another stream (since 1.7). */
+SBX_API uint64_t sbx_result_dropped(const sbx_result *res, int stream);
 /* The captured stdout (stderr): *len receives its length (may be NULL). The buffer is
  * NUL-terminated for convenience and owned by the result. Never NULL for a valid result. */
 SBX_API const char *sbx_result_stdout(const sbx_result *res, size_t *len);

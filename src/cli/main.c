@@ -14,6 +14,7 @@
 #include <sys/signalfd.h>
 
 #include <agentsbx/agentsbx.h>
+#include "cli/bg.h"
 #include "cli/progress.h"
 #include "cli/users.h"
 #include "config.h"
@@ -145,6 +146,14 @@ static int build_config(const struct ws_options *o, char **out)
 	}
 	*out = sbx_buf_steal(&b, NULL);
 	return 0;
+}
+
+int sbx_cli_build_config(const char *config, const char *backend, const char *workdir,
+                         char **out)
+{
+	struct ws_options o = { .config = config, .backend = backend, .workdir = workdir };
+
+	return build_config(&o, out);
 }
 
 /* Parses the shared options; returns the index of the first operand, or -1 after printing an
@@ -461,6 +470,10 @@ static int cmd_tool(int argc, char **argv)
 	} else {
 		print_result(result);
 		code = strncmp(result, "{\"ok\":true", 10) == 0 ? 0 : 1;
+		/* The run ends, and its workspace handle with it: so does any background shell. */
+		if (strstr(result, "\"background\":true"))
+			fprintf(stderr, "agentsbx: the background shell ends with this run; use "
+			        "'agentsbx bg start' for a command that outlives it\n");
 	}
 	warn_git_quarantine(ws);
 	return close_workspace(ws, code);
@@ -833,6 +846,8 @@ static const struct command commands[] = {
 	{ "ls", cmd_ls, ls_usage, "list the workspaces of a manager directory" },
 	{ "attach", cmd_attach, attach_usage, "run a command in a managed workspace, by id" },
 	{ "gc", cmd_gc, gc_usage, "stop the sandboxes nobody holds that idled beyond the TTL" },
+	{ "bg", sbx_cli_bg, sbx_cli_bg_usage,
+	  "long-running commands: start one, read its new output later, kill it" },
 	{ "version", cmd_version, "agentsbx version", "print the library version" },
 	{ "help", cmd_help, "agentsbx help", "show this help" },
 };

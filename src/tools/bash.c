@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gitguard.h"
+#include "tools/bgshell.h"
 #include "tools/session.h"
 #include "tools/tool.h"
 #include "tools/text.h"
@@ -33,7 +34,9 @@ static const char schema[] =
 	"\"timeout\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Optional timeout in "
 	"milliseconds (up to 600000; default 120000)\"},"
 	"\"description\":{\"type\":\"string\",\"description\":\"Clear, concise description of "
-	"what this command does in 5-10 words\"}},"
+	"what this command does in 5-10 words\"},"
+	"\"run_in_background\":{\"type\":\"boolean\",\"description\":\"Set to true to run this "
+	"command in the background. Use BashOutput to read the output later.\"}},"
 	"\"required\":[\"command\"],\"additionalProperties\":false}";
 
 static const char description[] =
@@ -44,7 +47,14 @@ static const char description[] =
 	"(unless the workspace allows it) the network are out of reach.\n"
 	"- The timeout is in milliseconds (default 120000, at most 600000). When it expires the "
 	"command and every process it started are killed.\n"
-	"- Output longer than 30000 characters is truncated.\n"
+	"- Output longer than 30000 characters is truncated: the result then says how much was "
+	"cut and names a file holding the full output, to read with the Read tool.\n"
+	"- Processes a command leaves behind (`cmd &`, nohup, a daemon) are killed when the "
+	"command ends. To keep something running (a dev server, a watcher, a long build), use the "
+	"run_in_background parameter instead: the call returns at once with a shell ID, "
+	"BashOutput reads the new output and the status, KillShell stops it. You do not need '&' "
+	"at the end of a command run this way, and never use run_in_background for 'sleep'. "
+	"Background shells are killed when the workspace closes.\n"
 	"- Quote paths that contain spaces. Prefer the Read, Write, Edit, Glob and Grep tools over "
 	"cat, sed, find and grep for working with files.\n"
 	"- Chain dependent commands with && and independent ones with ;.";
@@ -177,6 +187,22 @@ static void report_quarantine(sbx_tool_ctx *ctx, const struct bash_run *b, sbx_t
 	sbx_buf_free(&list);
 }
 
+/* Output beyond what the host keeps of a command (CAPTURE_MAX per stream) is gone for good:
+ * the model is told how much, so it does not take the output for complete. */
+static void note_capture_drops(const sbx_result *res, sbx_buf *text, sbx_tool_out *out)
+{
+	uint64_t o = sbx_result_dropped(res, SBX_STDOUT), e = sbx_result_dropped(res, SBX_STDERR);
+
+	if (!o && !e)
+		return;
+	sbx_tool_meta_int(out, "dropped_stdout_bytes", (int64_t)o);
+	sbx_tool_meta_int(out, "dropped_stderr_bytes", (int64_t)e);
+	sbx_buf_printf(text, "\n[workspace] Only the first %zu MiB of each stream were kept: "
+	               "%llu more bytes of stdout and %llu of stderr were not. Redirect the output "
+	               "to a file to keep all of it.", CAPTURE_MAX >> 20, (unsigned long long)o,
+	               (unsigned long long)e);
+}
+
 static int report(sbx_tool_ctx *ctx, struct bash_run *b, char *err, size_t err_len,
                   sbx_tool_out *out)
 {
@@ -201,7 +227,11 @@ static int report(sbx_tool_ctx *ctx, struct bash_run *b, char *err, size_t err_l
 			sbx_buf_puts(&text, "\n");
 		sbx_tool_text_append(&text, err, err_len);
 	}
-	sbx_tool_text_cut(&text, OUTPUT_MAX_CHARS, "\n... (output truncated)");
+	note_capture_drops(b->res, &text, out);
+	if (sbx_tool_cut_long_output(ctx, &text, OUTPUT_MAX_CHARS, out) < 0) {
+		sbx_buf_free(&text);
+		return -SBX_ENOMEM;
+	}
 	sbx_buf_append(&out->text, text.data ? text.data : "", text.len);
 	out->text.oom |= text.oom;
 	sbx_buf_free(&text);
@@ -214,6 +244,24 @@ static int report(sbx_tool_ctx *ctx, struct bash_run *b, char *err, size_t err_l
 	if (cwd_view)
 		sbx_tool_meta_str(out, "cwd", cwd_view, strlen(cwd_view));
 	report_quarantine(ctx, b, out);
+	return 0;
+}
+
+/* run_in_background: starts the command as a background shell and returns its id at once. */
+static int start_in_background(sbx_tool_ctx *ctx, const char *command, const char *cwd,
+                               sbx_tool_out *out)
+{
+	char id[SBX_BG_ID_MAX], why[512];
+	int r = sbx_bg_start(ctx->ws, command, cwd, id, why, sizeof why);
+
+	if (r < 0)
+		return sbx_tool_error(out, "Error: the command could not be started in the "
+		                      "background: %s", sbx_tool_last_error());
+	if (r > 0)
+		return sbx_tool_error(out, "%s", why);
+	sbx_buf_printf(&out->text, "Command running in background with ID: %s", id);
+	sbx_tool_meta_str(out, "shell_id", id, strlen(id));
+	sbx_tool_meta_bool(out, "background", true);
 	return 0;
 }
 
@@ -239,6 +287,8 @@ static int bash_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out *out)
 		if ((r = sbx_tool_session_set_cwd(ctx->session, "")) < 0)
 			return r;
 	}
+	if (sbx_tool_arg_bool(args, "run_in_background", false))
+		return start_in_background(ctx, b.command, cwd, out);
 	uint64_t quarantined = sbx_gitguard_count(ctx->ws);
 	if ((r = run_command(ctx, &b, cwd)) < 0)
 		return r;

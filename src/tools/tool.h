@@ -53,7 +53,15 @@ typedef struct sbx_tool_def {
 
 /* The built-in tools (one file each). */
 extern const sbx_tool_def sbx_tool_bash, sbx_tool_read, sbx_tool_write, sbx_tool_edit,
-	sbx_tool_glob, sbx_tool_grep, sbx_tool_skill;
+	sbx_tool_glob, sbx_tool_grep, sbx_tool_skill, sbx_tool_bash_output, sbx_tool_kill_shell;
+
+/* Text longer than max_chars characters: keeps its start, stores the whole text as a
+ * tool-result file (sbx_offload_tool_result) and says in the text how much was cut and
+ * where the full output is (metadata: truncated, truncated_chars, truncated_bytes,
+ * truncated_lines, full_output_path). Shorter text is left alone. Negative only for out of
+ * memory. */
+int sbx_tool_cut_long_output(sbx_tool_ctx *ctx, sbx_buf *text, size_t max_chars,
+                             sbx_tool_out *out);
 
 /* Replaces the output with a message for the model and marks the result failed. Returns 0. */
 int sbx_tool_error(sbx_tool_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -31,7 +31,8 @@
  * Code leads with the ones used most). Skill goes last and only when skills exist. */
 static const sbx_tool_def *const builtin_tools[] = {
 	&sbx_tool_bash, &sbx_tool_read, &sbx_tool_write, &sbx_tool_edit,
-	&sbx_tool_glob, &sbx_tool_grep, &sbx_tool_skill,
+	&sbx_tool_glob, &sbx_tool_grep, &sbx_tool_bash_output, &sbx_tool_kill_shell,
+	&sbx_tool_skill,
 };
 
 static const sbx_tool_def *find_tool(const char *name)
@@ -492,7 +493,7 @@ int sbx_tool_call_session(sbx_workspace *ws, const char *session_id, const char 
 		/* reported above */
 	} else if (!c.tool || (c.tool == &sbx_tool_skill && !have_skills(ws))) {
 		sbx_tool_error(&c.out, "Error: no tool named \"%.64s\"; the tools are Bash, Read, "
-		               "Write, Edit, Glob, Grep%s", name, have_skills(ws) ? " and Skill" : "");
+		               "Write, Edit, Glob, Grep, BashOutput, KillShell%s", name, have_skills(ws) ? " and Skill" : "");
 		r = 0;
 	} else if ((r = parse_args(&c, args_json)) == 0 && approved(&c)) {
 		r = run_tool(&c);

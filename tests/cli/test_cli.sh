@@ -3,7 +3,8 @@
 set -u
 cli=${1:?usage: test_cli.sh path/to/agentsbx}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# A bg job a failed check left running is stopped before its folder goes.
+trap 'for j in "$work"/bgbase/bg/bg-*; do [ -e "$j/lock" ] && "$cli" bg kill --base-dir "$work/bgbase" "${j##*/}" >/dev/null 2>&1; done; rm -rf "$work"' EXIT
 passed=0
 failed=0
 
@@ -113,6 +114,76 @@ case $record in *'"stdout_bytes":12345'*) r=0 ;; *) r=1; echo "record: $record" 
 check "the audit record counts streamed stdout" 0 $r
 case $record in *'"stderr_bytes":678'*) r=0 ;; *) r=1 ;; esac
 check "the audit record counts streamed stderr" 0 $r
+
+# bg: a command outliving the CLI run that started it, read and stopped by later runs.
+bgc() { "$cli" bg "$1" --base-dir "$work/bgbase" "${@:2}"; }
+# Reads a job until it is no longer running (20 s at most): its stdout into $2, its stderr
+# and the status lines into $3.
+bg_until_done() {
+  : >"$2"; : >"$3"
+  for _ in $(seq 200); do
+    bgc output "$1" >>"$2" 2>>"$3"
+    tail -n 1 "$3" | grep -q " running$" || return 0
+    sleep 0.1
+  done
+  return 1
+}
+mkdir -p "$work/bgw" "$work/bgbase"
+job=$(bgc start --backend local --workdir "$work/bgw" -- sh -c 'echo started; echo oops >&2; sleep 0.3; echo finished')
+check "bg start exits 0" 0 $?
+case "$job" in bg-*) check "bg start prints a job id" ok ok ;; *) check "bg start prints a job id" bg-ID "$job" ;; esac
+bg_until_done "$job" "$work/bg-out" "$work/bg-err"; check "bg job ends" 0 $?
+check "bg output has the command's stdout" "started finished" "$(tr '\n' ' ' <"$work/bg-out" | sed 's/ $//')"
+grep -q '^oops$' "$work/bg-err"; check "bg output has its stderr" 0 $?
+grep -q "^agentsbx bg: $job completed, exit code 0$" "$work/bg-err"; check "bg output says completed" 0 $?
+check "a second read has nothing new" "" "$(bgc output "$job" 2>/dev/null)"
+bgc ls | grep -q "^$job	completed, exit code 0	sh -c echo started"; check "bg ls lists the job" 0 $?
+job=$(bgc start --backend local --workdir "$work/bgw" -- sh -c 'exit 3')
+bg_until_done "$job" "$work/bg-out" "$work/bg-err"
+grep -q "^agentsbx bg: $job failed, exit code 3$" "$work/bg-err"; check "bg output says failed" 0 $?
+bgc start --backend local --workdir "$work/bgw" -- no-such-command-xyz >/dev/null 2>&1
+check "a job that cannot start is still a job" 0 $?
+bgc start --backend local --workdir "$work/bgw" 2>/dev/null; check "bg start without a command" 125 $?
+bgc output nope 2>"$work/bg-err"; check "bg output of a bad id" 125 $?
+grep -q "'nope' is not a job id" "$work/bg-err"; check "the bad id is named" 0 $?
+bgc frob 2>/dev/null; check "bg unknown subcommand" 2 $?
+"$cli" tool --backend local --workdir "$work/bgw" Bash '{"command":"sleep 30","run_in_background":true}' \
+  >/dev/null 2>"$work/bg-err"
+grep -q "the background shell ends with this run; use 'agentsbx bg start'" "$work/bg-err"
+check "tool run_in_background points at bg start" 0 $?
+# A command that closed its output and runs on is still killed, with all it started.
+snooze="1000.$$4"
+job=$(bgc start --backend local --workdir "$work/bgw" -- sh -c "exec >/dev/null 2>&1; sleep $snooze & exec sleep $snooze")
+bgc kill "$job" >/dev/null; check "bg kill of a command without output" 0 $?
+gone=1
+for _ in $(seq 100); do pgrep -f "sleep $snooze" >/dev/null || { gone=0; break; }; sleep 0.1; done
+check "its sleeps are gone" 0 $gone
+# The issue's case: a dev server in a detached sandbox; a later exec (another CLI process,
+# attached to the same sandbox) talks to it; bg kill stops it and nothing is left.
+port=$((20000 + $$ % 20000))
+dcfg='{"ns":{"detached":true,"idle_ttl_s":1}}'
+mark="$work/bgd"
+mkdir "$mark"; echo hello-bg >"$mark/index.html"
+job=$(bgc start --config "$dcfg" --workdir "$mark" -- python3 -u -m http.server "$port" --bind 127.0.0.1)
+check "bg start in a detached sandbox" 0 $?
+out=$("$cli" exec --config "$dcfg" --workdir "$mark" -- sh -c "for i in \$(seq 200); do python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:$port/index.html\").read().decode(), end=\"\")' 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
+check "a later exec reaches the background server" hello-bg "$out"
+bgc output "$job" >"$work/bg-out" 2>"$work/bg-err"
+grep -q '"GET /index.html HTTP/1.1" 200' "$work/bg-err"; check "the server's log is read later" 0 $?
+grep -q "^agentsbx bg: $job running$" "$work/bg-err"; check "the server is running" 0 $?
+bgc kill "$job" >"$work/bg-kill"; check "bg kill exits 0" 0 $?
+grep -q "^$job killed" "$work/bg-kill"; check "bg kill says killed" 0 $?
+bgc kill "$job" 2>/dev/null; check "bg kill of an ended job" 125 $?
+gone=1
+for _ in $(seq 100); do pgrep -f "http.server $port" >/dev/null || { gone=0; break; }; sleep 0.1; done
+check "the killed server is gone from the host" 0 $gone
+# Idle and unheld, the detached sandbox stops by itself (idle_ttl_s): none of its processes
+# (those whose mounts name its workdir) is left.
+left=1
+for _ in $(seq 100); do
+  grep -ls "$mark" /proc/[0-9]*/mountinfo >/dev/null 2>&1 || { left=0; break; }; sleep 0.1
+done
+check "the detached sandbox is gone after its idle TTL" 0 $left
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

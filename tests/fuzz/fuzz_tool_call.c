@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 	abort(); } } while (0)
 
 static const char *const tools[] = { "Bash", "Read", "Write", "Edit", "Glob", "Grep",
-                                     "Skill" };
+                                     "BashOutput", "KillShell", "Skill" };
 
 static sbx_workspace *ws;
 static char dir[] = "/tmp/fuzz-tool-call-XXXXXX";

@@ -239,11 +239,15 @@ static const struct field fields[] = {
 	{ "Grep", "head_limit", 'i', false, "5" },
 	{ "Grep", "offset", 'i', false, "0" },
 	{ "Grep", "multiline", 'b', false, "false" },
+	{ "Bash", "run_in_background", 'b', false, "false" },
+	{ "BashOutput", "bash_id", 's', true, "\"bash_1\"" },
+	{ "BashOutput", "filter", 's', false, "\"x\"" },
+	{ "KillShell", "shell_id", 's', true, "\"bash_1\"" },
 	{ "Skill", "skill", 's', true, "\"demo\"" },
 };
 
 static const char *const tool_names[] = { "Bash", "Read", "Write", "Edit", "Glob", "Grep",
-                                          "Skill" };
+                                          "BashOutput", "KillShell", "Skill" };
 
 /* The arguments of tool with the required fields valid and `name` set to value (NULL: left
  * out). */

@@ -236,6 +236,51 @@ START_TEST(test_reattach_after_sigkill)
 }
 END_TEST
 
+/* The CLI's bg on a managed workspace by id: the job runs in the same sandbox as the host
+ * process's handle, its output is read by a later CLI run, and bg kill stops it there. */
+START_TEST(test_cli_bg_in_a_managed_workspace)
+{
+	sbx_manager *m = open_manager(NULL);
+	sbx_workspace *ws = NULL;
+	char cmd[2048], job[64] = "", out[4096] = "";
+	const char *cli = getenv("SBX_TEST_BUILD_ROOT");
+	bool ended = false;
+	FILE *f;
+
+	ck_assert_int_eq(sbx_manager_get(m, "alice", "coder", NULL, NULL, &ws), 0);
+	snprintf(cmd, sizeof cmd, "%s/agentsbx bg start --base-dir %s --id %s -- sh -c "
+	         "'echo from-bg > /tmp/bg-mark; echo started; exec sleep 1000.31415'", cli, base,
+	         sbx_workspace_id(ws));
+	ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+	ck_assert_ptr_nonnull(fgets(job, sizeof job, f));
+	ck_assert_int_eq(pclose(f), 0);
+	job[strcspn(job, "\n")] = '\0';
+	ck_assert_msg(strncmp(job, "bg-", 3) == 0, "job id '%s'", job);
+	/* The same sandbox: what the job wrote to the private /tmp is seen here. */
+	for (int i = 0; i < 200 && strcmp(run(ws, "cat /tmp/bg-mark 2>/dev/null"), "from-bg\n"); i++)
+		usleep(50000);
+	ck_assert_str_eq(run(ws, "cat /tmp/bg-mark"), "from-bg\n");
+	snprintf(cmd, sizeof cmd, "%s/agentsbx bg output --base-dir %s %s 2>&1", cli, base, job);
+	for (int i = 0; i < 200 && !strstr(out, "started"); i++) {
+		ck_assert_ptr_nonnull(f = popen(cmd, "r"));
+		size_t n = fread(out, 1, sizeof out - 1, f);
+		out[n] = '\0';
+		pclose(f);
+		usleep(50000);
+	}
+	ck_assert_msg(strstr(out, "started\n") && strstr(out, " running\n"), "%s", out);
+	snprintf(cmd, sizeof cmd, "%s/agentsbx bg kill --base-dir %s %s >/dev/null", cli, base, job);
+	ck_assert_int_eq(system(cmd), 0);
+	for (int i = 0; i < 100 && !(ended = !test_process_exists("sleep 1000.31415")); i++)
+		usleep(50000);
+	ck_assert_msg(ended, "the job's sleep outlived bg kill");
+	sbx_manager_release(m, ws);
+	ck_assert_int_eq(sbx_manager_close(m, sbx_workspace_id(ws)), 0);
+	sbx_manager_free(m);
+	ck_assert(no_detached_init_within(2000));
+}
+END_TEST
+
 START_TEST(test_not_detached_is_one_process_at_a_time)
 {
 	sbx_manager *m = NULL, *m2 = NULL;
@@ -343,6 +388,7 @@ int main(void)
 	tcase_add_test(tc, test_users_get_separate_sandboxes);
 	tcase_add_test(tc, test_two_processes_one_sandbox);
 	tcase_add_test(tc, test_reattach_after_sigkill);
+	tcase_add_test(tc, test_cli_bg_in_a_managed_workspace);
 	tcase_add_test(tc, test_not_detached_is_one_process_at_a_time);
 	tcase_add_test(tc, test_commands_cannot_use_the_socket);
 	tcase_add_test(tc, test_bwrap_detached);

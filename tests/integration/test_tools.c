@@ -256,14 +256,70 @@ START_TEST(test_bash_output_and_failure)
 }
 END_TEST
 
-START_TEST(test_bash_truncates_at_30000_chars)
+/* An integer member of the result's metadata, or -1 when it is absent. */
+static long long int_member(const char *res, const char *key)
 {
-	char *res = call("Bash", "{\"command\":\"head -c 100000 /dev/zero | tr '\\\\0' x\"}");
+	const char *at = strstr(res, bt_tmp("\"%s\":", key));
+
+	return at ? strtoll(at + strlen(key) + 3, NULL, 10) : -1;
+}
+
+/* The bytes `seq 1 n` prints. */
+static size_t seq_bytes(int n)
+{
+	size_t total = 0;
+
+	for (int i = 1; i <= n; i++)
+		total += (size_t)snprintf(NULL, 0, "%d\n", i);
+	return total;
+}
+
+/* ~1 MB of output: the result keeps 30000 characters, says how much was cut, and names a
+ * file holding all of it, which Read opens. */
+START_TEST(test_bash_truncation_says_what_was_cut)
+{
+	char *res = call("Bash", "{\"command\":\"seq 1 150000\"}"), *full = NULL;
 	const char *out = output_of(res);
+	size_t total = seq_bytes(150000), len;
+	const char *cut = bt_tmp("%zu of %zu characters were cut", total - 30000, total);
+	const char *path, *rel;
 
 	ck_assert(bt_tool_ok(res));
-	ck_assert_uint_eq(strlen(out), 30000 + strlen("\n... (output truncated)"));
-	ck_assert_str_eq(out + 30000, "\n... (output truncated)");
+	ck_assert_msg(strstr(out, "\n... (output truncated: "), "no truncation note: %.200s",
+	              out + 29900);
+	ck_assert_msg(strstr(out, cut), "no \"%s\" in %.400s", cut, out + 29900);
+	ck_assert_ptr_nonnull(strstr(out, "lines shown)"));
+	ck_assert_int_eq(int_member(res, "truncated_chars"), (long long)(total - 30000));
+	ck_assert_int_eq(int_member(res, "truncated_bytes"), (long long)(total - 30000));
+	ck_assert_ptr_nonnull(strstr(out, bt_tmp("(%zu bytes)", total - 30000)));
+	ck_assert_int_gt(int_member(res, "truncated_lines"), 140000);
+	path = str_member(res, "full_output_path");
+	ck_assert_ptr_nonnull(path);
+	ck_assert_msg(strstr(out, bt_tmp("'%s'", path)), "the text does not name %s", path);
+	/* The file holds the whole output... */
+	rel = path + strlen(sbx_workspace_root(ws)) + 1;
+	ck_assert_int_eq(sbx_file_read(ws, rel, &full, &len), 0);
+	ck_assert_uint_eq(len, total);
+	ck_assert(strncmp(full, "1\n2\n3\n", 6) == 0);
+	ck_assert(strcmp(full + len - 14, "149999\n150000\n") == 0);
+	sbx_free(full);
+	/* ...and Read opens it where the model was sent. */
+	char *read = call("Read", bt_tmp("{\"file_path\":\"%s\",\"offset\":149999,\"limit\":2}",
+	                                 path));
+	ck_assert_msg(bt_tool_ok(read) && strstr(output_of(read), "150000"), "%s", read);
+	free(read);
+	free(res);
+}
+END_TEST
+
+/* Output under the cap is left as it is, with no note. */
+START_TEST(test_bash_short_output_is_whole)
+{
+	char *res = call("Bash", "{\"command\":\"head -c 29000 /dev/zero | tr '\\\\0' x\"}");
+
+	ck_assert(bt_tool_ok(res));
+	ck_assert_uint_eq(strlen(output_of(res)), 29000);
+	ck_assert_ptr_null(strstr(res, "truncated"));
 	free(res);
 }
 END_TEST
@@ -331,6 +387,233 @@ START_TEST(test_bash_timeout_kills_the_tree)
 	/* The background sleep is gone too. */
 	expect("Bash", "{\"command\":\"kill -0 $(cat bg.pid) 2>/dev/null && echo alive || echo gone\"}",
 	       true, "gone");
+}
+END_TEST
+
+/* ---- background shells ----------------------------------------------------------------- */
+
+/* Starts command with run_in_background and returns the shell id (static storage). */
+static const char *start_bg(const char *command_json)
+{
+	char *res = call("Bash", bt_tmp("{\"command\":%s,\"run_in_background\":true}",
+	                                command_json));
+	const char *id;
+
+	ck_assert_msg(bt_tool_ok(res), "%s", res);
+	ck_assert_ptr_nonnull(strstr(output_of(res), "Command running in background with ID: "));
+	id = str_member(res, "shell_id");
+	ck_assert_ptr_nonnull(id);
+	id = bt_tmp("%s", id);
+	free(res);
+	return id;
+}
+
+/* BashOutput until the shell is no longer running (20 s at most), the stdout of every read
+ * joined into *all (caller frees); returns the last result. */
+static char *bg_output_until_done(const char *id, const char *filter, char **all)
+{
+	int64_t until = bt_now_ms() + 20000;
+	char *res = NULL, *joined = bt_fmt("%s", "");
+
+	for (;;) {
+		free(res);
+		res = call("BashOutput", filter ? bt_tmp("{\"bash_id\":\"%s\",\"filter\":\"%s\"}", id,
+		                                         filter)
+		                                : bt_tmp("{\"bash_id\":\"%s\"}", id));
+		ck_assert_msg(bt_tool_ok(res), "%s", res);
+		char *next = bt_fmt("%s%s", joined, output_of(res));
+		free(joined);
+		joined = next;
+		if (!strstr(res, "\"status\":\"running\""))
+			break;
+		ck_assert_msg(bt_now_ms() < until, "shell %s still running: %s", id, res);
+		usleep(100 * 1000);
+	}
+	*all = joined;
+	return res;
+}
+
+START_TEST(test_bash_background_schemas)
+{
+	char *json = NULL;
+
+	ck_assert_int_eq(sbx_tools_json(ws, &json), 0);
+	ck_assert_ptr_nonnull(strstr(json, "\"run_in_background\":{\"type\":\"boolean\""));
+	ck_assert_ptr_nonnull(strstr(json, "killed when the command ends"));
+	ck_assert_ptr_nonnull(strstr(json, "{\"name\":\"BashOutput\",\"description\":\""));
+	ck_assert_ptr_nonnull(strstr(json, "\"bash_id\":{\"type\":\"string\""));
+	ck_assert_ptr_nonnull(strstr(json, "\"filter\":{\"type\":\"string\""));
+	ck_assert_ptr_nonnull(strstr(json, "{\"name\":\"KillShell\",\"description\":\""));
+	ck_assert_ptr_nonnull(strstr(json, "\"shell_id\":{\"type\":\"string\""));
+	sbx_free(json);
+	expect("BashOutput", "{}", false, "\"bash_id\" is required");
+	expect("BashOutput", "{\"bash_id\":\"bash_99\"}", false,
+	       "no background shell with ID \"bash_99\"");
+	expect("KillShell", "{\"shell_id\":\"bash_99\"}", false, "no background shell");
+}
+END_TEST
+
+/* A web server and a client the workspace has: Python's where there is a python3 (every
+ * host backend), else busybox's (the docker suite's image). */
+struct dev_server {
+	const char *serve, *fetch, *logged, *noise;
+};
+
+static struct dev_server dev_server(int port)
+{
+	char *res = call("Bash", "{\"command\":\"command -v python3 >/dev/null && echo py || echo bb\"}");
+	bool py = strstr(output_of(res), "py") != NULL;
+
+	free(res);
+	put_file("index.html", "hello-bg\n", 0644);
+	if (py)
+		return (struct dev_server){
+			bt_tmp("\"exec python3 -u -m http.server %d --bind 127.0.0.1\"", port),
+			bt_tmp("python3 -c 'import urllib.request as u; print(u.urlopen(\\\"http://"
+			       "127.0.0.1:%d/index.html\\\").read().decode())'", port),
+			"\"GET /index.html HTTP/1.1\" 200", "Serving HTTP" };
+	return (struct dev_server){
+		bt_tmp("\"exec busybox httpd -f -vv -p 127.0.0.1:%d -h .\"", port),
+		bt_tmp("busybox wget -q -O - http://127.0.0.1:%d/index.html", port),
+		"url:/index.html", "response:200" };
+}
+
+/* The issue's case: a dev server started in the background answers a later Bash call; its
+ * log is read with a filter; KillShell stops it. */
+START_TEST(test_bash_background_dev_server)
+{
+	int port = 20000 + (int)(getpid() % 20000);
+	struct dev_server srv = dev_server(port);
+	char *fetch = bt_fmt("%s", srv.fetch);   /* bt_tmp's buffers go round below */
+	const char *id = start_bg(srv.serve);
+	const char *filter = strstr(srv.logged, "GET") ? "GET /" : "url:";
+	char *res, *all;
+
+	expect("Bash", bt_tmp("{\"command\":\"for i in $(seq 200); do %s 2>/dev/null && exit 0; "
+	                      "sleep 0.1; done; exit 1\"}", fetch), true, "hello-bg");
+	/* The request's log line, and only lines matching the filter. */
+	int64_t until = bt_now_ms() + 20000;
+	all = bt_fmt("%s", "");
+	while (!strstr(all, srv.logged)) {
+		res = call("BashOutput", bt_tmp("{\"bash_id\":\"%s\",\"filter\":\"%s\"}", id, filter));
+		ck_assert_msg(bt_tool_ok(res) && strstr(res, "\"status\":\"running\""), "%s", res);
+		ck_assert_msg(strstr(output_of(res), "<status>running</status>"), "%s", res);
+		char *next = bt_fmt("%s%s", all, output_of(res));
+		free(all);
+		all = next;
+		free(res);
+		ck_assert_msg(bt_now_ms() < until, "no request in the log: %s", all);
+		usleep(100 * 1000);
+	}
+	ck_assert_msg(!strstr(all, srv.noise), "the filter let through: %s", all);
+	free(all);
+	res = call("KillShell", bt_tmp("{\"shell_id\":\"%s\"}", id));
+	ck_assert_msg(bt_tool_ok(res), "%s", res);
+	ck_assert_ptr_nonnull(strstr(output_of(res), bt_tmp("Successfully killed shell: %s", id)));
+	free(res);
+	res = call("BashOutput", bt_tmp("{\"bash_id\":\"%s\"}", id));
+	ck_assert_msg(strstr(output_of(res), "<status>killed</status>"), "%s", res);
+	free(res);
+	expect("KillShell", bt_tmp("{\"shell_id\":\"%s\"}", id), false, "is not running");
+	/* Nothing listens any more. */
+	expect("Bash", bt_tmp("{\"command\":\"%s 2>/dev/null && echo up || echo down\"}", fetch),
+	       true, "down");
+	free(fetch);
+}
+END_TEST
+
+START_TEST(test_bash_background_output_and_filter)
+{
+	const char *id = start_bg("\"printf 'a1\\\\nb2\\\\na3\\\\n'; echo oops >&2; exit 3\"");
+	char *res, *all;
+
+	res = bg_output_until_done(id, "^a|oops", &all);
+	ck_assert_msg(strstr(all, "a1\n") && strstr(all, "a3\n"), "%s", all);
+	ck_assert_msg(!strstr(all, "b2"), "a line the filter drops: %s", all);
+	ck_assert_msg(strstr(all, "<stderr>\noops\n</stderr>"), "%s", all);
+	ck_assert_msg(strstr(res, "\"status\":\"failed\"") && strstr(res, "\"exit_code\":3"), "%s",
+	              res);
+	ck_assert_ptr_nonnull(strstr(output_of(res), "<exit_code>3</exit_code>"));
+	free(all);
+	free(res);
+	/* Read once: nothing new, not even the dropped line. */
+	res = call("BashOutput", bt_tmp("{\"bash_id\":\"%s\"}", id));
+	ck_assert_msg(!strstr(output_of(res), "<stdout>"), "%s", res);
+	free(res);
+	expect("BashOutput", bt_tmp("{\"bash_id\":\"%s\",\"filter\":\"(\"}", id), false,
+	       "filter: invalid regular expression");
+	/* A command that succeeds: completed, and it started in the session's directory. */
+	expect("Bash", "{\"command\":\"mkdir -p bgdir && cd bgdir\"}", true, NULL);
+	id = start_bg("\"pwd\"");
+	res = bg_output_until_done(id, NULL, &all);
+	ck_assert_msg(strstr(res, "\"status\":\"completed\"") && strstr(res, "\"exit_code\":0"),
+	              "%s", res);
+	ck_assert_msg(strstr(all, bt_tmp("%s/bgdir\n", sbx_workspace_root(ws))), "%s", all);
+	free(all);
+	free(res);
+}
+END_TEST
+
+/* Output beyond what a shell keeps is counted, and a long read is cut and offloaded. */
+START_TEST(test_bash_background_output_is_bounded)
+{
+	const char *id = start_bg("\"head -c 3000000 /dev/zero | tr '\\\\0' x; echo; "
+	                          "touch bg.done\"");
+	char *res;
+
+	expect("Bash", "{\"command\":\"while [ ! -e bg.done ]; do sleep 0.1; done\","
+	               "\"timeout\":60000}", true, NULL);
+	res = call("BashOutput", bt_tmp("{\"bash_id\":\"%s\"}", id));
+	ck_assert_msg(bt_tool_ok(res), "%s", res);
+	ck_assert_msg(int_member(res, "dropped_stdout_bytes") > 3000001 - (1 << 20) - (1 << 18),
+	              "%s", res + strlen(res) - 300);
+	ck_assert_ptr_nonnull(strstr(output_of(res), "bytes of stdout were dropped before this "
+	                                             "read"));
+	ck_assert_ptr_nonnull(strstr(output_of(res), "... (output truncated: "));
+	ck_assert_ptr_nonnull(str_member(res, "full_output_path"));
+	free(res);
+}
+END_TEST
+
+/* What Bash's description says: a job left with '&' is killed when the command ends. */
+START_TEST(test_bash_ampersand_job_dies_with_the_command)
+{
+	const char *mark = bt_marker();
+
+	expect("Bash", bt_tmp("{\"command\":\"sleep %s & echo left\"}", mark), true, "left");
+	ck_assert_msg(bt_ws_wait_for_process(ws, mark, false), "sleep %s outlived its command",
+	              mark);
+}
+END_TEST
+
+/* Background shells count against a cap, and closing the workspace kills them. */
+START_TEST(test_bash_background_cap_and_close)
+{
+	const char *m1 = bt_marker(), *m2 = bt_marker();
+	sbx_workspace *capped;
+	char *res;
+
+	sbx_workspace_close(ws);
+	ws = capped = bt_open_ok(workdir, "\"limits\":{\"background_shells\":2}");
+	const char *a = start_bg(bt_tmp("\"sleep %s\"", m1));
+	start_bg(bt_tmp("\"sleep %s & sleep %s; wait\"", m2, m2));
+	res = call("Bash", "{\"command\":\"sleep 1\",\"run_in_background\":true}");
+	ck_assert(!bt_tool_ok(res));
+	ck_assert_msg(strstr(output_of(res), "2 background shells are running already") &&
+	              strstr(output_of(res), "limits.background_shells"), "%s", res);
+	free(res);
+	ck_assert(bt_ws_wait_for_process(ws, m1, true));
+	ck_assert(bt_ws_wait_for_process(ws, m2, true));
+	expect("KillShell", bt_tmp("{\"shell_id\":\"%s\"}", a), true, "Successfully killed");
+	ck_assert(bt_ws_wait_for_process(ws, m1, false));
+	start_bg("\"sleep 0.1\"");
+	/* The close takes the rest down: the sleeps, also the one in the background of the
+	 * background shell, are gone from the host. */
+	sbx_workspace_close(ws);
+	ws = NULL;
+	if (!bt_processes_hidden())
+		ck_assert_msg(bt_wait_for_process(m2, false), "sleep %s outlived the close", m2);
+	(void)capped;
 }
 END_TEST
 
@@ -681,6 +964,14 @@ START_TEST(test_read_only_workspace)
 	res = call_in(ro, NULL, "Bash", "{\"command\":\"echo x > keep.txt\"}");
 	ck_assert(!bt_tool_ok(res));
 	free(res);
+	/* Long output: nowhere to offload it, and the result says so. */
+	res = call_in(ro, NULL, "Bash", "{\"command\":\"seq 1 20000\"}");
+	ck_assert(bt_tool_ok(res));
+	ck_assert_msg(strstr(output_of(res), "... (output truncated: ") &&
+	              strstr(output_of(res), "The full output could not be kept in a file"), "%s",
+	              output_of(res) + 29000);
+	ck_assert_ptr_null(strstr(res, "full_output_path"));
+	free(res);
 	ck_assert_int_eq(sbx_file_write(ro, "new.txt", "x", 1, 0, 0), -SBX_EPERM);
 	ck_assert_int_eq(sbx_file_remove(ro, "keep.txt", 0), -SBX_EPERM);
 	ck_assert_int_eq(sbx_file_mkdir(ro, "d", 0), -SBX_EPERM);
@@ -712,7 +1003,8 @@ static Suite *tools_suite(void)
 	tcase_add_test(t, test_bad_arguments);
 	tcase_add_test(t, test_huge_arguments);
 	tcase_add_test(t, test_bash_output_and_failure);
-	tcase_add_test(t, test_bash_truncates_at_30000_chars);
+	tcase_add_test(t, test_bash_truncation_says_what_was_cut);
+	tcase_add_test(t, test_bash_short_output_is_whole);
 	tcase_add_test(t, test_bash_cwd_persists_per_session);
 	/* Where the files are not on the host (a docker volume workspace): the audit log and
 	 * a session outliving an ephemeral handle need a host directory, a second handle on
@@ -720,6 +1012,13 @@ static Suite *tools_suite(void)
 	if (bt_host_files())
 		tcase_add_test(t, test_session_survives_the_handle);
 	tcase_add_test(t, test_bash_timeout_kills_the_tree);
+	tcase_add_test(t, test_bash_background_schemas);
+	tcase_add_test(t, test_bash_ampersand_job_dies_with_the_command);
+	tcase_add_test(t, test_bash_background_dev_server);
+	tcase_add_test(t, test_bash_background_output_and_filter);
+	tcase_add_test(t, test_bash_background_output_is_bounded);
+	if (bt_host_files())
+		tcase_add_test(t, test_bash_background_cap_and_close);
 	tcase_add_test(t, test_read_numbering_and_window);
 	tcase_add_test(t, test_read_long_lines_and_big_files);
 	tcase_add_test(t, test_read_errors_and_escapes);

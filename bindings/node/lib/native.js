@@ -94,6 +94,7 @@ const PROTOTYPES = {
   sbx_result_signal: 'int sbx_result_signal(const sbx_result *res)',
   sbx_result_timed_out: 'int sbx_result_timed_out(const sbx_result *res)',
   sbx_result_truncated: 'int sbx_result_truncated(const sbx_result *res)',
+  sbx_result_dropped: 'uint64_t sbx_result_dropped(const sbx_result *res, int stream)',
   sbx_result_stdout: 'void *sbx_result_stdout(const sbx_result *res, _Out_ size_t *len)',
   sbx_result_stderr: 'void *sbx_result_stderr(const sbx_result *res, _Out_ size_t *len)',
   sbx_result_duration_ms: 'int64_t sbx_result_duration_ms(const sbx_result *res)',

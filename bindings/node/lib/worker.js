@@ -93,6 +93,8 @@ function collectResult(res) {
     signal: lib.fn('sbx_result_signal')(res),
     timedOut: lib.fn('sbx_result_timed_out')(res) === 1,
     truncated: lib.fn('sbx_result_truncated')(res) === 1,
+    stdoutDropped: Number(lib.fn('sbx_result_dropped')(res, 1)),
+    stderrDropped: Number(lib.fn('sbx_result_dropped')(res, 2)),
     durationMs: Number(lib.fn('sbx_result_duration_ms')(res)),
     stdout: resultStream('sbx_result_stdout', res),
     stderr: resultStream('sbx_result_stderr', res),

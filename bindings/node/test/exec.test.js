@@ -57,6 +57,8 @@ testOnBackends(test, 'exec reports timeouts, signals, truncation and missing pro
       const big = await ws.exec('head -c 100000 /dev/zero', { maxOutput: 1000 });
       assert.equal(big.truncated, true);
       assert.equal(big.stdout.length, 1000);
+      assert.equal(big.stdoutDropped, 99000);
+      assert.equal(big.stderrDropped, 0);
 
       const merged = await ws.exec('echo a; echo b >&2', { mergeStderr: true });
       assert.equal(merged.stdout.toString(), 'a\nb\n');

@@ -148,6 +148,7 @@ PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "sbx_result_signal": (c_int, [_res]),
     "sbx_result_timed_out": (c_int, [_res]),
     "sbx_result_truncated": (c_int, [_res]),
+    "sbx_result_dropped": (ctypes.c_uint64, [_res, c_int]),
     "sbx_result_stdout": (c_void_p, [_res, POINTER(c_size_t)]),
     "sbx_result_stderr": (c_void_p, [_res, POINTER(c_size_t)]),
     "sbx_result_duration_ms": (c_int64, [_res]),
@@ -213,7 +214,10 @@ SINCE: dict[str, tuple[int, int]] = {
         "sbx_manager_open", "sbx_manager_get", "sbx_manager_get_by_id", "sbx_manager_release",
         "sbx_manager_close", "sbx_manager_list", "sbx_manager_gc", "sbx_manager_free"], (1, 4)),
     "sbx_workspace_open_with": (1, 5),
-    **dict.fromkeys(["sbx_workspace_git_quarantine", "sbx_version_number"], (1, 6)),
+    # sbx_result_dropped sits in the newest node of the version script (AGENTSBX_1.6) until
+    # the release gets a node of its own: this table follows the script.
+    **dict.fromkeys(["sbx_workspace_git_quarantine", "sbx_version_number",
+                     "sbx_result_dropped"], (1, 6)),
 }
 
 # The first version whose number can be trusted to say what the library exports.

@@ -21,6 +21,10 @@ class ExecResult:
     duration_ms: int
     stdout: bytes
     stderr: bytes
+    # Bytes read and dropped at the output cap (max_output): what is missing from stdout and
+    # stderr when `truncated` is set.
+    stdout_dropped: int = 0
+    stderr_dropped: int = 0
 
     @property
     def ok(self) -> bool:

@@ -437,6 +437,8 @@ def _copy_result(res: c_void_p) -> ExecResult:
         duration_ms=lib.sbx_result_duration_ms(res),
         stdout=_result_stream(lib.sbx_result_stdout, res),
         stderr=_result_stream(lib.sbx_result_stderr, res),
+        stdout_dropped=lib.sbx_result_dropped(res, 1),
+        stderr_dropped=lib.sbx_result_dropped(res, 2),
     )
 
 

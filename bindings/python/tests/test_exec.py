@@ -112,8 +112,10 @@ def test_merge_stderr(ws: agentsbx.Workspace) -> None:
 
 
 def test_max_output_truncates(ws: agentsbx.Workspace) -> None:
-    r = ws.exec("head -c 5000 /dev/zero", max_output=1000)
+    r = ws.exec("head -c 5000 /dev/zero; head -c 300 /dev/zero >&2", max_output=1000)
     assert r.truncated and len(r.stdout) == 1000
+    assert r.stdout_dropped == 4000 and r.stderr_dropped == 0
+    assert ws.exec("echo hi").stdout_dropped == 0
 
 
 def test_exec_async_runs_beside_the_loop(ws: agentsbx.Workspace) -> None:
