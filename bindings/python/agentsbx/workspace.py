@@ -201,7 +201,7 @@ class Workspace(Closing):
                          env=env_array(env),
                          flags=_exec_flags(merge_stderr, clear_env, capture=True),
                          pty=1 if pty else 0, rows=rows, cols=cols)
-        if not pty and hasattr(SpawnOpts, "pty"):
+        if not (pty or rows or cols):
             # An older library knows only the fields before pty: give it the size it knows.
             opts.size = SpawnOpts.pty.offset
         handle = c_void_p()
