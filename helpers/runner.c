@@ -338,11 +338,12 @@ static void detach_stdio(void)
 static int open_slave(int master)
 {
 	char name[64];
-	int fd;
+	int fd = -1;
 
 #ifdef TIOCGPTPEER
+	/* EINVAL before 4.13, ENOTTY on gVisor: then by name, as ever. */
 	fd = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (fd >= 0 || errno != EINVAL)
+	if (fd >= 0)
 		return fd;
 #endif
 	if (ptsname_r(master, name, sizeof name) != 0)
@@ -376,6 +377,9 @@ static void open_terminal(struct runner *r)
 		refuse_to_start(r, step, err, 126);
 	}
 	if ((err = -sbx_send_with_fds(SBX_RUN_CONTROL_FD, &rep, sizeof rep, &master, 1)) > 0) {
+		/* Where a terminal cannot leave (gVisor's are its kernel's own): say why. */
+		rep.exit_code = err;
+		send(SBX_RUN_CONTROL_FD, &rep, sizeof rep, MSG_NOSIGNAL);
 		close(master);
 		close(slave);
 		refuse_to_start(r, "sending the terminal to the host", err, 126);

@@ -200,9 +200,15 @@ static int receive_pty(struct sbx_runclient *p, int *fd)
 	if (nfds)
 		close(*fd);
 	*fd = -1;
+	if (rep.kind == SBX_RUN_PTY && rep.exit_code == 0)
+		return sbx_fail(-SBX_ENOSYS, "%s: pty: the terminal made where the command runs "
+		                "cannot be handed to the host (a runtime such as gVisor keeps its "
+		                "terminals inside its own kernel)", p->who);
 	if (rep.kind == SBX_RUN_PTY && rep.exit_code > 0)
-		return sbx_fail(sbx_errno_code(rep.exit_code), "%s: pty: no terminal could be made "
-		                "where the command runs: %s", p->who, strerror(rep.exit_code));
+		return sbx_fail(-SBX_ENOSYS, "%s: pty: no terminal could be made where the command "
+		                "runs, or handed to the host (a runtime such as gVisor keeps its "
+		                "terminals inside its own kernel): %s", p->who,
+		                strerror(rep.exit_code));
 	/* An EXITED report first: a runner that ignored the request (one older than 1.7). */
 	return sbx_fail(-SBX_ENOSYS, "%s: pty: the command's runner made no terminal (is the "
 	                "sandbox's helper older than the library?)", p->who);

@@ -128,8 +128,9 @@ typedef struct sbx_spawn_opts {
  *    process of the command has closed it;
  *  - sbx_process_resize changes its size.
  * Backends: local (a terminal of the host's /dev/pts: local isolates nothing), ns, bwrap,
- * and docker with exec "server" or stdio "direct". Elsewhere spawning with opts.pty fails
- * with -SBX_ENOSYS and a message naming opts.pty. */
+ * and docker with exec "server" or stdio "direct" on runc (gVisor keeps its terminals in its
+ * own kernel). Elsewhere spawning with opts.pty fails with -SBX_ENOSYS and a message naming
+ * the option or the reason. */
 SBX_API int sbx_process_spawn(sbx_workspace *ws, const char *const argv[],
                               const sbx_spawn_opts *opts, sbx_process **out);
 
