@@ -137,7 +137,9 @@ SBX_API int sbx_process_spawn(sbx_workspace *ws, const char *const argv[],
 /* The host-side file descriptor of a stream (SBX_STDIN: the write end; SBX_STDOUT/SBX_STDERR:
  * the read ends), for poll/epoll/event loops, or -SBX_EBADF if it is closed (stderr when
  * merged). The fd stays owned by the process handle; it is close-on-exec and blocking (set
- * O_NONBLOCK yourself if your loop needs it). */
+ * O_NONBLOCK yourself if your loop needs it). With opts.pty, SBX_STDIN and SBX_STDOUT are two
+ * fds of the terminal's master (one open file: O_NONBLOCK on one is on both), and a read of
+ * it fails with EIO where a pipe would read end-of-file. */
 SBX_API int sbx_process_fd(const sbx_process *proc, int stream);
 
 /* Writes all of data to the command's stdin. A command that has closed its stdin gives
