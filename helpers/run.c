@@ -139,6 +139,9 @@ static char **parse_args(int argc, char **argv)
 			have_proto = true;
 		} else if (strcmp(argv[i], "--rlimit") == 0 && i + 1 < argc) {
 			parse_rlimit(argv[++i]);
+		} else if (strcmp(argv[i], "--pty") == 0 && i + 1 < argc) {
+			if (!sbx_runner_set_pty(argv[++i]))
+				usage_error("--pty '%s': expected ROWSxCOLS", argv[i]);
 		} else {
 			usage_error("unexpected argument '%s'", argv[i]);
 		}

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -37,6 +38,7 @@
 #include "proto/run_proto.h"
 #include "runner.h"
 #include "util/clock.h"
+#include "util/fdpass.h"
 
 #define NORETURN __attribute__((noreturn))
 
@@ -61,6 +63,12 @@ static struct rlimit_opt rlimit_opts[] = {
 };
 
 enum ending { END_EXITED, END_KILLED, END_HOST_GONE };
+
+/* --pty: the command's terminal (run_proto.h), or none. */
+static struct {
+	bool wanted;
+	unsigned short rows, cols;
+} pty_opt;
 
 struct runner {
 	char **argv;                  /* the command */
@@ -97,6 +105,19 @@ bool sbx_runner_set_rlimit(const char *name, size_t name_len, unsigned long long
 		}
 	}
 	return false;
+}
+
+bool sbx_runner_set_pty(const char *size)
+{
+	unsigned rows, cols;
+	char end;
+
+	if (sscanf(size, "%ux%u%c", &rows, &cols, &end) != 2 || rows > 65535 || cols > 65535)
+		return false;
+	pty_opt.wanted = true;
+	pty_opt.rows = rows ? (unsigned short)rows : SBX_RUN_PTY_ROWS;
+	pty_opt.cols = cols ? (unsigned short)cols : SBX_RUN_PTY_COLS;
+	return true;
 }
 
 /* ---- reporting ------------------------------------------------------------------------- */
@@ -213,6 +234,12 @@ static int command_child(void *arg)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid(); /* new session and process group: no controlling terminal of the host */
+	/* With --pty, fds 0-2 are the terminal made for it: it becomes the session's. */
+	if (pty_opt.wanted && ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0) {
+		l->failed = "ioctl(TIOCSCTTY)";
+		l->err = errno;
+		_exit(126);
+	}
 	if (apply_rlimits() < 0) {
 		l->failed = "setrlimit";
 		l->err = errno;
@@ -304,6 +331,64 @@ static void detach_stdio(void)
 	}
 	if (null > 2)
 		close(null);
+}
+
+/* The slave of a new master: by the master itself where the kernel can (4.13+), so it is
+ * surely the peer in this devpts instance, else by its name. */
+static int open_slave(int master)
+{
+	char name[64];
+	int fd = -1;
+
+#ifdef TIOCGPTPEER
+	/* EINVAL before 4.13, ENOTTY on gVisor: then by name, as ever. */
+	fd = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+#endif
+	if (ptsname_r(master, name, sizeof name) != 0)
+		return -1;
+	return open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+}
+
+/* Makes the terminal --pty asked for, here, in the sandbox's own /dev/pts: hands its master
+ * to the host (one SBX_RUN_PTY report) and puts its slave on fds 0-2 for the command. A
+ * failure is reported the same way, with the errno value, and refuses the command. */
+static void open_terminal(struct runner *r)
+{
+	struct sbx_run_report rep = { SBX_RUN_PTY, 0, 0 };
+	struct winsize size = { .ws_row = pty_opt.rows, .ws_col = pty_opt.cols };
+	const char *step = "open /dev/ptmx";
+	int master, slave = -1, err = 0;
+
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master >= 0 && (step = "unlockpt", unlockpt(master) == 0) &&
+	    (step = "open the terminal's slave", (slave = open_slave(master)) >= 0) &&
+	    (step = "ioctl(TIOCSWINSZ)", ioctl(master, TIOCSWINSZ, &size) == 0))
+		step = NULL;
+	if (step) {
+		err = errno;
+		rep.exit_code = err;
+		send(SBX_RUN_CONTROL_FD, &rep, sizeof rep, MSG_NOSIGNAL);
+		if (master >= 0)
+			close(master);
+		if (slave >= 0)
+			close(slave);
+		refuse_to_start(r, step, err, 126);
+	}
+	if ((err = -sbx_send_with_fds(SBX_RUN_CONTROL_FD, &rep, sizeof rep, &master, 1)) > 0) {
+		/* Where a terminal cannot leave (gVisor's are its kernel's own): say why. */
+		rep.exit_code = err;
+		send(SBX_RUN_CONTROL_FD, &rep, sizeof rep, MSG_NOSIGNAL);
+		close(master);
+		close(slave);
+		refuse_to_start(r, "sending the terminal to the host", err, 126);
+	}
+	/* The host holds the master now; ours would keep the terminal from ever hanging up. */
+	close(master);
+	for (int fd = 0; fd <= 2; fd++)
+		dup2(slave, fd);
+	close(slave);
 }
 
 static void start_command(struct runner *r)
@@ -604,6 +689,8 @@ int sbx_runner_run(char **argv)
 	r.hostfd = watch_host(&host_gone);
 	if (host_gone)
 		return 0; /* nobody to run it for */
+	if (pty_opt.wanted)
+		open_terminal(&r);
 	start_command(&r);
 	how = serve(&r);
 	kill_tree(&r);

@@ -9,6 +9,10 @@
  * of it are compared). Returns false for an unknown name. */
 bool sbx_runner_set_rlimit(const char *name, size_t name_len, unsigned long long value);
 
+/* Gives the command a terminal of the given size ("ROWSxCOLS", 0 = the default) as
+ * run_proto.h describes. Returns false for a malformed size. */
+bool sbx_runner_set_pty(const char *size);
+
 /* Runs argv as run_proto.h describes: the control socket on fd 3, the command's stdio on fds
  * 0-2, its working directory and environment already in place. Returns 0 once the command
  * and everything it started have ended and the report was sent, or -1 at once when fd 3 is

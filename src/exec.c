@@ -16,6 +16,7 @@
 #include "internal.h"
 #include "opts.h"
 #include "util/buf.h"
+#include "util/cleanup.h"
 #include "util/error.h"
 
 #define SBX_READ_CHUNK 65536
@@ -45,6 +46,8 @@ struct exec_run {
 	struct sbx_result *res;
 	const char *in_data;
 	size_t in_len, in_off;
+	int src_fd;          /* sbx_exec_from_fd: stdin comes from here as it arrives, or -1 */
+	char *src_chunk;     /* what was read from it and not yet written (in_data) */
 	size_t cap;
 	sbx_output_cb cb;
 	void *userdata;
@@ -129,6 +132,12 @@ static void drain_stream(struct exec_run *run, int *fd, int stream)
 		close_fd(fd);
 }
 
+/* Whether stdin has bytes read and not yet written (else it waits for the source). */
+static bool stdin_pending(const struct exec_run *run)
+{
+	return run->in_off < run->in_len || run->src_fd < 0;
+}
+
 static void feed_stdin(struct exec_run *run)
 {
 	size_t left = run->in_len - run->in_off;
@@ -138,8 +147,34 @@ static void feed_stdin(struct exec_run *run)
 	if (n > 0)
 		run->in_off += (size_t)n;
 	/* A command that stopped reading (EPIPE) simply does not get the rest. */
-	if (run->in_off == run->in_len || (n < 0 && n != -EAGAIN))
+	if (n < 0 && n != -EAGAIN) {
+		run->src_fd = -1;
 		close_fd(&run->sp.in_fd);
+	} else if (run->in_off == run->in_len && run->src_fd < 0) {
+		close_fd(&run->sp.in_fd);
+	}
+}
+
+/* The source is readable: the next piece of stdin, or its end, which the command then reads
+ * as end-of-file. The source stays blocking (it is the caller's, shared with others), which
+ * poll makes safe: one read after POLLIN does not wait. */
+static void pull_source(struct exec_run *run)
+{
+	ssize_t n;
+
+	do
+		n = read(run->src_fd, run->src_chunk, SBX_READ_CHUNK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n > 0) {
+		run->in_data = run->src_chunk;
+		run->in_len = (size_t)n;
+		run->in_off = 0;
+		return;
+	}
+	run->src_fd = -1;
+	close_fd(&run->sp.in_fd);
 }
 
 /* Any answer but "still running" ends the run. An error — the runner, or the whole sandbox,
@@ -190,10 +225,12 @@ static int poll_timeout(const struct exec_run *run)
 static bool exec_step(struct exec_run *run)
 {
 	struct pollfd p[5];
-	int n = 0, in = -1, out = -1, err = -1, wait = -1, intr = -1, ifd = atomic_load(&interrupt_fd);
+	int n = 0, in = -1, src = -1, out = -1, err = -1, wait = -1, intr = -1, ifd = atomic_load(&interrupt_fd);
 
-	if (run->sp.in_fd >= 0)
+	if (run->sp.in_fd >= 0 && stdin_pending(run))
 		p[in = n++] = (struct pollfd){ .fd = run->sp.in_fd, .events = POLLOUT };
+	else if (run->sp.in_fd >= 0 && !run->ended)
+		p[src = n++] = (struct pollfd){ .fd = run->src_fd, .events = POLLIN };
 	if (run->sp.out_fd >= 0)
 		p[out = n++] = (struct pollfd){ .fd = run->sp.out_fd, .events = POLLIN };
 	if (run->sp.err_fd >= 0)
@@ -217,6 +254,8 @@ static bool exec_step(struct exec_run *run)
 	}
 	if (in >= 0 && p[in].revents)
 		feed_stdin(run);
+	if (src >= 0 && p[src].revents)
+		pull_source(run);
 	if (out >= 0 && p[out].revents)
 		drain_stream(run, &run->sp.out_fd, SBX_STDOUT);
 	if (err >= 0 && p[err].revents)
@@ -263,10 +302,11 @@ static struct sbx_result *new_result(void)
 	return res;
 }
 
-int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
-                      sbx_result **out)
+static int run_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+                    int src_fd, sbx_result **out)
 {
-	struct exec_run run = { .ws = ws, .deadline = -1, .grace_until = -1 };
+	struct exec_run run = { .ws = ws, .deadline = -1, .grace_until = -1, .src_fd = src_fd };
+	_cleanup_free_ char *chunk = NULL;
 	sbx_exec_opts o;
 	int64_t start = sbx_now_ms(), timeout;
 	int r;
@@ -286,10 +326,13 @@ int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exe
 	run.capture = !(o.flags & SBX_EXEC_NO_CAPTURE);
 	run.in_data = o.stdin_data;
 	run.in_len = o.stdin_data ? o.stdin_len : 0;
+	if (src_fd >= 0 && (o.stdin_data || !(run.src_chunk = chunk = malloc(SBX_READ_CHUNK))))
+		return o.stdin_data ? sbx_fail(-SBX_EINVAL, "opts.stdin_data: not with a stdin fd")
+		                    : sbx_fail(-SBX_ENOMEM, "out of memory");
 	if (!(run.res = new_result()))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	r = sbx_spawn_command(ws, argv, o.cwd, o.env, o.flags & ~SBX_EXEC_NO_CAPTURE,
-	                      o.stdin_data != NULL, &run.sp);
+	                      o.stdin_data != NULL || src_fd >= 0, &run.sp);
 	if (r < 0) {
 		sbx_result_free(run.res);
 		return r;
@@ -311,6 +354,12 @@ int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exe
 	return 0;
 }
 
+int sbx_exec_unhooked(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+                      sbx_result **out)
+{
+	return run_exec(ws, argv, opts, -1, out);
+}
+
 static const char *end_of(const sbx_result *res)
 {
 	if (res->timed_out)
@@ -320,9 +369,9 @@ static const char *end_of(const sbx_result *res)
 	return res->exit_code == 0 ? "ok" : "failed";
 }
 
-/* The public exec: asks the approval handler, then runs and logs the command. */
-int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
-             sbx_result **out)
+/* Asks the approval handler, then runs and logs the command. */
+static int exec_logged(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+                       int src_fd, sbx_result **out)
 {
 	sbx_audit_rec rec;
 	sbx_exec_opts o;
@@ -340,7 +389,7 @@ int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *o
 		return r;
 	if ((r = sbx_exec_approve(ws, "exec", argv, o.cwd, &rec)) < 0)
 		return r;
-	r = sbx_exec_unhooked(ws, argv, &o, out);
+	r = run_exec(ws, argv, &o, src_fd, out);
 	if (r < 0) {
 		sbx_audit_str(&rec, "result", "error");
 		sbx_audit_str(&rec, "error", sbx_last_error());
@@ -353,6 +402,23 @@ int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *o
 	}
 	sbx_audit_end(&rec);
 	return r;
+}
+
+int sbx_exec(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+             sbx_result **out)
+{
+	return exec_logged(ws, argv, opts, -1, out);
+}
+
+int sbx_exec_from_fd(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+                     int stdin_fd, sbx_result **out)
+{
+	if (stdin_fd < 0) {
+		if (out)
+			*out = NULL;
+		return sbx_fail(-SBX_EINVAL, "stdin_fd: %d is not a file descriptor", stdin_fd);
+	}
+	return exec_logged(ws, argv, opts, stdin_fd, out);
 }
 
 int sbx_exec_shell(sbx_workspace *ws, const char *command, const sbx_exec_opts *opts,

@@ -146,12 +146,24 @@ typedef struct sbx_spawned {
 int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *cwd,
                       const char *const *env, uint32_t flags, bool want_stdin,
                       sbx_spawned *out);
+/* sbx_spawn_command with a terminal of rows x cols (0 = the default) instead of pipes: the
+ * host ends in_fd and out_fd are two fds of its master, err_fd is -1. -SBX_ENOSYS for a
+ * backend without SBX_BACKEND_CAP_PTY. */
+int sbx_spawn_command_pty(sbx_workspace *ws, const char *const argv[], const char *cwd,
+                          const char *const *env, uint32_t flags, unsigned short rows,
+                          unsigned short cols, sbx_spawned *out);
 
 /* Every command sbx_exec runs (the Bash tool's included) is killed, and the call returns as
  * for a killed command, as soon as fd becomes readable: the CLI's signalfd of INT, TERM and
  * HUP, so that it can close the workspace and exit by the signal. -1 turns it off. Process-
  * wide; not exported. */
 void sbx_exec_set_interrupt_fd(int fd);
+
+/* sbx_exec whose stdin is copied from stdin_fd as it arrives (the command starts at once and
+ * reads end-of-file when stdin_fd does; no size limit), for the CLI's --stdin. stdin_fd stays
+ * the caller's, and blocking: it is read only after poll says it is readable. */
+int sbx_exec_from_fd(sbx_workspace *ws, const char *const argv[], const sbx_exec_opts *opts,
+                     int stdin_fd, sbx_result **out);
 
 /* sbx_exec without the approval hook and the audit record: for the library's own commands
  * (the Bash tool asks and logs once, as a tool call). */

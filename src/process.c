@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 
 #include "audit.h"
 #include "gitguard.h"
@@ -19,6 +21,7 @@ struct sbx_process {
 	sbx_workspace *ws;        /* NULL once detached from a closed or reset workspace */
 	sbx_spawned sp;
 	bool ended;
+	bool pty;                 /* sp.in_fd and sp.out_fd are the terminal's master */
 	int exit_code;
 	int term_signal;
 	struct sbx_process *next; /* in ws->procs */
@@ -32,6 +35,10 @@ static int read_spawn_opts(const sbx_spawn_opts *in, sbx_spawn_opts *o)
 		return r;
 	if (o->flags & ~(SBX_SPAWN_CLEAR_ENV | SBX_SPAWN_MERGE_STDERR))
 		return sbx_fail(-SBX_EINVAL, "opts.flags: unknown bits 0x%x", o->flags);
+	if (o->pty != 0 && o->pty != 1)
+		return sbx_fail(-SBX_EINVAL, "opts.pty: %d is neither 0 nor 1", o->pty);
+	if (!o->pty && (o->rows || o->cols))
+		return sbx_fail(-SBX_EINVAL, "opts.rows, opts.cols: a size needs opts.pty");
 	return 0;
 }
 
@@ -81,7 +88,10 @@ static int spawn_process(sbx_workspace *ws, const char *const argv[], const sbx_
 		sbx_audit_end(&rec);
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	}
-	if ((r = sbx_spawn_command(ws, argv, o.cwd, o.env, o.flags, true, &p->sp)) < 0) {
+	p->pty = o.pty;
+	r = o.pty ? sbx_spawn_command_pty(ws, argv, o.cwd, o.env, o.flags, o.rows, o.cols, &p->sp)
+	          : sbx_spawn_command(ws, argv, o.cwd, o.env, o.flags, true, &p->sp);
+	if (r < 0) {
 		sbx_audit_str(&rec, "result", "error");
 		sbx_audit_str(&rec, "error", sbx_last_error());
 		sbx_audit_end(&rec);
@@ -211,13 +221,47 @@ int sbx_process_write(sbx_process *p, const void *data, size_t len)
 	return 0;
 }
 
+/* A terminal cannot be half-closed (closing its master hangs it up): end-of-file is the
+ * character a user types for it. */
+static int type_end_of_file(struct sbx_process *p)
+{
+	struct termios t;
+	char eof = 4; /* ^D, the default */
+
+	if (tcgetattr(p->sp.in_fd, &t) == 0 && t.c_cc[VEOF] != _POSIX_VDISABLE)
+		eof = (char)t.c_cc[VEOF];
+	return sbx_process_write(p, &eof, 1);
+}
+
 int sbx_process_close_stdin(sbx_process *p)
 {
+	int r;
+
 	if (!p)
 		return sbx_fail(-SBX_EINVAL, "process is NULL");
 	if (p->sp.in_fd < 0)
 		return sbx_fail(-SBX_EBADF, "stdin is already closed");
+	if (p->pty && (r = type_end_of_file(p)) < 0)
+		return r;
 	close_fd(&p->sp.in_fd);
+	return 0;
+}
+
+int sbx_process_resize(sbx_process *p, unsigned short rows, unsigned short cols)
+{
+	struct winsize size = { .ws_row = rows, .ws_col = cols };
+
+	if (!p)
+		return sbx_fail(-SBX_EINVAL, "process is NULL");
+	if (!p->pty)
+		return sbx_fail(-SBX_EINVAL, "resize: the process has no terminal (spawn it with "
+		                "opts.pty)");
+	if (!rows || !cols)
+		return sbx_fail(-SBX_EINVAL, "resize: rows and cols must be at least 1 (got %u x %u)",
+		                (unsigned)rows, (unsigned)cols);
+	/* The read end stays open until the handle is freed, whatever happened to stdin. */
+	if (ioctl(p->sp.out_fd, TIOCSWINSZ, &size) < 0)
+		return sbx_fail(sbx_errno_code(errno), "resize: %s", strerror(errno));
 	return 0;
 }
 
@@ -245,6 +289,9 @@ int sbx_process_read(sbx_process *p, int stream, void *buf, size_t cap, int time
 			*nread = (size_t)n;
 			return 0;
 		}
+		/* A terminal whose every slave fd closed reads EIO: that is its end-of-file. */
+		if (errno == EIO && p->pty)
+			return 0;
 		if (errno != EINTR && errno != EAGAIN)
 			return sbx_fail(sbx_errno_code(errno), "read: %s", strerror(errno));
 		if (errno == EAGAIN && timeout_ms == 0)

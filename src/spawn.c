@@ -125,24 +125,56 @@ static void close_host_ends(sbx_spawned *s)
 	s->in_fd = s->out_fd = s->err_fd = -1;
 }
 
-int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *cwd,
+/* A terminal's child ends are /dev/null: the runner puts the terminal it makes on fds 0-2. */
+static int make_null_stdio(struct child_ends *child)
+{
+	if ((child->in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 ||
+	    (child->out = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
+		return sbx_fail(sbx_errno_code(errno), "open /dev/null: %s", strerror(errno));
+	child->err = child->out;
+	return 0;
+}
+
+/* The terminal's master, as the host ends: one fd to write stdin, a copy to read output. */
+static int take_master(int master, sbx_spawned *out)
+{
+	if (master < 0)
+		return sbx_fail(-SBX_EPROTO, "pty: the backend started the command without a "
+		                "terminal");
+	out->in_fd = master;
+	if ((out->out_fd = fcntl(master, F_DUPFD_CLOEXEC, 3)) < 0)
+		return sbx_fail(sbx_errno_code(errno), "pty: dup: %s", strerror(errno));
+	return 0;
+}
+
+struct pty_request {
+	bool on;
+	unsigned short rows, cols;
+};
+
+static int spawn_with(sbx_workspace *ws, const char *const argv[], const char *cwd,
                       const char *const *env, uint32_t flags, bool want_stdin,
-                      sbx_spawned *out)
+                      const struct pty_request *pty, sbx_spawned *out)
 {
 	struct child_ends child = { -1, -1, -1 };
 	_cleanup_free_ char *cwd_view = NULL;
 	_cleanup_close_ int cwd_fd = -1;
 	char **envp = NULL;
-	int r;
+	int r, master = -1;
 
 	*out = (sbx_spawned){ .wait_fd = -1, .in_fd = -1, .out_fd = -1, .err_fd = -1 };
 	if (!ws)
 		return sbx_fail(-SBX_EINVAL, "workspace is NULL");
 	sbx_workspace_touch(ws);   /* exec, process and the Bash tool all start here */
+	if (pty->on && !(ws->caps & SBX_BACKEND_CAP_PTY))
+		return sbx_fail(-SBX_ENOSYS, "opts.pty: backend '%s' cannot give a command a "
+		                "terminal", ws->ops->name);
 	if ((r = check_argv(argv)) < 0 || (r = resolve_cwd(ws, cwd, &cwd_view, &cwd_fd)) < 0 ||
 	    (r = sbx_env_compose(ws->base_env, env, flags & SBX_EXEC_CLEAR_ENV, &envp)) < 0)
 		goto done;
-	if ((r = make_stdio(want_stdin, flags & SBX_EXEC_MERGE_STDERR, out, &child)) < 0)
+	r = pty->on ? make_null_stdio(&child)
+	            : make_stdio(want_stdin, flags & SBX_EXEC_MERGE_STDERR, out, &child);
+	if (r < 0)
 		goto done;
 	sbx_backend_spawn req = {
 		.size = sizeof req,
@@ -154,14 +186,41 @@ int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *c
 		.stdout_fd = child.out,
 		.stderr_fd = child.err,
 		.limits = &ws->cfg->limits,
+		.pty = pty->on,
+		.rows = pty->rows ? pty->rows : 24,
+		.cols = pty->cols ? pty->cols : 80,
+		.pty_fd = pty->on ? &master : NULL,
 	};
 	r = ws->ops->spawn(ws->state, &req, &out->proc, &out->wait_fd);
+	if (r >= 0 && pty->on && (r = take_master(master, out)) < 0) {
+		ws->ops->proc_kill(out->proc);
+		ws->ops->proc_release(out->proc);
+		out->proc = NULL;
+	}
 done:
 	close_ends(&child);
 	sbx_strv_free(envp);
 	if (r < 0)
 		close_host_ends(out);
 	return r;
+}
+
+int sbx_spawn_command(sbx_workspace *ws, const char *const argv[], const char *cwd,
+                      const char *const *env, uint32_t flags, bool want_stdin,
+                      sbx_spawned *out)
+{
+	const struct pty_request none = { .on = false };
+
+	return spawn_with(ws, argv, cwd, env, flags, want_stdin, &none, out);
+}
+
+int sbx_spawn_command_pty(sbx_workspace *ws, const char *const argv[], const char *cwd,
+                          const char *const *env, uint32_t flags, unsigned short rows,
+                          unsigned short cols, sbx_spawned *out)
+{
+	const struct pty_request pty = { .on = true, .rows = rows, .cols = cols };
+
+	return spawn_with(ws, argv, cwd, env, flags, true, &pty, out);
 }
 
 ssize_t sbx_pipe_write(int fd, const void *data, size_t len)

@@ -21,6 +21,7 @@
 
 #include "internal.h"
 #include "util/error.h"
+#include "util/fdpass.h"
 #include "proto/run_proto.h"
 #include "backends/common/runclient.h"
 
@@ -183,6 +184,53 @@ static int report_outcome(const struct sbx_runclient *p, int *exit_code, int *te
 	                p->who, WEXITSTATUS(st));
 }
 
+/* The runner's first message, SBX_RUN_PTY: its terminal's master, or why it has none. */
+static int receive_pty(struct sbx_runclient *p, int *fd)
+{
+	struct sbx_run_report rep;
+	size_t nfds = 0;
+	int r = sbx_recv_with_fds(p->ctrl, &rep, sizeof rep, fd, 1, &nfds);
+
+	if (r == -EPIPE)
+		return sbx_fail(-SBX_EIO, "%s: the runner ended before making the terminal", p->who);
+	if (r < 0)
+		return sbx_fail(-SBX_EPROTO, "%s: receiving the terminal: %s", p->who, strerror(-r));
+	if (rep.kind == SBX_RUN_PTY && rep.exit_code == 0 && nfds == 1)
+		return 0;
+	if (nfds)
+		close(*fd);
+	*fd = -1;
+	if (rep.kind == SBX_RUN_PTY && rep.exit_code == 0)
+		return sbx_fail(-SBX_ENOSYS, "%s: pty: the terminal made where the command runs "
+		                "cannot be handed to the host (a runtime such as gVisor keeps its "
+		                "terminals inside its own kernel)", p->who);
+	if (rep.kind == SBX_RUN_PTY && rep.exit_code > 0)
+		return sbx_fail(-SBX_ENOSYS, "%s: pty: no terminal could be made where the command "
+		                "runs, or handed to the host (a runtime such as gVisor keeps its "
+		                "terminals inside its own kernel): %s", p->who,
+		                strerror(rep.exit_code));
+	/* An EXITED report first: a runner that ignored the request (one older than 1.7). */
+	return sbx_fail(-SBX_ENOSYS, "%s: pty: the command's runner made no terminal (is the "
+	                "sandbox's helper older than the library?)", p->who);
+}
+
+int sbx_runclient_take_pty(struct sbx_runclient *p, int timeout_ms, int *fd)
+{
+	struct pollfd pfd = { .fd = p->ctrl, .events = POLLIN };
+	int64_t deadline = sbx_now_ms() + timeout_ms;
+	int r;
+
+	*fd = -1;
+	while ((r = poll(&pfd, 1, ms_until(deadline))) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		return sbx_fail(sbx_errno_code(errno), "%s: poll: %s", p->who, strerror(errno));
+	if (r == 0)
+		return sbx_fail(-SBX_ETIMEDOUT, "%s: pty: the runner sent no terminal within %d ms",
+		                p->who, timeout_ms);
+	return receive_pty(p, fd);
+}
+
 int sbx_runclient_wait(void *proc, int timeout_ms, int *exit_code, int *term_signal)
 {
 	struct sbx_runclient *p = proc;
@@ -265,6 +313,11 @@ static const struct {
 	{ "nproc", offsetof(sbx_backend_limits, processes) },
 	{ "as", offsetof(sbx_backend_limits, memory_bytes) },
 };
+
+void sbx_runclient_pty_text(unsigned short rows, unsigned short cols, sbx_pty_text out)
+{
+	snprintf(out, sizeof(sbx_pty_text), "%ux%u", (unsigned)rows, (unsigned)cols);
+}
 
 size_t sbx_runclient_rlimits(const struct sbx_backend_limits *limits,
                              sbx_rlimit_text text[SBX_RUNCLIENT_MAX_RLIMITS])

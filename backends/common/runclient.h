@@ -45,6 +45,15 @@ struct sbx_runclient_set {
  * it then owns. NULL when out of memory. */
 struct sbx_runclient *sbx_runclient_new(pid_t pid, int ctrl, const char *who);
 
+/* A runner asked for a terminal (run_proto.h, --pty) sends its master before anything else:
+ * waits up to timeout_ms for it and stores it in *fd (close-on-exec, the caller's). On
+ * failure *fd is -1 and the message says why; the caller releases p. */
+#define SBX_RUNCLIENT_PTY_TIMEOUT_MS 30000
+int sbx_runclient_take_pty(struct sbx_runclient *p, int timeout_ms, int *fd);
+/* The size of a terminal as the runner takes it: "ROWSxCOLS" (--pty, or "pty=" for the init). */
+typedef char sbx_pty_text[24];
+void sbx_runclient_pty_text(unsigned short rows, unsigned short cols, sbx_pty_text out);
+
 int sbx_runclient_wait(void *proc, int timeout_ms, int *exit_code, int *term_signal);
 int sbx_runclient_signal(void *proc, int sig);
 int sbx_runclient_kill(void *proc);

@@ -291,7 +291,7 @@ const sbx_backend_ops sbx_backend_docker = {
 	.name = "docker",
 	.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED |
 	        SBX_BACKEND_CAP_NETWORK_NONE | SBX_BACKEND_CAP_NETWORK_HOST |
-	        SBX_BACKEND_CAP_NETWORK_ALLOWLIST,
+	        SBX_BACKEND_CAP_NETWORK_ALLOWLIST | SBX_BACKEND_CAP_PTY,
 	.probe = docker_probe,
 	.open = docker_open,
 	.close = docker_close,

@@ -35,6 +35,11 @@ static void json_str(sbx_buf *b, const char *s)
 	sbx_buf_json_string(b, s, strlen(s));
 }
 
+bool docker_wants_pty(const sbx_backend_spawn *req)
+{
+	return SBX_BACKEND_SPAWN_HAS(req, pty_fd) && req->pty && req->pty_fd;
+}
+
 static void add_runner_argv(sbx_buf *b, const char *sock, const sbx_backend_spawn *req,
                             bool direct)
 {
@@ -52,6 +57,12 @@ static void add_runner_argv(sbx_buf *b, const char *sock, const sbx_backend_spaw
 	for (size_t i = 0; i < n; i++) {
 		sbx_buf_puts(b, ",\"--rlimit\",");
 		json_str(b, limits[i]);
+	}
+	if (docker_wants_pty(req)) {
+		sbx_pty_text size;
+
+		sbx_runclient_pty_text(req->rows, req->cols, size);
+		sbx_buf_printf(b, ",\"--pty\",\"%s\"", size);
 	}
 	sbx_buf_puts(b, ",\"--\"");
 	for (const char *const *a = req->argv; *a; a++) {
@@ -260,6 +271,12 @@ static int spawn_direct(struct docker_ws *ws, const sbx_backend_spawn *req, int 
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
 	}
 	ctrl = -1; /* the client owns it now */
+	if (docker_wants_pty(req) &&
+	    (r = sbx_runclient_take_pty(p->rc, SBX_RUNCLIENT_PTY_TIMEOUT_MS, req->pty_fd)) < 0) {
+		sbx_runclient_release(p->rc);
+		free(p);
+		return r;
+	}
 	*out = p;
 	return 0;
 }
@@ -298,6 +315,10 @@ static int spawn_through_api(struct docker_ws *ws, const sbx_backend_spawn *req,
 	_cleanup_free_ char *sock = NULL, *sock_path = NULL;
 	int r;
 
+	/* The exec stream carries bytes, not the terminal's master. */
+	if (ws->opts.stream && docker_wants_pty(req))
+		return sbx_fail(-SBX_ENOSYS, "docker: pty: not with docker.stdio \"stream\" (use "
+		                "\"direct\", or exec \"server\")");
 	if ((r = docker_control_listen(ws->control_dir, &lfd, &sock)) < 0)
 		return r;
 	if (asprintf(&sock_path, "%s/%s", ws->control_dir, sock) < 0) {

@@ -44,6 +44,8 @@ struct docker_proc {
 };
 
 /* exec.c */
+/* Whether the core asked for a terminal (sbx_backend_spawn.pty, since 1.7). */
+bool docker_wants_pty(const sbx_backend_spawn *req);
 /* Creates an engine exec of the runner for req, its control socket named sock in
  * DOCKER_CONTROL_DIR; direct: stdio from the control channel, else attached. */
 int docker_exec_create(struct docker_ws *ws, const sbx_backend_spawn *req, const char *sock,

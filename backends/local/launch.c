@@ -22,10 +22,18 @@
 
 struct rlimit_args {
 	sbx_rlimit_text text[SBX_RUNCLIENT_MAX_RLIMITS]; /* storage for the argv strings */
+	sbx_pty_text pty;
 };
 
-/* runner --proto 1 [--rlimit NAME=VALUE]... -- COMMAND... ; NULL on allocation failure. */
-static const char **build_runner_argv(const char *runner, const sbx_backend_limits *limits,
+static bool wants_pty(const sbx_backend_spawn *req)
+{
+	return SBX_BACKEND_SPAWN_HAS(req, pty_fd) && req->pty && req->pty_fd;
+}
+
+/* runner --proto 1 [--rlimit NAME=VALUE]... [--pty ROWSxCOLS] -- COMMAND... ; NULL on
+ * allocation failure. */
+static const char **build_runner_argv(const char *runner, const sbx_backend_spawn *req,
+                                      const sbx_backend_limits *limits,
                                       const char *const *cmd, struct rlimit_args *store)
 {
 	size_t argc = 0, n = 0;
@@ -33,7 +41,7 @@ static const char **build_runner_argv(const char *runner, const sbx_backend_limi
 
 	while (cmd[argc])
 		argc++;
-	argv = calloc(3 + 2 * SBX_RUNCLIENT_MAX_RLIMITS + 1 + argc + 1, sizeof *argv);
+	argv = calloc(3 + 2 * SBX_RUNCLIENT_MAX_RLIMITS + 2 + 1 + argc + 1, sizeof *argv);
 	if (!argv)
 		return NULL;
 	argv[n++] = runner;
@@ -42,6 +50,11 @@ static const char **build_runner_argv(const char *runner, const sbx_backend_limi
 	for (size_t i = 0, k = sbx_runclient_rlimits(limits, store->text); i < k; i++) {
 		argv[n++] = "--rlimit";
 		argv[n++] = store->text[i];
+	}
+	if (wants_pty(req)) {
+		sbx_runclient_pty_text(req->rows, req->cols, store->pty);
+		argv[n++] = "--pty";
+		argv[n++] = store->pty;
 	}
 	argv[n++] = "--";
 	for (size_t i = 0; i < argc; i++)
@@ -175,7 +188,7 @@ int local_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wai
 		if (fds[i] < 0 && wanted[i] >= 0)
 			return sbx_fail(sbx_errno_code(errno), "local: dup: %s", strerror(errno));
 	}
-	argv = build_runner_argv(ws->runner, spawn_limits(ws, req), req->argv, &rlimit_text);
+	argv = build_runner_argv(ws->runner, req, spawn_limits(ws, req), req->argv, &rlimit_text);
 	if (!argv)
 		return sbx_fail(-SBX_ENOMEM, "local: out of memory");
 	err = spawn_runner(ws, req, argv, fds, &pid);
@@ -191,6 +204,11 @@ int local_spawn(void *state, const sbx_backend_spawn *req, void **proc, int *wai
 	}
 	host_end = -1;
 	sbx_runclient_track(&ws->live, p);
+	if (wants_pty(req) &&
+	    (err = sbx_runclient_take_pty(p, SBX_RUNCLIENT_PTY_TIMEOUT_MS, req->pty_fd)) < 0) {
+		sbx_runclient_release(p);
+		return err;
+	}
 	*proc = p;
 	*wait_fd = p->ctrl;
 	return 0;

@@ -128,7 +128,7 @@ const sbx_backend_ops sbx_backend_local = {
 	.name = "local",
 	/* No isolation, so neither ISOLATED nor NETWORK_NONE: commands see the host as it is. */
 	.caps = SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_NETWORK_HOST |
-	        SBX_BACKEND_CAP_HOST_VIEW,
+	        SBX_BACKEND_CAP_HOST_VIEW | SBX_BACKEND_CAP_PTY,
 	.probe = local_probe,
 	.open = local_open,
 	.close = local_close,

@@ -2,6 +2,11 @@
 #include "backends/sandbox/sandbox_int.h"
 
 
+static bool wants_pty(const sbx_backend_spawn *req)
+{
+	return SBX_BACKEND_SPAWN_HAS(req, pty_fd) && req->pty && req->pty_fd;
+}
+
 /* The spawn message: the header, then the payload (init_proto.h); *len counts both. */
 static char *build_message(const sbx_backend_spawn *req, const sbx_backend_limits *limits,
                            size_t *len)
@@ -19,6 +24,14 @@ static char *build_message(const sbx_backend_spawn *req, const sbx_backend_limit
 		sbx_buf_append(&b, req->envp[head.envc], strlen(req->envp[head.envc]) + 1);
 	for (size_t i = 0; i < nrl; i++)
 		sbx_buf_append(&b, rl[i], strlen(rl[i]) + 1);
+	if (wants_pty(req)) {
+		sbx_pty_text size;
+
+		sbx_runclient_pty_text(req->rows, req->cols, size);
+		sbx_buf_printf(&b, "pty=%s", size);
+		sbx_buf_append(&b, "", 1);
+		head.nlimits++;
+	}
 	if (b.oom || b.len - sizeof head > SBX_INIT_PAYLOAD_MAX) {
 		sbx_buf_free(&b);
 		return NULL;
@@ -76,6 +89,11 @@ int sbx_init_channel_spawn(int ctl, const char *who, const sbx_backend_spawn *re
 	host_end = -1;
 	if (live)
 		sbx_runclient_track(live, p);
+	if (wants_pty(req) &&
+	    (r = sbx_runclient_take_pty(p, SBX_RUNCLIENT_PTY_TIMEOUT_MS, req->pty_fd)) < 0) {
+		sbx_runclient_release(p);
+		return r;
+	}
 	*proc = p;
 	*wait_fd = p->ctrl;
 	return 0;

@@ -155,5 +155,6 @@ int sbx_sandbox_backend_detached_stop(const char *workdir, const char *id, int *
 #define SBX_SANDBOX_CAPS                                                                      \
 	(SBX_BACKEND_CAP_HOST_FILES | SBX_BACKEND_CAP_ISOLATED | SBX_BACKEND_CAP_NETWORK_NONE |  \
 	 SBX_BACKEND_CAP_NETWORK_HOST | SBX_BACKEND_CAP_NETWORK_ALLOWLIST |                      \
-	 SBX_BACKEND_CAP_DISK_LIMITS | SBX_BACKEND_CAP_DETACHED | SBX_BACKEND_CAP_HELPER_BINDS)
+	 SBX_BACKEND_CAP_DISK_LIMITS | SBX_BACKEND_CAP_DETACHED | SBX_BACKEND_CAP_HELPER_BINDS |  \
+	 SBX_BACKEND_CAP_PTY)
 #endif

@@ -110,6 +110,11 @@ export interface SpawnOptions {
   env?: EnvOption;
   clearEnv?: boolean;
   mergeStderr?: boolean;
+  /** Since 1.7: run on a new terminal (stdout reads it, stderr is merged on it and null). */
+  pty?: boolean;
+  /** The terminal's size; 0 or absent: 24 rows, 80 columns. */
+  rows?: number;
+  cols?: number;
 }
 
 export interface ProcessStatus {
@@ -138,6 +143,10 @@ export declare class Process implements AsyncDisposable {
   signal(sig: number | string): Promise<void>;
   /** Kills the command and every process it started. */
   kill(): Promise<void>;
+  /** Since 1.7: whether the process runs on a terminal (spawn with pty). */
+  readonly pty: boolean;
+  /** Since 1.7: sets the terminal's size; the command's foreground group gets SIGWINCH. */
+  resize(rows: number, cols: number): Promise<void>;
   /** Kills it if it runs and releases the handle and streams. Idempotent. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

@@ -107,6 +107,15 @@ function jsonText(value) {
 
 // ---- the workspace ----
 
+/** A terminal size option: undefined is 0 (the default), else an integer 0..65535. */
+function terminalSize(v, name) {
+  if (v === undefined || v === null) return 0;
+  if (!Number.isInteger(v) || v < 0 || v > 65535) {
+    throw bindingError('EINVAL', `${name}: expected an integer 0..65535, got ${v}`, 'spawn');
+  }
+  return v;
+}
+
 class Workspace {
   #handle;
   #info;
@@ -219,7 +228,10 @@ class Workspace {
 
   /**
    * Starts a long-running command with pipes and resolves to a Process: stdout and stderr are
-   * Readable streams (stderr is null with mergeStderr), stdin a Writable.
+   * Readable streams (stderr is null with mergeStderr), stdin a Writable. With pty: true
+   * (library 1.7+) it runs on a new terminal of rows x cols (0: 24 x 80) made where it runs,
+   * its controlling terminal: stdout reads the terminal (stderr merged on it, null), stdin
+   * types at it, Process#resize changes its size.
    */
   async spawn(argvOrString, opts = {}) {
     const cmd = command(argvOrString);
@@ -228,9 +240,13 @@ class Workspace {
       cwd: opts.cwd === undefined ? undefined : cString(opts.cwd, 'cwd'),
       env: envEntries(opts.env),
       flags: (opts.clearEnv ? EXEC_CLEAR_ENV : 0) | (opts.mergeStderr ? EXEC_MERGE_STDERR : 0),
+      pty: Boolean(opts.pty),
+      rows: terminalSize(opts.rows, 'rows'),
+      cols: terminalSize(opts.cols, 'cols'),
     };
     const spawned = await this.#run('spawn', [argv, options]);
-    const proc = new Process(threads(), this.#gate, spawned, (p) => this.#processes.delete(p));
+    const proc = new Process(threads(), this.#gate, spawned, (p) => this.#processes.delete(p),
+      { pty: options.pty });
     this.#processes.add(proc);
     return proc;
   }

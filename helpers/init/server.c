@@ -173,7 +173,10 @@ static void apply_limits(char **limits)
 {
 	for (char **l = limits; *l; l++) {
 		char *eq = strchr(*l, '=');
-		if (eq)
+		/* "pty=ROWSxCOLS" rides with the limits: a runner setting of the same shape. */
+		if (eq && eq - *l == 3 && strncmp(*l, "pty", 3) == 0)
+			sbx_runner_set_pty(eq + 1);
+		else if (eq)
 			sbx_runner_set_rlimit(*l, (size_t)(eq - *l), strtoull(eq + 1, NULL, 10));
 	}
 }

@@ -60,6 +60,10 @@ extern "C" {
                                                   system at the host's own paths (no root of
                                                   their own): helpers run from where the
                                                   library finds them on the host */
+#define SBX_BACKEND_CAP_PTY          (1u << 9) /* since 1.7: honours sbx_backend_spawn.pty (a
+                                                  terminal for the command, made where the
+                                                  command runs); the core refuses a pty for a
+                                                  backend without it */
 
 /* Since 1.6: where a HELPER_BINDS backend binds the helper programs (read-only) and the MCP
  * gateway's run folder (writable) inside the sandbox. */
@@ -155,7 +159,21 @@ typedef struct sbx_backend_spawn {
 	int stdout_fd;                /* stdout_fd when streams are merged. Owned by the core,   */
 	int stderr_fd;                /* which closes them after spawn() returns.                */
 	const sbx_backend_limits *limits; /* per-command rlimits to apply */
+	/* Since library 1.7 (read only when size covers it; nonzero only for backends with
+	 * SBX_BACKEND_CAP_PTY): */
+	int pty;                      /* 1: the command runs on a new pseudo-terminal made where
+	                                 it runs (in the sandbox: its own devpts), its controlling
+	                                 terminal and its stdin, stdout and stderr; the three fds
+	                                 above are then /dev/null and unused */
+	unsigned short rows, cols;    /* the terminal's size (never 0) */
+	int *pty_fd;                  /* where spawn() stores the terminal's master fd (the
+	                                 core's from then on, close-on-exec), by which the core
+	                                 writes, reads and resizes (TIOCSWINSZ) */
 } sbx_backend_spawn;
+
+/* Whether the core's spawn request has member (a later addition). */
+#define SBX_BACKEND_SPAWN_HAS(req, member) \
+	((req)->size >= offsetof(sbx_backend_spawn, member) + sizeof (req)->member)
 
 /* Concurrency. The ops of one workspace (one state) are called as follows; a backend needs
  * no lock of its own beyond what this leaves concurrent:

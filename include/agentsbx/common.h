@@ -87,7 +87,7 @@ enum sbx_error {
  * Library-wide
  * ------------------------------------------------------------------------------------- */
 
-/* The library's version string ("1.6.0"): SBX_VERSION_STRING of the headers it was built
+/* The library's version string ("1.7.0"): SBX_VERSION_STRING of the headers it was built
  * with. Static storage. */
 SBX_API const char *sbx_version(void);
 

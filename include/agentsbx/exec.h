@@ -104,6 +104,9 @@ typedef struct sbx_spawn_opts {
 	const char *cwd;            /* as in sbx_exec_opts */
 	const char *const *env;     /* as in sbx_exec_opts */
 	uint32_t flags;             /* SBX_SPAWN_* */
+	/* Since 1.7 (read only when size covers them): */
+	int pty;                    /* 1: the command runs on a new pseudo-terminal (see below) */
+	unsigned short rows, cols;  /* the terminal's size; 0 = 24 rows, 80 columns */
 } sbx_spawn_opts;
 
 /* An sbx_spawn_opts with size set and every option at its default (since 1.6). */
@@ -111,14 +114,35 @@ typedef struct sbx_spawn_opts {
 
 /* Starts argv in the workspace with pipes on stdin, stdout and stderr and returns at once.
  * The same rules as sbx_exec apply (session, environment, exit codes 126/127). Release with
- * sbx_process_free(), which kills the process tree if it still runs. */
+ * sbx_process_free(), which kills the process tree if it still runs.
+ *
+ * With opts.pty (since 1.7) the command gets a terminal instead of pipes, for programs that
+ * need one (shells, REPLs, pagers, full-screen tools): a new pseudo-terminal made where the
+ * command runs — in a sandbox (backends ns, bwrap, docker) in its own devpts instance, so
+ * no terminal of the host is reachable from it — which is the controlling terminal of the
+ * command's new session and its stdin, stdout and stderr. Then:
+ *  - stdout and stderr are merged on the terminal (SBX_STDERR is -SBX_EBADF), and what the
+ *    command prints arrives with the terminal's line discipline applied ("\r\n");
+ *  - what sbx_process_write sends is typed at the terminal: echoed, line-edited, ^C sends
+ *    SIGINT to the foreground process group, as at a keyboard;
+ *  - sbx_process_close_stdin types the end-of-file character (^D): a program reading lines
+ *    sees end-of-file; a raw-mode program sees the byte;
+ *  - sbx_process_read of SBX_STDOUT reads the terminal and gives end-of-file once every
+ *    process of the command has closed it;
+ *  - sbx_process_resize changes its size.
+ * Backends: local (a terminal of the host's /dev/pts: local isolates nothing), ns, bwrap,
+ * and docker with exec "server" or stdio "direct" on runc (gVisor keeps its terminals in its
+ * own kernel). Elsewhere spawning with opts.pty fails with -SBX_ENOSYS and a message naming
+ * the option or the reason. */
 SBX_API int sbx_process_spawn(sbx_workspace *ws, const char *const argv[],
                               const sbx_spawn_opts *opts, sbx_process **out);
 
 /* The host-side file descriptor of a stream (SBX_STDIN: the write end; SBX_STDOUT/SBX_STDERR:
  * the read ends), for poll/epoll/event loops, or -SBX_EBADF if it is closed (stderr when
  * merged). The fd stays owned by the process handle; it is close-on-exec and blocking (set
- * O_NONBLOCK yourself if your loop needs it). */
+ * O_NONBLOCK yourself if your loop needs it). With opts.pty, SBX_STDIN and SBX_STDOUT are two
+ * fds of the terminal's master (one open file: O_NONBLOCK on one is on both), and a read of
+ * it fails with EIO where a pipe would read end-of-file. */
 SBX_API int sbx_process_fd(const sbx_process *proc, int stream);
 
 /* Writes all of data to the command's stdin. A command that has closed its stdin gives
@@ -137,6 +161,11 @@ SBX_API int sbx_process_read(sbx_process *proc, int stream, void *buf, size_t ca
  * its exit code (-1 if signalled) and signal (0 if exited) where the pointers are not NULL.
  * Still running: -SBX_ETIMEDOUT. May be called again after it succeeded. */
 SBX_API int sbx_process_wait(sbx_process *proc, int timeout_ms, int *exit_code, int *term_signal);
+
+/* Since 1.7: sets the size of the terminal of a process spawned with opts.pty (rows and
+ * cols 1..65535); the command's foreground process group receives SIGWINCH. A process
+ * without a terminal: -SBX_EINVAL. */
+SBX_API int sbx_process_resize(sbx_process *proc, unsigned short rows, unsigned short cols);
 
 /* Sends a signal to the command's process group. */
 SBX_API int sbx_process_signal(sbx_process *proc, int sig);

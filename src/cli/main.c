@@ -383,28 +383,27 @@ static const char exec_usage[] =
 static int cmd_exec(int argc, char **argv)
 {
 	struct ws_options o = { 0 };
-	_cleanup_free_ char *input = NULL;
 	sbx_workspace *ws = NULL;
 	sbx_result *res = NULL;
-	size_t input_len = 0;
 	int code = 0, first, r;
 
 	if ((first = parse_ws_options(argc, argv, exec_usage, &o, &code)) < 0)
 		return code;
 	if (first >= argc)
 		return fail("exec: no command given\nusage: %s", exec_usage);
-	if (o.read_stdin && read_stdin_all(&input, &input_len) < 0)
-		return fail("%s", "--stdin: cannot read standard input (or it exceeds 64 MiB)");
 	if ((code = open_from_options(&o, &ws)) != 0)
 		return code;
 	sbx_exec_opts opts = {
 		.size = sizeof opts,
-		.stdin_data = input,
-		.stdin_len = input_len,
 		.flags = SBX_EXEC_NO_CAPTURE,
 		.on_output = write_through,
 	};
-	r = sbx_exec(ws, (const char *const *)argv + first, &opts, &res);
+	/* --stdin streams: the command starts at once and reads our stdin as it arrives. */
+	if (o.read_stdin)
+		r = sbx_exec_from_fd(ws, (const char *const *)argv + first, &opts, STDIN_FILENO,
+		                     &res);
+	else
+		r = sbx_exec(ws, (const char *const *)argv + first, &opts, &res);
 	code = r < 0 ? library_error("exec", r) : exit_code_of(res);
 	sbx_result_free(res);
 	warn_git_quarantine(ws);

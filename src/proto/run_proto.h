@@ -22,6 +22,15 @@
  *    sends one SBX_RUN_EXITED report and exits 0.
  * A command that cannot be executed ends with code 127 (not found) or 126 (other errors) after
  * the runner wrote the reason to the command's stderr.
+ *
+ * Since 1.7, a terminal: `--pty ROWSxCOLS` (or, from the sandbox init, the runner setting
+ * "pty=ROWSxCOLS" among its limits) makes the runner open a new pseudo-terminal where it runs
+ * (the sandbox's own devpts instance), before anything else: it sends one SBX_RUN_PTY report
+ * carrying the master fd (SCM_RIGHTS; exit_code 0, or an errno value and no fd when no
+ * terminal could be made, after which the command is refused with 126), then starts the
+ * command with the terminal's slave as its controlling terminal and as fds 0-2, the fds it
+ * was given being unused. The host talks to the command through the master, and resizes it
+ * there (TIOCSWINSZ, which signals SIGWINCH to the command's foreground process group).
  */
 #ifndef SBX_RUN_PROTO_H
 #define SBX_RUN_PROTO_H
@@ -30,6 +39,9 @@
 
 #define SBX_RUN_PROTO_VERSION 1
 #define SBX_RUN_CONTROL_FD 3
+/* A terminal's size when the host gives none. */
+#define SBX_RUN_PTY_ROWS 24
+#define SBX_RUN_PTY_COLS 80
 
 enum sbx_run_op { SBX_RUN_SIGNAL = 1, SBX_RUN_KILL = 2 };
 
@@ -38,7 +50,7 @@ struct sbx_run_request {
 	int32_t sig;
 };
 
-enum sbx_run_report_kind { SBX_RUN_EXITED = 1 };
+enum sbx_run_report_kind { SBX_RUN_EXITED = 1, SBX_RUN_PTY = 2 };
 
 struct sbx_run_report {
 	uint32_t kind;

@@ -31,6 +31,25 @@ check "stderr passes through" err "$(cat "$work/stderr")"
 
 echo piped | "$cli" exec --stdin -- cat >"$work/stdin-out"
 check "stdin with --stdin" piped "$(cat "$work/stdin-out")"
+# --stdin streams: a line reaches the command before the next one is even written (the
+# command echoes the first back, and only once that came back is the second sent).
+mkfifo "$work/to-cmd" "$work/from-cmd"
+"$cli" exec --stdin -- sh -c 'read a; echo "got $a"; read b; echo "got $b"' \
+  <"$work/to-cmd" >"$work/from-cmd" &
+streaming=$!
+exec 5>"$work/to-cmd" 6<"$work/from-cmd"
+echo first >&5
+first=; read -r -t 60 first <&6
+check "--stdin: the first line arrives before the second is sent" "got first" "$first"
+echo second >&5
+exec 5>&-
+second=; read -r -t 60 second <&6
+exec 6<&-
+check "--stdin: the second line follows" "got second" "$second"
+wait "$streaming"; check "--stdin: streaming exec exits 0" 0 $?
+# No size limit: more than the old 64 MiB goes through.
+count=$(head -c 70M /dev/zero | "$cli" exec --stdin -- wc -c)
+check "--stdin: 70 MiB pass through" 73400320 "$(echo $count)"
 "$cli" exec -- head -c 20000000 /dev/zero | wc -c >"$work/count"
 check "large output is not capped" 20000000 "$(tr -d ' ' <"$work/count")"
 

@@ -6,7 +6,9 @@
  *    stdin, merged stderr, streaming, the output cap, timeouts, and nothing a command started
  *    outliving it (a double-forked setsid daemon included);
  *  - many threads on one workspace;
- *  - the process API: spawn, write, read, close_stdin, wait, signal, kill, free;
+ *  - the process API: spawn, write, read, close_stdin, wait, signal, kill, free; and with a
+ *    terminal (opts.pty): a tty of the given size as the controlling terminal, resize and
+ *    SIGWINCH, end-of-file typed, and no terminal of the host reachable from it;
  *  - the file primitives, and that what they do is what commands inside see, both ways;
  *  - reset and close: every process of the workspace ends, nothing is left behind.
  *
@@ -21,8 +23,12 @@
  * with the reason. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -818,6 +824,266 @@ START_TEST(test_process_write_after_stdin_closed_is_eio)
 }
 END_TEST
 
+/* ---- a terminal (opts.pty, since 1.7) ---------------------------------------------------- */
+
+/* gVisor keeps a terminal inside its own kernel, so none can reach the host: there a pty is
+ * refused, with a message that says so; true when this run is such a case (then checked). */
+static bool pty_refused_here(void)
+{
+	const char *argv[] = { "tty", NULL };
+	sbx_spawn_opts o = { .size = sizeof o, .pty = 1 };
+	sbx_process *p = NULL;
+
+	if (!bt_processes_hidden())
+		return false;
+	ck_assert_int_eq(sbx_process_spawn(ws, argv, &o, &p), -SBX_ENOSYS);
+	ck_assert_ptr_null(p);
+	ck_assert_msg(strstr(sbx_last_error(), "pty") && strstr(sbx_last_error(), "gVisor"),
+	              "%s", sbx_last_error());
+	return true;
+}
+
+static sbx_process *spawn_pty(const char *cmd, unsigned short rows, unsigned short cols)
+{
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	sbx_spawn_opts o = { .size = sizeof o, .pty = 1, .rows = rows, .cols = cols };
+
+	return spawn(argv, &o);
+}
+
+/* Everything the terminal shows until end-of-file (at most cap - 1 bytes). */
+static char *read_terminal_to_end(sbx_process *p)
+{
+	size_t cap = 65536, got = 0, n;
+	char *buf = calloc(1, cap);
+
+	ck_assert_ptr_nonnull(buf);
+	for (;;) {
+		int r = sbx_process_read(p, SBX_STDOUT, buf + got, cap - 1 - got, 20000, &n);
+
+		ck_assert_msg(r == 0, "read the terminal: %d %s (so far: %s)", r, sbx_last_error(),
+		              buf);
+		if (n == 0 || got + n >= cap - 1)
+			break;
+		got += n;
+	}
+	return buf;
+}
+
+START_TEST(test_pty_is_the_controlling_terminal_of_the_given_size)
+{
+	const char *python = strcmp(bt_backend(), "docker") == 0 ? "" :
+		"python3 -c 'import os,sys; assert os.isatty(0) and os.isatty(1) and "
+		"os.isatty(2); print(\"PYTHON-SAW-A-TTY\")'; ";
+	sbx_process *p;
+	char *out;
+	int code = -2, sig = -2;
+
+	if (pty_refused_here())
+		return;
+	p = spawn_pty(bt_tmp("tty; test -t 0 && test -t 1 && test -t 2 && echo ALL-THREE-TTY; "
+	                     "stty size; %sexec 3</dev/tty && echo DEV-TTY-OPENS", python), 33, 101);
+	out = read_terminal_to_end(p);
+	ck_assert_msg(strstr(out, "/dev/pts/"), "tty printed no /dev/pts path: %s", out);
+	ck_assert_msg(strstr(out, "ALL-THREE-TTY"), "stdio are not all the terminal: %s", out);
+	ck_assert_msg(strstr(out, "33 101"), "stty size is not 33 101: %s", out);
+	ck_assert_msg(!*python || strstr(out, "PYTHON-SAW-A-TTY"), "python3: %s", out);
+	ck_assert_msg(strstr(out, "DEV-TTY-OPENS"), "no controlling terminal: %s", out);
+	ck_assert_int_eq(sbx_process_fd(p, SBX_STDERR), -SBX_EBADF); /* merged on it */
+	ck_assert_int_eq(sbx_process_wait(p, 10000, &code, &sig), 0);
+	ck_assert_int_eq(code, 0);
+	free(out);
+	sbx_process_free(p);
+}
+END_TEST
+
+START_TEST(test_pty_resize_reaches_the_command)
+{
+	/* The trap prints the size the terminal has when SIGWINCH comes: only a resize does it. */
+	sbx_process *p;
+	char *out;
+
+	if (pty_refused_here())
+		return;
+	p = spawn_pty("trap 'stty size; exit 0' WINCH; echo READY; while :; do sleep 0.1; done",
+	              0, 0);
+	ck_assert(read_until(p, SBX_STDOUT, "READY"));
+	ck_assert_int_eq(sbx_process_resize(p, 50, 132), 0);
+	out = read_terminal_to_end(p);
+	ck_assert_msg(strstr(out, "50 132"), "no SIGWINCH with the new size: %s", out);
+	free(out);
+	sbx_process_free(p);
+}
+END_TEST
+
+START_TEST(test_pty_default_size_typing_and_end_of_file)
+{
+	sbx_process *p;
+	int code = -2, sig = -2;
+	char *out;
+
+	if (pty_refused_here())
+		return;
+	p = spawn_pty("stty size; exec cat", 0, 0);
+	ck_assert(read_until(p, SBX_STDOUT, "24 80"));
+	ck_assert_int_eq(sbx_process_write(p, "typed line\n", 11), 0);
+	ck_assert(read_until(p, SBX_STDOUT, "typed line"));
+	/* End-of-file is typed (^D): cat ends, and the terminal reads end-of-file. */
+	ck_assert_int_eq(sbx_process_close_stdin(p), 0);
+	ck_assert_int_eq(sbx_process_write(p, "x", 1), -SBX_EBADF);
+	out = read_terminal_to_end(p);
+	free(out);
+	ck_assert_int_eq(sbx_process_wait(p, 10000, &code, &sig), 0);
+	ck_assert_int_eq(code, 0);
+	ck_assert_int_eq(sbx_process_resize(p, 10, 10), 0); /* still a terminal until freed */
+	sbx_process_free(p);
+}
+END_TEST
+
+START_TEST(test_pty_bad_options_are_refused)
+{
+	const char *argv[] = { "true", NULL };
+	sbx_spawn_opts o = { .size = sizeof o, .pty = 2 };
+	sbx_process *p = NULL;
+
+	ck_assert_int_eq(sbx_process_spawn(ws, argv, &o, &p), -SBX_EINVAL);
+	ck_assert(strstr(sbx_last_error(), "opts.pty"));
+	o = (sbx_spawn_opts){ .size = sizeof o, .rows = 10 };
+	ck_assert_int_eq(sbx_process_spawn(ws, argv, &o, &p), -SBX_EINVAL);
+	ck_assert(strstr(sbx_last_error(), "opts.rows"));
+	p = spawn_shell("exit 0", NULL);
+	ck_assert_int_eq(sbx_process_resize(p, 10, 10), -SBX_EINVAL);
+	ck_assert(strstr(sbx_last_error(), "no terminal"));
+	sbx_process_free(p);
+	if (pty_refused_here())
+		return;
+	p = spawn_pty("exit 0", 0, 0);
+	ck_assert_int_eq(sbx_process_resize(p, 0, 10), -SBX_EINVAL);
+	sbx_process_free(p);
+}
+END_TEST
+
+/* A terminal of the host: a new pty whose slave the test process holds. */
+struct host_tty {
+	int master, slave;
+	char name[64];
+};
+
+static void open_host_tty(struct host_tty *t, bool as_controlling_terminal)
+{
+	t->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	ck_assert_int_ge(t->master, 0);
+	ck_assert_int_eq(unlockpt(t->master), 0);
+	ck_assert_int_eq(ptsname_r(t->master, t->name, sizeof t->name), 0);
+	/* Without O_NOCTTY, a session leader's first terminal becomes its controlling one. */
+	t->slave = open(t->name, O_RDWR | O_CLOEXEC | (as_controlling_terminal ? 0 : O_NOCTTY));
+	ck_assert_int_ge(t->slave, 0);
+}
+
+/* What reached the host terminal, without waiting for more than a moment. */
+static bool host_tty_saw(const struct host_tty *t, const char *mark)
+{
+	char buf[4096] = "";
+	size_t got = 0;
+	struct pollfd pfd = { .fd = t->master, .events = POLLIN };
+
+	while (got < sizeof buf - 1 && poll(&pfd, 1, 200) > 0) {
+		ssize_t n = read(t->master, buf + got, sizeof buf - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return strstr(buf, mark) != NULL;
+}
+
+/* In a child that is a session whose controlling terminal is a host pty, as a harness run
+ * from a terminal is: a command on a pty of its own writes to its /dev/tty. Returns 0 when
+ * that reached the command's terminal and not the harness's, else a code saying which. */
+static int harness_with_a_terminal(void)
+{
+	struct host_tty host;
+	sbx_workspace *w = NULL;
+	const char *argv[] = { "sh", "-c", "echo HOST-MARK-1 >/dev/tty; echo DONE", NULL };
+	sbx_spawn_opts o = { .size = sizeof o, .pty = 1 };
+	sbx_process *p = NULL;
+	char buf[4096] = "";
+	size_t got = 0, n;
+	int code = 0;
+
+	if (setsid() < 0)
+		return 10;
+	open_host_tty(&host, true);
+	if (tcgetsid(host.slave) != getpid())
+		return 11;
+	if (bt_open(NULL, NULL, &w) < 0)
+		return 12;
+	if (sbx_process_spawn(w, argv, &o, &p) < 0)
+		code = 13;
+	while (!code && got < sizeof buf - 1 &&
+	       sbx_process_read(p, SBX_STDOUT, buf + got, sizeof buf - 1 - got, 20000, &n) == 0 &&
+	       n > 0)
+		got += n;
+	if (!code && !strstr(buf, "HOST-MARK-1"))
+		code = 14;                  /* the command's /dev/tty is not its terminal */
+	if (!code && host_tty_saw(&host, "HOST-MARK"))
+		code = 15;                  /* it wrote to the harness's terminal */
+	sbx_process_free(p);
+	sbx_workspace_close(w);
+	return code;
+}
+
+START_TEST(test_pty_the_harness_terminal_is_not_reachable)
+{
+	int status = 0;
+	pid_t pid;
+
+	if (pty_refused_here())
+		return;
+	/* A child: check's case is a process group leader, which setsid() refuses. */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(harness_with_a_terminal());
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "the harness with a terminal: status 0x%x (10-13 set-up, 14: /dev/tty "
+	              "is not the command's terminal, 15: the harness's terminal got the mark)",
+	              status);
+}
+END_TEST
+
+START_TEST(test_pty_is_the_sandboxs_own)
+{
+	struct host_tty host;
+	struct stat host_pts;
+	sbx_process *p;
+	char *out, *line;
+
+	if (pty_refused_here())
+		return;
+	if (strcmp(bt_backend(), "local") == 0)
+		return; /* local isolates nothing: its terminals are the host's by design */
+	open_host_tty(&host, false);
+	ck_assert_int_eq(stat(host.name, &host_pts), 0);
+	/* Every pty the command can name gets the mark; the host's must not. The devpts it
+	 * sees is another instance than the host's (another st_dev). */
+	p = spawn_pty(bt_tmp("for f in /dev/pts/[0-9]* %s; do echo HOST-MARK-2 >\"$f\"; done "
+	                     "2>/dev/null; echo PTS: $(ls /dev/pts | tr '\\n' ' ');"
+	                     "echo DEV: $(stat -c %%d \"$(tty)\")", host.name), 0, 0);
+	out = read_terminal_to_end(p);
+	ck_assert_msg(!host_tty_saw(&host, "HOST-MARK-2"), "a host pty was reachable: %s", out);
+	ck_assert_msg((line = strstr(out, "PTS: ")) != NULL, "%s", out);
+	ck_assert_msg(strncmp(line, "PTS: 0 ptmx", 11) == 0, "other ptys inside: %s", line);
+	ck_assert_msg((line = strstr(out, "DEV: ")) != NULL, "%s", out);
+	ck_assert_msg(strtoull(line + 5, NULL, 10) != (unsigned long long)host_pts.st_dev,
+	              "the command's pty is on the host's devpts (%s)", line);
+	free(out);
+	sbx_process_free(p);
+	close(host.slave);
+	close(host.master);
+}
+END_TEST
+
 /* ---- files: the API and the commands inside see the same tree ----------------------------- */
 
 START_TEST(test_file_written_by_api_is_read_inside)
@@ -1065,6 +1331,7 @@ static Suite *conformance_suite(void)
 	TCase *exec = tcase_create("exec"), *io = tcase_create("io");
 	TCase *tree = tcase_create("tree"), *proc = tcase_create("process");
 	TCase *files = tcase_create("files"), *life = tcase_create("lifecycle");
+	TCase *pty = tcase_create("pty");
 
 	tcase_add_checked_fixture(exec, setup, teardown);
 	tcase_add_test(exec, test_exit_codes);
@@ -1107,6 +1374,15 @@ static Suite *conformance_suite(void)
 	tcase_add_test(proc, test_process_free_kills_running_tree);
 	tcase_add_test(proc, test_process_write_after_stdin_closed_is_eio);
 	suite_add_tcase(s, proc);
+
+	tcase_add_checked_fixture(pty, setup, teardown);
+	tcase_add_test(pty, test_pty_is_the_controlling_terminal_of_the_given_size);
+	tcase_add_test(pty, test_pty_resize_reaches_the_command);
+	tcase_add_test(pty, test_pty_default_size_typing_and_end_of_file);
+	tcase_add_test(pty, test_pty_bad_options_are_refused);
+	tcase_add_test(pty, test_pty_the_harness_terminal_is_not_reachable);
+	tcase_add_test(pty, test_pty_is_the_sandboxs_own);
+	suite_add_tcase(s, pty);
 
 	tcase_add_checked_fixture(files, setup, teardown);
 	tcase_add_test(files, test_file_written_by_api_is_read_inside);

@@ -59,6 +59,22 @@ START_TEST(test_stream_stdio)
 }
 END_TEST
 
+/* The exec stream carries bytes, not a terminal's master: a pty is refused there, by name. */
+START_TEST(test_stream_stdio_refuses_a_pty)
+{
+	sbx_workspace *w = open_with(bt_mkdtemp(), "\"stdio\":\"stream\"", NULL);
+	const char *argv[] = { "tty", NULL };
+	sbx_spawn_opts o = { .size = sizeof o, .pty = 1 };
+	sbx_process *p = NULL;
+
+	ck_assert_int_eq(sbx_process_spawn(w, argv, &o, &p), -SBX_ENOSYS);
+	ck_assert_ptr_null(p);
+	ck_assert_msg(strstr(sbx_last_error(), "pty") && strstr(sbx_last_error(), "stream"),
+	              "%s", sbx_last_error());
+	sbx_workspace_close(w);
+}
+END_TEST
+
 START_TEST(test_stream_timeout_kills_tree)
 {
 	sbx_workspace *w = open_with(bt_mkdtemp(), "\"stdio\":\"stream\"", NULL);
@@ -318,6 +334,7 @@ static Suite *docker_suite(void)
 	Suite *s = suite_create("docker");
 	TCase *tc = tcase_create("stream");
 	tcase_add_test(tc, test_stream_stdio);
+	tcase_add_test(tc, test_stream_stdio_refuses_a_pty);
 	tcase_add_test(tc, test_stream_timeout_kills_tree);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("lifecycle");

@@ -39,6 +39,30 @@ START_TEST(test_plugin_runs_commands)
 }
 END_TEST
 
+/* A backend without SBX_BACKEND_CAP_PTY (this plugin's table predates it) gets no terminal
+ * request: the core refuses it, naming the option. */
+START_TEST(test_pty_on_a_backend_without_terminals_is_refused)
+{
+	sbx_workspace *ws = NULL;
+	sbx_process *p = NULL;
+	const char *argv[] = { "sh", "-c", "tty", NULL };
+	sbx_spawn_opts o = { .size = sizeof o, .pty = 1 };
+	char *dir = test_mkdtemp(), *cfg = NULL;
+
+	use_test_plugins();
+	ck_assert_int_ge(asprintf(&cfg, "{\"backend\":\"testplug\",\"workdir\":\"%s\"}", dir), 0);
+	ck_assert_int_eq(sbx_workspace_open(cfg, &ws), 0);
+	ck_assert_int_eq(sbx_process_spawn(ws, argv, &o, &p), -SBX_ENOSYS);
+	ck_assert_ptr_null(p);
+	ck_assert_msg(strstr(sbx_last_error(), "opts.pty") &&
+	              strstr(sbx_last_error(), "testplug"), "%s", sbx_last_error());
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	test_rm_rf(dir);
+	free(dir);
+	free(cfg);
+}
+END_TEST
+
 START_TEST(test_wrong_abi_is_refused)
 {
 	sbx_workspace *ws = NULL;
@@ -114,6 +138,7 @@ int main(void)
 	TCase *tc = tcase_create("plugin");
 
 	tcase_add_test(tc, test_plugin_runs_commands);
+	tcase_add_test(tc, test_pty_on_a_backend_without_terminals_is_refused);
 	tcase_add_test(tc, test_wrong_abi_is_refused);
 	tcase_add_test(tc, test_misnamed_plugin_is_refused);
 	tcase_add_test(tc, test_unknown_backend);

@@ -52,6 +52,9 @@ function declareTypes() {
     cwd: 'const char *',
     env: 'const char **',
     flags: 'uint32_t',
+    pty: 'int', // since 1.7: a terminal instead of pipes, of rows x cols (0: 24 x 80)
+    rows: 'uint16_t',
+    cols: 'uint16_t',
   });
   koffi.struct('sbx_stat', {
     size: 'size_t',
@@ -108,6 +111,7 @@ const PROTOTYPES = {
     '_Out_ int *exit_code, _Out_ int *term_signal)',
   sbx_process_signal: 'int sbx_process_signal(sbx_process *proc, int sig)',
   sbx_process_kill: 'int sbx_process_kill(sbx_process *proc)',
+  sbx_process_resize: 'int sbx_process_resize(sbx_process *proc, uint16_t rows, uint16_t cols)',
   sbx_process_free: 'void sbx_process_free(sbx_process *proc)',
 
   sbx_file_read: 'int sbx_file_read(sbx_workspace *ws, const char *path, _Out_ void **data, ' +

@@ -5,6 +5,8 @@
 
 const net = require('node:net');
 const os = require('node:os');
+const { PassThrough } = require('node:stream');
+const tty = require('node:tty');
 const { bindingError } = require('./errors');
 
 // sbx_process_wait blocks its thread; waiting in slices this long lets kill/signal/closeStdin
@@ -20,6 +22,26 @@ function streamOverFd(fd, direction) {
   // net.Socket drives a pipe fd through libuv without blocking a thread (fs streams would
   // park a threadpool thread on each read); it closes the fd when destroyed — our duplicate.
   return new net.Socket({ fd, readable, writable: !readable, allowHalfOpen: true });
+}
+
+/**
+ * The streams of a terminal's master (spawn with pty): libuv drives it as a TTY, and a master
+ * whose every slave fd closed reads EIO, which is its end-of-file: the reader sees an end.
+ */
+function terminalStream(fd, direction) {
+  if (fd < 0) return null;
+  if (direction === 'write') return new tty.WriteStream(fd);
+  const master = new tty.ReadStream(fd);
+  const out = new PassThrough();
+  master.on('data', (chunk) => out.write(chunk));
+  master.on('end', () => out.end());
+  master.on('error', (err) => {
+    if (err.code === 'EIO') out.end();
+    else out.destroy(err);
+    master.destroy();
+  });
+  out.on('close', () => master.destroy());
+  return out;
 }
 
 // How long a read stream someone is consuming may take to deliver the end of a command that
@@ -69,14 +91,17 @@ class Process {
   #onClose;
 
   /** @internal — created by Workspace#spawn. */
-  constructor(pool, gate, { proc, fds }, onClose) {
+  constructor(pool, gate, { proc, fds }, onClose, { pty = false } = {}) {
     this.#pool = pool;
     this.#gate = gate;
     this.#handle = proc;
     this.#onClose = onClose;
-    this.stdin = streamOverFd(fds[0], 'write');
-    this.stdout = streamOverFd(fds[1], 'read');
-    this.stderr = streamOverFd(fds[2], 'read');
+    /** Whether the command runs on a terminal: stdout is the terminal, stderr is null. */
+    this.pty = pty;
+    const over = pty ? terminalStream : streamOverFd;
+    this.stdin = over(fds[0], 'write');
+    this.stdout = over(fds[1], 'read');
+    this.stderr = over(fds[2], 'read');
     // A write to a command that closed its stdin surfaces through write(); never as an
     // unhandled 'error' event that would crash the process.
     this.stdin?.on('error', () => {});
@@ -115,7 +140,9 @@ class Process {
     if (!stdin.destroyed) {
       await new Promise((resolve) => {
         stdin.once('close', resolve);
-        stdin.end();
+        // A terminal's stream has no half-close that ends in 'close': destroy it once flushed.
+        if (this.pty) stdin.end(() => stdin.destroy());
+        else stdin.end();
       });
     }
     await this.#call('processCloseStdin');
@@ -139,6 +166,20 @@ class Process {
       }
     }
     return { ...this.#status };
+  }
+
+  /**
+   * Sets the size of the terminal of a process spawned with pty (since 1.7); the command's
+   * foreground process group gets SIGWINCH.
+   */
+  async resize(rows, cols) {
+    for (const [name, v] of [['rows', rows], ['cols', cols]]) {
+      if (!Number.isInteger(v) || v < 1 || v > 65535) {
+        throw bindingError('EINVAL', `resize: ${name} must be an integer 1..65535, not ${v}`,
+          'resize');
+      }
+    }
+    await this.#call('processResize', rows, cols);
   }
 
   /** Sends a signal (number or name: 'SIGTERM', 'TERM') to the command's process group. */

@@ -145,7 +145,12 @@ function spawn(ws, argv, opts) {
     cwd: opts.cwd ?? null,
     env: opts.env ? [...opts.env, null] : null,
     flags: opts.flags ?? 0,
+    pty: opts.pty ? 1 : 0,
+    rows: opts.rows ?? 0,
+    cols: opts.cols ?? 0,
   };
+  // A library before 1.7 would not know the field: binding its resize fails with ENOSYS.
+  if (opts.pty) lib.fn('sbx_process_resize');
   call('sbx_process_spawn', ws, [...argv, null], o, out);
   const proc = out[0];
   const fds = [];
@@ -291,6 +296,7 @@ const operations = {
   processCloseStdin: (proc) => call('sbx_process_close_stdin', proc),
   processSignal: (proc, sig) => call('sbx_process_signal', proc, sig),
   processKill: (proc) => call('sbx_process_kill', proc),
+  processResize: (proc, rows, cols) => call('sbx_process_resize', proc, rows, cols),
   processFree: (proc) => lib.fn('sbx_process_free')(proc),
 
   readFile,

@@ -110,3 +110,78 @@ testOnBackends(test, 'writing to a command that closed its stdin is EIO', async 
     await proc.close();
   });
 });
+
+// ---- a terminal (pty, library 1.7) ----
+
+/** Reads stream until text has been seen (or it ends), leaving it open; resolves to all it
+ * read (a for-await loop left early would destroy the stream). */
+function readUntil(stream, text) {
+  return new Promise((resolve) => {
+    let seen = '';
+    const done = () => {
+      stream.off('data', onData);
+      stream.off('end', done);
+      stream.pause();
+      resolve(seen);
+    };
+    const onData = (chunk) => {
+      seen += chunk.toString();
+      if (seen.includes(text)) done();
+    };
+    stream.on('data', onData);
+    stream.once('end', done);
+  });
+}
+
+testOnBackends(test, 'spawn with pty gives a terminal of the given size', async (t, backend) => {
+  await withWorkspace(backend, async (ws) => {
+    const proc = await ws.spawn('tty; test -t 0 && test -t 1 && echo BOTH-TTY; stty size',
+      { pty: true, rows: 29, cols: 111 });
+    assert.equal(proc.pty, true);
+    assert.equal(proc.stderr, null);
+    const out = (await readAll(proc.stdout)).toString();
+    assert.match(out, /\/dev\/pts\//);
+    assert.match(out, /BOTH-TTY/);
+    assert.match(out, /29 111/);
+    assert.deepEqual(await proc.wait(), { exitCode: 0, signal: 0 });
+    await proc.close();
+  });
+});
+
+testOnBackends(test, 'resize reaches a command on a pty as SIGWINCH', async (t, backend) => {
+  await withWorkspace(backend, async (ws) => {
+    const proc = await ws.spawn(
+      "trap 'stty size; exit 0' WINCH; echo READY; while :; do sleep 0.1; done", { pty: true });
+    const seen = await readUntil(proc.stdout, 'READY');
+    assert.match(seen, /READY/);
+    await proc.resize(41, 133);
+    const rest = (await readAll(proc.stdout)).toString();
+    assert.match(rest, /41 133/);
+    assert.deepEqual(await proc.wait(), { exitCode: 0, signal: 0 });
+    await assert.rejects(proc.resize(0, 10), /rows must be/);
+    await proc.close();
+  });
+});
+
+testOnBackends(test, 'typing at a pty, and closeStdin types end-of-file', async (t, backend) => {
+  await withWorkspace(backend, async (ws) => {
+    const proc = await ws.spawn(['cat'], { pty: true });
+    await proc.write('hello pty\n');
+    const seen = await readUntil(proc.stdout, 'hello pty\r\nhello pty');
+    assert.match(seen, /hello pty\r\nhello pty/);
+    await proc.closeStdin();
+    assert.deepEqual(await proc.wait({ timeoutMs: 20000 }), { exitCode: 0, signal: 0 });
+    await proc.close();
+  });
+});
+
+test('pty options are checked', async () => {
+  await withWorkspace('local', async (ws) => {
+    await assert.rejects(ws.spawn(['true'], { pty: true, rows: -1 }), /rows: expected/);
+    await assert.rejects(ws.spawn(['true'], { rows: 10 }), /opts\.rows/);
+    const proc = await ws.spawn(['true']);
+    await assert.rejects(proc.resize(10, 10), /no terminal/);
+    await proc.wait();
+    await proc.close();
+  });
+});

@@ -47,11 +47,11 @@ __all__ = [
     "abi_version", "backends", "has_function", "library_path", "strerror", "version",
 ]
 
-__version__ = "1.6.0"
+__version__ = "1.7.0"
 
 
 def version() -> str:
-    """The loaded library's version ("1.6.0")."""
+    """The loaded library's version ("1.7.0")."""
     return decode(_native.load().sbx_version())
 
 

@@ -23,6 +23,7 @@ from ctypes import (
     c_size_t,
     c_uint,
     c_uint32,
+    c_ushort,
     c_void_p,
 )
 from pathlib import Path
@@ -104,6 +105,10 @@ class SpawnOpts(Structure):
         ("cwd", c_char_p),
         ("env", POINTER(c_char_p)),
         ("flags", c_uint32),
+        # Since 1.7: a terminal instead of pipes, and its size (0 = 24 x 80).
+        ("pty", c_int),
+        ("rows", c_ushort),
+        ("cols", c_ushort),
     ]
 
 
@@ -161,6 +166,7 @@ PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "sbx_process_wait": (c_int, [_proc, c_int, POINTER(c_int), POINTER(c_int)]),
     "sbx_process_signal": (c_int, [_proc, c_int]),
     "sbx_process_kill": (c_int, [_proc]),
+    "sbx_process_resize": (c_int, [_proc, c_ushort, c_ushort]),
     "sbx_process_free": (None, [_proc]),
     "sbx_file_read": (c_int, [_ws, c_char_p, _out_ptr, POINTER(c_size_t)]),
     "sbx_file_write": (c_int, [_ws, c_char_p, c_char_p, c_size_t, c_uint, c_uint32]),
@@ -214,10 +220,8 @@ SINCE: dict[str, tuple[int, int]] = {
         "sbx_manager_open", "sbx_manager_get", "sbx_manager_get_by_id", "sbx_manager_release",
         "sbx_manager_close", "sbx_manager_list", "sbx_manager_gc", "sbx_manager_free"], (1, 4)),
     "sbx_workspace_open_with": (1, 5),
-    # sbx_result_dropped sits in the newest node of the version script (AGENTSBX_1.6) until
-    # the release gets a node of its own: this table follows the script.
-    **dict.fromkeys(["sbx_workspace_git_quarantine", "sbx_version_number",
-                     "sbx_result_dropped"], (1, 6)),
+    **dict.fromkeys(["sbx_workspace_git_quarantine", "sbx_version_number"], (1, 6)),
+    **dict.fromkeys(["sbx_process_resize", "sbx_result_dropped"], (1, 7)),
 }
 
 # The first version whose number can be trusted to say what the library exports.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import errno
 import os
 from collections.abc import AsyncIterator
 from ctypes import c_int, c_size_t, c_void_p
@@ -42,8 +43,11 @@ class Process(Closing):
     """A command started with Workspace.spawn(). Close it (or use `with`/`async with`):
     closing kills the process tree if it still runs, reaps it and frees the handle."""
 
-    def __init__(self, handle: c_void_p, workspace: Optional[Workspace] = None) -> None:
+    def __init__(self, handle: c_void_p, workspace: Optional[Workspace] = None,
+                 pty: bool = False) -> None:
         self._handle: Optional[c_void_p] = handle
+        # On a terminal, stdout is its master and stderr is merged on it.
+        self.pty = pty
         # Held so a Workspace nobody else references is not collected (and closed, which
         # kills this process) while the process is in use.
         self.workspace = workspace
@@ -71,7 +75,7 @@ class Process(Closing):
         check(_native.load().sbx_process_write(self._live(), payload, len(payload)))
 
     def close_stdin(self) -> None:
-        """Closes stdin so the command reads end-of-file."""
+        """Closes stdin so the command reads end-of-file (on a terminal: types ^D)."""
         check(_native.load().sbx_process_close_stdin(self._live()))
 
     def read_sync(self, stream: str = "stdout", size: int = READ_SIZE,
@@ -94,6 +98,14 @@ class Process(Closing):
             raise error_for(-SBX_ETIMEDOUT, f"the process still runs after {timeout} s")
         assert self.exit_code is not None
         return self.exit_code
+
+    def resize(self, rows: int, cols: int) -> None:
+        """Sets the size of the terminal of a process spawned with pty=True (since 1.7);
+        the command's foreground process group gets SIGWINCH."""
+        if not (1 <= rows <= 65535 and 1 <= cols <= 65535):
+            raise error_for(-SBX_EINVAL, f"resize: rows and cols must be 1..65535, not "
+                            f"{rows} x {cols}")
+        check(_native.load().sbx_process_resize(self._live(), rows, cols))
 
     def signal(self, sig: int) -> None:
         """Sends sig to the command's process group."""
@@ -127,6 +139,11 @@ class Process(Closing):
                 return self._note_eof(code, os.read(fd, size))
             except BlockingIOError:
                 await self._ready(fd, writable=False)
+            except OSError as e:
+                # A terminal reads EIO once every process closed it: its end-of-file.
+                if not (self.pty and e.errno == errno.EIO):
+                    raise
+                return self._note_eof(code, b"")
         return b""
 
     async def read_stdout(self, size: int = READ_SIZE) -> bytes:

@@ -45,7 +45,8 @@ from ._util import (
     take_str,
     timeout_ms,
 )
-from .errors import SBX_ESTATE, AgentSbxError, NotFoundError, error_for
+from .errors import (SBX_EINVAL, SBX_ENOSYS, SBX_ESTATE, AgentSbxError, NotFoundError,
+                     error_for)
 from .process import STREAM_NAMES, Process
 from .results import FILE_TYPES, ExecResult, FileStat
 
@@ -180,18 +181,33 @@ class Workspace(Closing):
         return await asyncio.to_thread(self.exec, argv, **kwargs)
 
     def spawn(self, argv: Argv, *, cwd: Optional[str] = None, env: Env = None,
-              merge_stderr: bool = False, clear_env: bool = False) -> Process:
+              merge_stderr: bool = False, clear_env: bool = False, pty: bool = False,
+              rows: int = 0, cols: int = 0) -> Process:
         """Starts a command with pipes on stdin, stdout and stderr and returns at once.
-        A str runs through /bin/sh -c. Close the Process when done (or use `with`)."""
+        A str runs through /bin/sh -c. Close the Process when done (or use `with`).
+
+        pty=True (library 1.7+) gives it a terminal instead, of rows x cols (0 = 24 x 80),
+        made where the command runs: its controlling terminal, with stdout and stderr merged
+        on it (read "stdout"; there is no "stderr"); Process.resize() changes its size.
+        Backends: local, ns, bwrap, docker (exec "server" or stdio "direct")."""
         if isinstance(argv, str):
             argv = [SHELL, "-c", argv]
+        if not (0 <= rows <= 65535 and 0 <= cols <= 65535):
+            raise error_for(-SBX_EINVAL, f"rows, cols: {rows} x {cols} is not 0..65535")
+        if pty and not _native.load().has("sbx_process_resize"):
+            raise error_for(-SBX_ENOSYS, "spawn: pty needs libagentsbx 1.7 or newer, "
+                            f"which {_native.load().path} is not")
         opts = SpawnOpts(size=ctypes.sizeof(SpawnOpts), cwd=None if cwd is None else encode(cwd),
                          env=env_array(env),
-                         flags=_exec_flags(merge_stderr, clear_env, capture=True))
+                         flags=_exec_flags(merge_stderr, clear_env, capture=True),
+                         pty=1 if pty else 0, rows=rows, cols=cols)
+        if not (pty or rows or cols):
+            # An older library knows only the fields before pty: give it the size it knows.
+            opts.size = SpawnOpts.pty.offset
         handle = c_void_p()
         self._call("sbx_process_spawn", argv_array(argv), byref(opts), byref(handle))
         try:
-            return Process(handle, self)
+            return Process(handle, self, pty=pty)
         except BaseException:
             _native.load().sbx_process_free(handle)
             raise

@@ -167,3 +167,63 @@ def test_a_process_keeps_its_workspace_open(backend: str) -> None:
     assert proc.read_sync(timeout=10) == b"still here\n"
     assert not proc.workspace.closed
     proc.close()
+
+
+# ---- a terminal (pty=True, library 1.7) ----
+
+def read_to_end(proc: agentsbx.Process) -> bytes:
+    out = b""
+    while chunk := proc.read_sync(timeout=20):
+        out += chunk
+    return out
+
+
+def test_spawn_with_a_terminal_of_the_given_size(ws: agentsbx.Workspace) -> None:
+    script = ("tty; python3 -c 'import os; assert os.isatty(0) and os.isatty(1); "
+              "print(\"PY-TTY\")'; stty size")
+    with ws.spawn(script, pty=True, rows=31, cols=97) as proc:
+        assert proc.pty
+        out = read_to_end(proc)
+        assert b"/dev/pts/" in out and b"PY-TTY" in out and b"31 97" in out, out
+        assert proc.wait_sync(10) == 0
+        with pytest.raises(agentsbx.AgentSbxError):
+            proc.fileno("stderr")      # merged on the terminal
+
+
+def test_resize_sends_sigwinch_with_the_new_size(ws: agentsbx.Workspace) -> None:
+    async def body(ws: agentsbx.Workspace) -> None:
+        script = "trap 'stty size; exit 0' WINCH; echo READY; while :; do sleep 0.1; done"
+        with ws.spawn(script, pty=True) as proc:
+            seen = b""
+            while b"READY" not in seen:
+                seen += await proc.read_stdout()
+            proc.resize(45, 120)
+            rest = b""
+            while chunk := await proc.read_stdout():   # EIO at the end reads as b""
+                rest += chunk
+            assert b"45 120" in rest, rest
+            assert await proc.wait() == 0
+
+    run(body, ws)
+
+
+def test_terminal_input_is_typed_and_close_stdin_types_eof(ws: agentsbx.Workspace) -> None:
+    with ws.spawn(["cat"], pty=True) as proc:
+        proc.write("hello tty\n")
+        seen = b""
+        while seen.count(b"hello tty") < 2:     # the echo, then cat's copy
+            seen += proc.read_sync(timeout=10)
+        proc.close_stdin()
+        read_to_end(proc)
+        assert proc.wait_sync(10) == 0
+
+
+def test_terminal_options_are_checked(ws: agentsbx.Workspace) -> None:
+    with pytest.raises(agentsbx.AgentSbxError, match="opts.rows"):
+        ws.spawn(["true"], rows=10)
+    with pytest.raises(agentsbx.AgentSbxError, match="rows, cols"):
+        ws.spawn(["true"], pty=True, rows=70000)
+    with ws.spawn(["true"]) as proc:
+        with pytest.raises(agentsbx.AgentSbxError, match="no terminal"):
+            proc.resize(10, 10)
+        proc.wait_sync(10)

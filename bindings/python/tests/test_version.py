@@ -41,12 +41,14 @@ def test_package_version_is_the_library_version() -> None:
 def test_a_function_newer_than_the_library_names_the_version_it_needs(
         monkeypatch: pytest.MonkeyPatch) -> None:
     real = _native.load()
-    # As if quarantine came in 1.7: this 1.6 library must not offer it, whatever it exports.
-    monkeypatch.setitem(_native.SINCE, "sbx_workspace_git_quarantine", (1, 7))
+    # As if quarantine came in the next minor version: this library must not offer it,
+    # whatever it exports.
+    major, minor = real.version[0], real.version[1] + 1
+    monkeypatch.setitem(_native.SINCE, "sbx_workspace_git_quarantine", (major, minor))
     lib = _native.Library(real.cdll, real.path)
     assert not lib.has("sbx_workspace_git_quarantine")
     assert lib.has("sbx_workspace_open_with")
-    with pytest.raises(agentsbx.NotSupportedError, match=r"needs libagentsbx 1\.7 or newer"):
+    with pytest.raises(agentsbx.NotSupportedError, match=rf"needs libagentsbx {major}\.{minor} or newer"):
         lib.sbx_workspace_git_quarantine(None, None)
 
 
