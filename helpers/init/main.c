@@ -35,6 +35,8 @@
 #include "server.h"
 #include "spec.h"
 #include "tidy.h"
+#include "util/cleanup.h"
+#include "util/error.h"
 #include "util/fdpass.h"
 
 extern char **environ;
@@ -201,12 +203,30 @@ static int build_sandbox(struct init_state *st, char *err, size_t errlen)
 	return r;
 }
 
+/* The paths Landlock leaves writable: the workspace (unless read-only), /tmp, /dev/shm and
+ * the destination of every writable bind (the private HOME among them), which would
+ * otherwise be writable only on paper. */
+static const char **writable_paths(const struct init_state *st)
+{
+	static const char *const fixed[] = { SBX_SANDBOX_ROOT, "/tmp", "/dev/shm" };
+	const char **v = calloc(SBX_ARRAY_SIZE(fixed) + st->spec.n_binds + 1, sizeof *v);
+	size_t n = 0;
+
+	if (!v)
+		return NULL;
+	for (size_t i = st->spec.workspace_readonly ? 1 : 0; i < SBX_ARRAY_SIZE(fixed); i++)
+		v[n++] = fixed[i];
+	for (size_t i = 0; i < st->spec.n_binds; i++)
+		if (st->spec.binds[i].writable)
+			v[n++] = st->spec.binds[i].dest;
+	return v;
+}
+
 static int harden(struct init_state *st, char *err, size_t errlen)
 {
-	static const char *const writable[] = { SBX_SANDBOX_ROOT, "/tmp", "/dev/shm", NULL };
-	static const char *const writable_ro_ws[] = { "/tmp", "/dev/shm", NULL };
+	_cleanup_free_ const char **writable = writable_paths(st);
 	struct sbx_harden_spec hs = {
-		.writable_paths = st->spec.workspace_readonly ? writable_ro_ws : writable,
+		.writable_paths = writable,
 		.landlock = st->spec.landlock,
 		.seccomp_program_fd = st->direct && st->spec.seccomp_program ? SBX_INIT_SECCOMP_FD : -1,
 		.refuse_setid = st->spec.refuse_setid,
@@ -214,6 +234,8 @@ static int harden(struct init_state *st, char *err, size_t errlen)
 	bool landlocked = false;
 	int r;
 
+	if (!writable)
+		return sbx_fail_buf(err, errlen, -ENOMEM, "out of memory");
 	if (st->spec.landlock) {
 		/* Landlock first needs no_new_privs; harden_apply sets it too, harmlessly. */
 		r = sbx_caps_drop_all(err, errlen);

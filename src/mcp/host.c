@@ -89,8 +89,8 @@ bool sbx_mcp_use_stream(const sbx_workspace *ws)
 	if (ws->cfg->mcp_stream >= 0)
 		return ws->cfg->mcp_stream == 1;
 	/* A capped workspace has no run folder on the host (mcp/binds.c); nor, for a container,
-	 * has a workspace whose state folder is a temporary one outside its workdir. */
-	if (ws->cfg->disk_bytes || (ws->state_temporary && !gateway_on_host_view(ws)))
+	 * has a workspace whose state folder is outside its workdir. */
+	if (ws->cfg->disk_bytes || (ws->state_outside && !gateway_on_host_view(ws)))
 		return true;
 	return !(ws->caps & SBX_BACKEND_CAP_HOST_FILES);
 }
