@@ -479,11 +479,13 @@ void sbx_state_tidy_workdir(sbx_workspace *ws)
 {
 	_cleanup_close_ int dir = -1;
 
+	/* Plain calls, no sbx_fail: this runs on the failure paths of open too, whose message
+	 * must survive. */
 	if (!ws->state_outside || !ws->workdir_writable || ws->workdir_temporary ||
-	    ws->root_fd < 0 || sbx_statedir_open(ws->root_fd, NULL, 0, &dir) < 0) {
-		sbx_error_clear();
+	    ws->root_fd < 0 ||
+	    (dir = openat(ws->root_fd, SBX_STATE_DIR_NAME,
+	                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return;
-	}
 	/* Each only when empty: a detached sandbox's run folder, a note of a sandbox that still
 	 * runs, or anything left from before 1.7 keeps it. */
 	(void)unlinkat(dir, JOURNAL_NAME, AT_REMOVEDIR);

@@ -149,15 +149,49 @@ static int count_skips(int fd, char *first, size_t first_size)
 	return lines;
 }
 
+char *test_state_dir(const char *workdir)
+{
+	char real[PATH_MAX], hex[65] = "", *cmd = NULL, *out = NULL;
+	const char *base, *xdg = getenv("XDG_STATE_HOME");
+	FILE *f;
+
+	if (!realpath(workdir, real) || !xdg)
+		abort();
+	base = strrchr(real, '/') + 1;
+	/* An independent computation of the key (src/state.c): sha256sum of the canonical path. */
+	if (asprintf(&cmd, "printf %%s '%s' | sha256sum", real) < 0 || !(f = popen(cmd, "r")))
+		abort();
+	if (fscanf(f, "%64s", hex) != 1)
+		abort();
+	pclose(f);
+	free(cmd);
+	if (asprintf(&out, "%s/agentsbx/workspaces/%s-%.16s", xdg, base, hex) < 0)
+		abort();
+	return out;
+}
+
+/* The library keeps each workdir's state folder (and private HOME) below $XDG_STATE_HOME:
+ * one of the run's own, removed after it, so that tests leave nothing in the user's. */
+static char *private_state_home(void)
+{
+	char *dir = test_mkdtemp();
+
+	setenv("XDG_STATE_HOME", dir, 1);
+	return dir;
+}
+
 int test_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
 	int failed, ran, skipped;
 	char first[512];
 	const char *why;
+	char *state_home = private_state_home();
 
 	skip_log = open_skip_log();
 	srunner_run_all(sr, CK_NORMAL);
+	test_rm_rf(state_home);
+	free(state_home);
 	failed = srunner_ntests_failed(sr);
 	ran = srunner_ntests_run(sr);
 	srunner_free(sr);
