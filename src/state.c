@@ -45,7 +45,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -54,6 +56,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/statedir.h"
+#include "proto/mcp_proto.h"
 
 /* What a temporary state folder takes over from an unwritable workdir's own one: the
  * record of the skills the library added (skills.c), so they stay trusted. */
@@ -475,6 +478,31 @@ void sbx_state_teardown(sbx_workspace *ws)
 	ws->state_temporary = ws->state_outside = false;
 }
 
+/* A run folder of the MCP gateway in the workdir (mcp/host.c: a backend that sees only the
+ * workdir) whose gateway no longer listens: its socket, its copy of the gateway, itself. */
+static void remove_idle_run_folder(int dir)
+{
+	_cleanup_close_ int run = openat(dir, SBX_MCP_RUN_SUBDIR,
+	                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int sock = -1, fd = -1;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct stat st;
+
+	if (run < 0)
+		return;
+	sock = openat(run, SBX_MCP_SOCKET_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (sock >= 0 && fstat(sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		snprintf(addr.sun_path, sizeof addr.sun_path, "/proc/self/fd/%d", sock);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0)
+			return;            /* a gateway still serves another handle */
+		(void)unlinkat(run, SBX_MCP_SOCKET_NAME, 0);
+	}
+	if (fstatat(run, SBX_MCP_GATEWAY_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		(void)unlinkat(run, SBX_MCP_GATEWAY_NAME, 0);
+	(void)unlinkat(dir, SBX_MCP_RUN_SUBDIR, AT_REMOVEDIR);
+}
+
 void sbx_state_tidy_workdir(sbx_workspace *ws)
 {
 	_cleanup_close_ int dir = -1;
@@ -486,8 +514,10 @@ void sbx_state_tidy_workdir(sbx_workspace *ws)
 	    (dir = openat(ws->root_fd, SBX_STATE_DIR_NAME,
 	                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return;
-	/* Each only when empty: a detached sandbox's run folder, a note of a sandbox that still
-	 * runs, or anything left from before 1.7 keeps it. */
+	/* The MCP run folder a backend without binds got in the workdir (mcp/host.c), once its
+	 * gateway is gone. Then each folder only when empty: a detached sandbox's run folder,
+	 * a note of a sandbox that still runs, or anything left from before 1.7 keeps it. */
+	remove_idle_run_folder(dir);
 	(void)unlinkat(dir, JOURNAL_NAME, AT_REMOVEDIR);
 	(void)unlinkat(ws->root_fd, SBX_STATE_DIR_NAME, AT_REMOVEDIR);
 }
