@@ -841,8 +841,14 @@ START_TEST(test_links_inside_the_state_folder_lead_nowhere)
 		sbx_free(out);
 		ck_assert_int_eq(sbx_mcp_add(ws, NULL, NULL, "srv", "{\"command\":\"true\"}"), 0);
 		r = sbx_mcp_tools(ws, NULL, NULL, "srv", &out);
-		ck_assert_msg(r < 0 && strstr(sbx_last_error(), "/mcp is a symbolic link"),
+		/* docker's gateway runs from the workdir's own .agentsbx/mcp (its commands do not
+		 * see the state folder), which the migration left free of the link: the call goes
+		 * on there, and what counts is that nothing was made outside. */
+		ck_assert_msg(is_backend("docker") ||
+		              (r < 0 && strstr(sbx_last_error(), "/mcp is a symbolic link")),
 		              "%d %s", r, sbx_last_error());
+		if (r == 0)
+			sbx_free(out);
 		ck_assert_int_eq(sbx_workspace_close(ws), 0);
 	}
 	assert_empty(target);
