@@ -17,8 +17,9 @@ bool test_process_exists(const char *cmdline_fragment);
 /* base/rel in one of 8 rotating static buffers. */
 const char *test_path_at(const char *base, const char *rel);
 /* The state folder the library keeps for the (existing) workdir by default: under the run's
- * $XDG_STATE_HOME (test_run_suite sets it), keyed by the canonical path. Caller frees. */
-char *test_state_dir(const char *workdir);
+ * $XDG_STATE_HOME (test_run_suite sets it), keyed by the canonical path. One of 8 rotating
+ * static buffers. */
+const char *test_state_dir(const char *workdir);
 /* Creates or truncates base/rel with text and exactly mode. */
 void test_put_file(const char *base, const char *rel, const char *text, mode_t mode);
 /* The first 64 KiB of path (static buffer), or NULL. */

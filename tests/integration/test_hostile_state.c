@@ -173,8 +173,7 @@ static char *tool(sbx_workspace *ws, const char *session, const char *name, cons
  * workdir's .agentsbx with its journal. */
 static const char *hold_locks(const char *dir)
 {
-	char *state = test_state_dir(dir);
-	const char *cmd;
+	const char *state = test_state_dir(dir), *cmd;
 
 	if (sandboxed())
 		cmd = bt_tmp("[ ! -e '%s' ] || exit 2; "
@@ -187,7 +186,6 @@ static const char *hold_locks(const char *dir)
 		             "for fd in 3 4 5 6 7; do flock -x $fd || exit 1; done; "
 		             "[ -e \"$S\"/mcp.json ] && exec 8<\"$S\"/mcp.json && flock -x 8; "
 		             "echo held; exec sleep 1000", state);
-	free(state);
 	return cmd;
 }
 

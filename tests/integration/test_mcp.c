@@ -120,12 +120,9 @@ static char *call_ok(sbx_workspace *w, const char *session, const char *name, co
  * the workdir, or, for a backend without host files, the workspace's own .agentsbx. */
 static const char *state_folder(const char *dir)
 {
-	char *state = test_state_dir(dir);
-	const char *where = test_exists(state) ? bt_tmp("%s", state)
-	                                       : test_path_at(dir, ".agentsbx");
+	const char *state = test_state_dir(dir);
 
-	free(state);
-	return where;
+	return test_exists(state) ? state : test_path_at(dir, ".agentsbx");
 }
 
 START_TEST(filesystem_server_lists_the_workspace)
