@@ -233,13 +233,19 @@ static void sandbox_user_name(char *out, size_t len)
 /* Where the workspace's private HOME is for its commands: bound at /home/<user> by a sandbox
  * that binds what the core names; the host folder itself where commands see the host's
  * paths (local); nothing for another backend (docker: the container user's own home, which
- * is not the workdir). Without a private HOME (the state folder in the workdir, the old
- * layout) it is the workspace's root, as before 1.7. */
+ * is not the workdir). With the state folder in the workdir (the old layout) it is the
+ * workspace's root, as before 1.7. */
 static int home_for_commands(sbx_workspace *ws, char **out)
 {
 	const char *host = sbx_state_home(ws);
 
+	bool old_layout = ws->cfg->state_dir && !strcmp(ws->cfg->state_dir, "workdir");
+
 	*out = NULL;
+	/* A backend without host files (a docker volume) keeps no state folder on the host:
+	 * its commands keep their user's own HOME too. */
+	if (!host && !old_layout && !(ws->caps & SBX_BACKEND_CAP_HOST_FILES))
+		return 0;
 	if (!host)
 		return asprintf(out, "HOME=%s", ws->ops->root(ws->state)) < 0 ? -SBX_ENOMEM : 0;
 	if (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS)
