@@ -172,13 +172,16 @@ const char *test_state_dir(const char *workdir)
 }
 
 /* The library keeps each workdir's state folder (and private HOME) below $XDG_STATE_HOME:
- * one of the run's own, removed after it, so that tests leave nothing in the user's. */
-static char *private_state_home(void)
-{
-	char *dir = test_mkdtemp();
+ * one of the run's own, removed after it (test_run_suite), so that tests leave nothing in
+ * the user's. Made once, by the first call. */
+static char *state_home;
 
-	setenv("XDG_STATE_HOME", dir, 1);
-	return dir;
+void test_private_state_home(void)
+{
+	if (state_home)
+		return;
+	state_home = test_mkdtemp();
+	setenv("XDG_STATE_HOME", state_home, 1);
 }
 
 int test_run_suite(Suite *s)
@@ -187,12 +190,12 @@ int test_run_suite(Suite *s)
 	int failed, ran, skipped;
 	char first[512];
 	const char *why;
-	char *state_home = private_state_home();
 
+	test_private_state_home();
 	skip_log = open_skip_log();
 	srunner_run_all(sr, CK_NORMAL);
 	test_rm_rf(state_home);
-	free(state_home);
+	free(SBX_TAKE_PTR(state_home));
 	failed = srunner_ntests_failed(sr);
 	ran = srunner_ntests_run(sr);
 	srunner_free(sr);

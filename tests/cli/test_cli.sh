@@ -4,6 +4,8 @@ set -u
 cli=${1:?usage: test_cli.sh path/to/agentsbx}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The library keeps each workdir's state folder below $XDG_STATE_HOME: this run's own.
+export XDG_STATE_HOME="$work/xdg-state"
 passed=0
 failed=0
 

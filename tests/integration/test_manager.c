@@ -337,6 +337,7 @@ static bool ns_works(void)
 
 int main(void)
 {
+	test_private_state_home();   /* the probe opens a workspace already */
 	if (!ns_works()) {
 		fprintf(stderr, "the ns backend does not work here: %s\n", sbx_last_error());
 		return 77;
