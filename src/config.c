@@ -321,6 +321,34 @@ static int parse_id(sbx_config *cfg, const sbx_json *v)
 	return cfg->id ? 0 : config_oom();
 }
 
+/* "workdir" keeps the old in-tree folder; anything else must be an absolute path of a
+ * folder the library may make (it is this workspace's own, not a parent of several). */
+static int parse_state_dir(sbx_config *cfg, const sbx_json *v)
+{
+	int rc = expect_c_string(v, "state_dir");
+	char *copy;
+
+	if (rc < 0)
+		return rc;
+	if (strcmp(v->str, "workdir") != 0 && v->str[0] != '/')
+		return sbx_fail(-SBX_ECONFIG, "config: key 'state_dir': expected an absolute path "
+		                "or \"workdir\"");
+	if (v->len >= PATH_MAX)
+		return sbx_fail(-SBX_ECONFIG, "config: key 'state_dir': longer than %d bytes",
+		                PATH_MAX - 1);
+	if (!(copy = strdup(v->str)))
+		return config_oom();
+	if (copy[0] == '/')
+		normalize_absolute_path(copy);
+	if (!strcmp(copy, "/")) {
+		free(copy);
+		return sbx_fail(-SBX_ECONFIG, "config: key 'state_dir': must not be /");
+	}
+	free(cfg->state_dir);
+	cfg->state_dir = copy;
+	return 0;
+}
+
 static void strv_free(char **v)
 {
 	if (!v)
@@ -620,6 +648,7 @@ static const struct {
 	{ "backend", NULL },
 	{ "workdir", parse_workdir },
 	{ "id", parse_id },
+	{ "state_dir", parse_state_dir },
 	{ "env", parse_env },
 	{ "timeout_ms", parse_timeout },
 	{ "limits", parse_limits },
@@ -760,6 +789,7 @@ void sbx_config_free(sbx_config *cfg)
 	free(cfg->backend);
 	free(cfg->workdir);
 	free(cfg->id);
+	free(cfg->state_dir);
 	strv_free(cfg->env);
 	free(cfg->network_mode);
 	free(cfg->network_json);

@@ -23,6 +23,7 @@ typedef struct sbx_config {
 	char *backend;            /* backend name, validated [a-z0-9_]{1,32} */
 	char *workdir;            /* absolute host path, or NULL */
 	char *id;                 /* validated id, or NULL (the core picks one) */
+	char *state_dir;          /* "state_dir": an absolute path, "workdir", or NULL (default) */
 	char **env;               /* NULL-terminated "NAME=value" (never NULL) */
 	int64_t timeout_ms;       /* 0 = none */
 	size_t max_output;        /* per stream */

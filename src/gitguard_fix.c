@@ -230,7 +230,10 @@ int gg_quarantine(struct sbx_gitguard *g, int dirfd, const char *name, const cha
 		         "of a capped workspace)", reason);
 		return gg_record(g, rel, what, why, NULL);
 	}
-	if (asprintf(&moved, "%s/%s/%s/%s", STATE_DIR, QUARANTINE, g->batch, rel) < 0)
+	/* Where the host finds it: the state folder (outside the workdir by default). */
+	if (asprintf(&moved, "%s/%s/%s/%s", sbx_state_path(g->ws) ? sbx_state_path(g->ws)
+	                                                          : STATE_DIR,
+	             QUARANTINE, g->batch, rel) < 0)
 		return -SBX_ENOMEM;
 	return gg_record(g, rel, what, reason, moved);
 }

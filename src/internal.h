@@ -39,6 +39,11 @@ struct sbx_workspace {
 	int state_root_fd;        /* the host workdir it lives in, or -1 when temporary */
 	char *state_path;         /* its host path */
 	bool state_temporary;     /* a private folder made because the workdir is not writable */
+	bool state_outside;       /* the state folder is not <workdir>/.agentsbx (state.c) */
+	char *state_leaf;         /* its name in the folder state_root_fd */
+	char *home_path;          /* the workspace's private HOME on the host (state.c), or NULL */
+	char home_view[80];       /* where a sandbox binds it ("/home/<user>"), or "" */
+	bool workdir_writable;    /* the library may make things in the workdir (its journal) */
 	struct sbx_mcp_state *mcp; /* MCP connections and gateway (src/mcp), made on first use */
 	_Atomic int64_t last_used_ms; /* sbx_now_ms() of the last exec, spawn or tool call (the
 	                                 workspace manager's idle TTL counts from it) */
@@ -79,10 +84,12 @@ int sbx_snapshot_restore(sbx_workspace *ws, int root);
 void sbx_snapshot_release(sbx_workspace *ws);
 void sbx_snapshot_sweep(void);
 
-/* The library's state folder (state.c). setup: at open, for backends with host files: the
- * workdir's .agentsbx (made when missing; a link or a file there fails the open, naming it),
- * or, for a read-only workspace whose workdir the library cannot write, a private temporary
- * folder removed by teardown. */
+/* The library's state folder (state.c). setup: at open, for backends with host files: by
+ * default a folder of this user's outside the workdir ($XDG_STATE_HOME/agentsbx/workspaces/
+ * <key>, or the config's "state_dir"), with the workspace's private HOME in it; with
+ * "state_dir": "workdir" the workdir's .agentsbx (made when missing; a link or a file there
+ * fails the open, naming it), or, for a read-only workspace whose workdir the library cannot
+ * write, a private temporary folder removed by teardown (as for a temporary workdir). */
 int sbx_state_setup(sbx_workspace *ws);
 void sbx_state_teardown(sbx_workspace *ws);
 /* The one way into the state folder: a new O_RDONLY directory fd (caller closes) of it (sub
@@ -93,6 +100,12 @@ void sbx_state_teardown(sbx_workspace *ws);
 int sbx_state_dir(sbx_workspace *ws, const char *sub, mode_t mode, int *out);
 /* Its host path (for messages and sbx_audit_path), or NULL. */
 const char *sbx_state_path(const sbx_workspace *ws);
+/* The workspace's private HOME on the host (<state>/home, 0700), or NULL when the state
+ * folder is the workdir's own (the old layout, where HOME is the workspace's root). */
+const char *sbx_state_home(const sbx_workspace *ws);
+/* At close: takes away the workdir's .agentsbx when only the (empty) journal is left in it,
+ * so that nothing of the library's stays in the user's tree. */
+void sbx_state_tidy_workdir(sbx_workspace *ws);
 /* The file API as the agent tools use it (files.c). rel is root-relative and normalised
  * already (sbx_tool_resolve_path) and may hold any byte but NUL: a name the tools printed
  * escaped need not be UTF-8, which the public functions require.

@@ -133,8 +133,10 @@ static int study_workspace_config(sbx_manager *m)
 	uint32_t caps;
 	int r;
 
-	if (sbx_json_get(m->ws_config, "id") || sbx_json_get(m->ws_config, "workdir"))
-		return config_error("workspace", "'id' and 'workdir' are the manager's to set");
+	if (sbx_json_get(m->ws_config, "id") || sbx_json_get(m->ws_config, "workdir") ||
+	    sbx_json_get(m->ws_config, "state_dir"))
+		return config_error("workspace", "'id', 'workdir' and 'state_dir' are the manager's "
+		                    "to set");
 	if (b && b->type != SBX_JSON_STRING)
 		return config_error("workspace.backend", "expected a string");
 	if (!(m->backend = strdup(b ? b->str : SBX_DEFAULT_BACKEND)))
@@ -179,6 +181,23 @@ static void detached_section(const sbx_manager *m, sbx_buf *b, const sbx_json *v
 	sbx_buf_puts(b, "}");
 }
 
+/* A managed workspace keeps its state folder (and private HOME) below the manager's
+ * base_dir, beside its workdir and outside it: <base_dir>/<user key>/.state/<name> (no name
+ * starts with '.', so it is nobody's workdir). It goes with the user's folder. */
+static void put_state_dir(sbx_buf *b, const char *workdir)
+{
+	const char *slash = strrchr(workdir, '/');
+	_cleanup_free_ char *path = NULL;
+
+	if (!slash || asprintf(&path, "%.*s/.state/%s", (int)(slash - workdir), workdir,
+	                       slash + 1) < 0) {
+		b->oom = true;
+		return;
+	}
+	sbx_buf_puts(b, ",\"state_dir\":");
+	sbx_buf_json_string(b, path, strlen(path));
+}
+
 /* The workspace config for one id: the base object with id and workdir, and a sandbox
  * backend's "detached": true unless the base says otherwise (detached_section). */
 static char *workspace_config(const sbx_manager *m, const char *id, const char *workdir)
@@ -191,6 +210,7 @@ static char *workspace_config(const sbx_manager *m, const char *id, const char *
 	if (workdir) {
 		sbx_buf_puts(&b, ",\"workdir\":");
 		sbx_buf_json_string(&b, workdir, strlen(workdir));
+		put_state_dir(&b, workdir);
 	}
 	for (size_t i = 0; i < m->ws_config->n; i++) {
 		const char *key = m->ws_config->keys[i];

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/journal.h"
+#include "util/statedir.h"
 
 #define STATE_DIR ".agentsbx"   /* the library's state folder in the workspace */
 
@@ -146,8 +148,18 @@ static int empty_except_state(int root)
  * temporary one) gets nothing made in it, and so no journal. */
 static int open_journal(sbx_workspace *ws)
 {
-	if (ws->state_temporary)
+	_cleanup_close_ int dir = -1;
+	char msg[512];
+	int r;
+
+	if (!ws->workdir_writable)
 		return 0;
+	/* The journal's folder, <workdir>/.agentsbx, by the state folder's rules: a link or a
+	 * file planted there fails the open, naming it. */
+	if ((r = sbx_statedir_open(ws->root_fd, NULL, 0755, &dir)) < 0) {
+		snprintf(msg, sizeof msg, "%s", sbx_last_error());
+		return sbx_fail(r, "state folder of %s: %s", ws->workdir, msg);
+	}
 	sbx_journal_sweep(ws->root_fd, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED);
 	return sbx_journal_open(ws->root_fd, SBX_JOURNAL_WORKSPACE, &ws->journal);
 }
@@ -202,6 +214,47 @@ static const char *const *backend_env(const sbx_workspace *ws)
 	return ops->base_env(ws->state);
 }
 
+/* The user's name as the sandbox shows it: the sandbox backends keep the host's uid and
+ * bind the host's /etc/passwd, so `id -un` inside says this name. A name that could not be
+ * one path component falls back to "user". */
+static void sandbox_user_name(char *out, size_t len)
+{
+	struct passwd pw, *found = NULL;
+	char buf[4096];
+
+	if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) != 0 || !found ||
+	    !found->pw_name[0] || strchr(found->pw_name, '/') || found->pw_name[0] == '.' ||
+	    strlen(found->pw_name) >= len)
+		snprintf(out, len, "user");
+	else
+		snprintf(out, len, "%s", found->pw_name);
+}
+
+/* Where the workspace's private HOME is for its commands: bound at /home/<user> by a sandbox
+ * that binds what the core names; the host folder itself where commands see the host's
+ * paths (local); nothing for another backend (docker: the container user's own home, which
+ * is not the workdir). With the state folder in the workdir (the old layout) it is the
+ * workspace's root, as before 1.7. */
+static int home_for_commands(sbx_workspace *ws, char **out)
+{
+	const char *host = sbx_state_home(ws);
+
+	bool old_layout = ws->cfg->state_dir && !strcmp(ws->cfg->state_dir, "workdir");
+
+	*out = NULL;
+	/* A backend without host files (a docker volume) keeps no state folder on the host:
+	 * its commands keep their user's own HOME too. */
+	if (!host && !old_layout && !(ws->caps & SBX_BACKEND_CAP_HOST_FILES))
+		return 0;
+	if (!host)
+		return asprintf(out, "HOME=%s", ws->ops->root(ws->state)) < 0 ? -SBX_ENOMEM : 0;
+	if (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS)
+		return asprintf(out, "HOME=%s", ws->home_view) < 0 ? -SBX_ENOMEM : 0;
+	if (ws->caps & SBX_BACKEND_CAP_HOST_VIEW)
+		return asprintf(out, "HOME=%s", host) < 0 ? -SBX_ENOMEM : 0;
+	return 0;
+}
+
 /* PATH and HOME, then what the backend adds, then the config's env: each layer may override
  * the ones before it. */
 static int build_base_env(sbx_workspace *ws)
@@ -212,7 +265,7 @@ static int build_base_env(sbx_workspace *ws)
 	char **layer = NULL, **next = NULL;
 	int r;
 
-	if (!path || asprintf(&home, "HOME=%s", ws->ops->root(ws->state)) < 0)
+	if (!path || home_for_commands(ws, &home) < 0)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	defaults[0] = path;
 	defaults[1] = home;
@@ -230,6 +283,25 @@ static int build_base_env(sbx_workspace *ws)
 /* open() with the host paths a HELPER_BINDS backend binds (the MCP gateway's, which only
  * the core knows how to find and check), valid for the call. A capped workspace gets no
  * run folder: it must not be a way past the cap (its MCP speaks over a stream). */
+/* The private HOME, writable at /home/<user> (ws->home_view). */
+static int append_home_bind(sbx_workspace *ws, sbx_backend_bind **binds, size_t *n)
+{
+	char user[64];
+	char *source = strdup(sbx_state_home(ws));
+	sbx_backend_bind *grown = source ? realloc(*binds, (*n + 1) * sizeof *grown) : NULL;
+
+	if (!grown) {
+		free(source);
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	}
+	sandbox_user_name(user, sizeof user);
+	snprintf(ws->home_view, sizeof ws->home_view, "/home/%s", user);
+	*binds = grown;
+	grown[(*n)++] = (sbx_backend_bind){ .source = source, .dest = ws->home_view,
+	                                    .writable = 1 };
+	return 0;
+}
+
 static int open_with_binds(sbx_workspace *ws, sbx_backend_config *bc)
 {
 	sbx_backend_bind *binds = NULL;
@@ -238,6 +310,8 @@ static int open_with_binds(sbx_workspace *ws, sbx_backend_config *bc)
 
 	if (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS)
 		r = sbx_mcp_helper_binds(bc, !ws->cfg->disk_bytes, &binds, &n);
+	if (r == 0 && (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS) && sbx_state_home(ws))
+		r = append_home_bind(ws, &binds, &n);
 	bc->binds = binds;
 	bc->n_binds = n;
 	if (r == 0)
@@ -273,8 +347,8 @@ static int open_backend(sbx_workspace *ws, const sbx_open_opts *opts)
 		.audit_keep = ws->cfg->audit_keep,
 		.disk_bytes = ws->cfg->disk_bytes,
 		.tmp_bytes = ws->cfg->tmp_bytes,
-		.state_dir = ws->state_temporary ? ws->state_path : NULL,
-		.state_dir_fd = ws->state_temporary ? ws->state_fd : -1,
+		.state_dir = ws->state_outside ? ws->state_path : NULL,
+		.state_dir_fd = ws->state_outside ? ws->state_fd : -1,
 	};
 	bc.progress = opts->progress;
 	bc.progress_userdata = opts->progress_userdata;
@@ -290,8 +364,6 @@ static void free_workspace(sbx_workspace *ws)
 	if (ws->workdir_temporary && ws->workdir)
 		remove_private_dir(ws->workdir);
 	sbx_snapshot_release(ws);
-	if (ws->root_fd >= 0)
-		close(ws->root_fd);
 	sbx_gitguard_free(ws);
 	sbx_strv_free(ws->base_env);
 	sbx_config_free(ws->cfg);
@@ -299,7 +371,10 @@ static void free_workspace(sbx_workspace *ws)
 	free(ws->workdir);
 	sbx_audit_teardown(ws);
 	sbx_journal_free(ws->journal);
+	sbx_state_tidy_workdir(ws);
 	sbx_state_teardown(ws);
+	if (ws->root_fd >= 0)
+		close(ws->root_fd);
 	pthread_mutex_destroy(&ws->state_lock);
 	pthread_mutex_destroy(&ws->procs_lock);
 	pthread_mutex_destroy(&ws->bg_lock);

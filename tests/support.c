@@ -149,6 +149,41 @@ static int count_skips(int fd, char *first, size_t first_size)
 	return lines;
 }
 
+const char *test_state_dir(const char *workdir)
+{
+	static char bufs[8][PATH_MAX + 64];
+	static int next;
+	char real[PATH_MAX], hex[65] = "", *cmd = NULL, *out = bufs[next++ % 8];
+	const char *base, *xdg = getenv("XDG_STATE_HOME");
+	FILE *f;
+
+	if (!realpath(workdir, real) || !xdg)
+		abort();
+	base = strrchr(real, '/') + 1;
+	/* An independent computation of the key (src/state.c): sha256sum of the canonical path. */
+	if (asprintf(&cmd, "printf %%s '%s' | sha256sum", real) < 0 || !(f = popen(cmd, "r")))
+		abort();
+	if (fscanf(f, "%64s", hex) != 1)
+		abort();
+	pclose(f);
+	free(cmd);
+	snprintf(out, sizeof bufs[0], "%s/agentsbx/workspaces/%s-%.16s", xdg, base, hex);
+	return out;
+}
+
+/* The library keeps each workdir's state folder (and private HOME) below $XDG_STATE_HOME:
+ * one of the run's own, removed after it (test_run_suite), so that tests leave nothing in
+ * the user's. Made once, by the first call. */
+static char *state_home;
+
+void test_private_state_home(void)
+{
+	if (state_home)
+		return;
+	state_home = test_mkdtemp();
+	setenv("XDG_STATE_HOME", state_home, 1);
+}
+
 int test_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);
@@ -156,8 +191,11 @@ int test_run_suite(Suite *s)
 	char first[512];
 	const char *why;
 
+	test_private_state_home();
 	skip_log = open_skip_log();
 	srunner_run_all(sr, CK_NORMAL);
+	test_rm_rf(state_home);
+	free(SBX_TAKE_PTR(state_home));
 	failed = srunner_ntests_failed(sr);
 	ran = srunner_ntests_run(sr);
 	srunner_free(sr);

@@ -16,6 +16,13 @@ bool test_process_exists(const char *cmdline_fragment);
 /* Files on the host, for tests that check what the library did to them. */
 /* base/rel in one of 8 rotating static buffers. */
 const char *test_path_at(const char *base, const char *rel);
+/* The state folder the library keeps for the (existing) workdir by default: under the run's
+ * $XDG_STATE_HOME (test_run_suite sets it), keyed by the canonical path. One of 8 rotating
+ * static buffers. */
+const char *test_state_dir(const char *workdir);
+/* Points XDG_STATE_HOME at a folder of this run's (once; test_run_suite removes it): for
+ * whatever opens a workspace before the suite runs (a probe). */
+void test_private_state_home(void);
 /* Creates or truncates base/rel with text and exactly mode. */
 void test_put_file(const char *base, const char *rel, const char *text, mode_t mode);
 /* The first 64 KiB of path (static buffer), or NULL. */

@@ -3,6 +3,7 @@
  * container and agentsbx-run --control-socket connects to it: from then on it is the same
  * channel the local backend gets from a socketpair (src/proto/run_proto.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "docker.h"
+#include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -33,16 +35,18 @@ static int random_name(char *out, size_t len)
 int docker_control_listen(const char *dir, int *fd_out, char **name_out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int dfd = -1;
 	char name[40];
 	int fd, r;
 
 	*fd_out = -1;
 	if ((r = random_name(name, sizeof name)) < 0)
 		return r;
-	if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s/%s", dir, name) >=
-	    sizeof sa.sun_path)
-		return sbx_fail(-SBX_ENAMETOOLONG, "docker: the workdir's path is too long for a "
-		                "Unix socket below it (%s/%s)", dir, name);
+	/* Bound through the folder's fd: the address stays short however deep the folder (the
+	 * state folder, outside the workdir) lies; the engine binds the folder by its path. */
+	if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return sbx_fail(sbx_errno_code(errno), "docker: open %s: %s", dir, strerror(errno));
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dfd, name);
 	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) < 0)
 		return sbx_fail(-sbx_errno_code(errno), "docker: socket: %s", strerror(errno));
 	/* The container's user is often not ours: the random name, not the mode, keeps other

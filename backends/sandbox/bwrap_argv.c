@@ -75,7 +75,8 @@ const char *const *sbx_sandbox_protected_list(const struct sbx_sandbox *sb)
  * inside. They are made here, for both, and noted in the workspace's journal before they
  * exist (util/journal.h): they go when the sandbox stops — here at close, by the sandbox's
  * tidier when it ends otherwise (its host killed, its idle TTL), or, when both died, at the
- * next open — and only while they are still the empty entries made here. */
+ * next open — and only while they are still the empty entries made here. They are empty
+ * directories (sbx_placeholder_is_dir), which git neither shows nor commits. */
 void sbx_sandbox_make_placeholders(struct sbx_sandbox *sb)
 {
 	const char *const *list = sbx_sandbox_protected_list(sb);
@@ -93,7 +94,7 @@ void sbx_sandbox_make_placeholders(struct sbx_sandbox *sb)
 	}
 	for (size_t i = 0; i < n; i++) {
 		paths[i] = without_dir_mark(list[i]);
-		dirs[i] = list[i][0] && list[i][strlen(list[i]) - 1] == '/';
+		dirs[i] = sbx_placeholder_is_dir(list[i]);
 		if (!paths[i])
 			break;
 	}

@@ -1,4 +1,6 @@
 /* The backend glue: what the ns and bwrap ops tables (sandbox.h) call. */
+#include <fcntl.h>
+#include <unistd.h>
 #include "backends/sandbox/sandbox_int.h"
 
 
@@ -126,10 +128,10 @@ int sbx_sandbox_backend_open(const char *name, bool allow_mode, const sbx_backen
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox needs "
 		                "a 'workdir' (a temporary one is removed at close)", name);
 	}
-	if (w->opts.detached && SBX_BACKEND_CONFIG_HAS(cfg, state_dir) && cfg->state_dir) {
+	if (w->opts.detached && faccessat(AT_FDCWD, cfg->workdir, W_OK, AT_EACCESS) != 0) {
 		free_ws(w);
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s.detached': a detached sandbox keeps "
-		                "its socket in the workdir's state folder, which this workdir cannot "
+		                "its socket in the workdir's .agentsbx/run, which this workdir cannot "
 		                "hold (the library may not write it)", name);
 	}
 	if ((r = check_host_view(name, w)) < 0 || (r = sbx_sandbox_check_fds(name, &w->opts)) < 0) {

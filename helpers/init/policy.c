@@ -1,5 +1,7 @@
 /* What a sandbox shows of the host. One set of tables for both ways of building the root (the
  * init's own rootfs.c, and the bubblewrap arguments the library writes), so they cannot drift. */
+#include <string.h>
+
 #include "sandbox.h"
 
 /* The host's system directories, bound read-only. On a merged-/usr system (Debian 12) all but
@@ -57,3 +59,16 @@ const char *const sbx_default_protected_paths[] = {
 	".mcp.json",
 	NULL,
 };
+
+/* A missing protected entry gets an empty directory as its placeholder, even where a file
+ * is protected (.bashrc, .mcp.json): git shows and commits no empty directory, so the
+ * placeholders leave nothing in the user's repository, inside or on the host, and a
+ * directory blocks the name as well as a file (nothing can be created under it, written to
+ * it, removed or renamed: it is a read-only mount point). Only entries inside .git stay
+ * files: git itself reads them (.git/config) and does not list them. */
+bool sbx_placeholder_is_dir(const char *entry)
+{
+	size_t len = strlen(entry);
+
+	return (len > 0 && entry[len - 1] == '/') || strncmp(entry, ".git/", 5) != 0;
+}

@@ -12,8 +12,8 @@
  *    written nor redirected (the cover cannot be removed); on the host the link is untouched.
  *  - a regular file on the way (a worktree's ".git" file, which names the real git directory)
  *    decides where the rest resolves: it is bound read-only onto itself.
- *  - it is missing but its parent exists: an empty placeholder (a directory when the entry ends
- *    in "/", else an empty file) is bound read-only onto itself. The library makes it in the
+ *  - it is missing but its parent exists: an empty placeholder (a directory, but for a file
+ *    inside .git: sbx_placeholder_is_dir) is bound read-only onto itself. The library makes it in the
  *    host directory before the sandbox starts and notes it in the workspace's journal
  *    (util/journal.h), so that it goes when the sandbox ends, however it ends (init/tidy.c);
  *    one still missing here (a race) is made here. Where the placeholder cannot be created
@@ -159,7 +159,7 @@ static int protect_step(struct protector *p, int *cur, const char *name, char *r
 static int protect_one(struct protector *p, const char *entry)
 {
 	size_t len = strlen(entry);
-	bool want_dir = len > 0 && entry[len - 1] == '/';
+	bool want_dir = sbx_placeholder_is_dir(entry);
 	char buf[PATH_MAX], rel[PATH_MAX + 16];
 	char *save = NULL, *name, *next;
 	_cleanup_close_ int cur = -1;

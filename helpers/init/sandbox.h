@@ -134,6 +134,8 @@ extern const char *const sbx_layout_writable[];
 /* The default protected paths (".git/hooks/", ".git/config", ".agentsbx/", shell rc files,
  * ".mcp.json"); policy.c says why each. */
 extern const char *const sbx_default_protected_paths[];
+/* Whether a missing protected entry gets an empty directory as its placeholder (policy.c). */
+bool sbx_placeholder_is_dir(const char *entry);
 
 /* net.c --------------------------------------------------------------------------------- */
 

@@ -181,8 +181,10 @@ SBX_API int sbx_workspace_set_network(sbx_workspace *ws, const char *network_jso
  *    "full_walks": false,
  *    "items": [{"path": "a/.git/hooks/pre-commit", "what": "hook",
  *               "reason": "a hook the host's git would run",
- *               "moved_to": ".agentsbx/quarantine/20261201T120000Z-41-1/a/.git/hooks/pre-commit",
+ *               "moved_to": "<state folder>/quarantine/20261201T120000Z-41-1/a/.git/hooks/"
+ *                           "pre-commit",
  *               "when": "exec", "time": 1796126400}]}
+ * ("moved_to": since 1.7 the copy's host path, in the state folder outside the workdir.)
  * The guard runs on backends whose files are on the host and whose commands are isolated
  * (ns, bwrap, docker with a workdir; "guarded": false elsewhere): after every command
  * (sbx_exec, a spawned process waited for or freed, a Bash tool call), at reset and at close,

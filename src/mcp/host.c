@@ -35,6 +35,7 @@
 #include "proto/mcp_proto.h"
 #include "util/cleanup.h"
 #include "util/error.h"
+#include "util/statedir.h"
 #include "util/fs.h"
 
 #define GATEWAY_MAX_BYTES ((size_t)64 << 20)
@@ -58,13 +59,30 @@ static bool gateway_on_host_view(const sbx_workspace *ws)
 	return ws->caps & (SBX_BACKEND_CAP_HELPER_BINDS | SBX_BACKEND_CAP_HOST_VIEW);
 }
 
+/* A backend whose commands see the workdir but neither binds nor runs on the host (a plugin,
+ * a container with the workdir bound) cannot see a state folder outside the workdir: its
+ * gateway's run folder is the workdir's .agentsbx/mcp then, as before 1.7. */
+static bool run_folder_in_workdir(const sbx_workspace *ws)
+{
+	return ws->state_outside && !ws->state_temporary && !gateway_on_host_view(ws);
+}
+
+/* The gateway's run folder on the host, made with mode (0: -SBX_ENOENT when missing), never
+ * through a link. */
+static int run_dir_fd(sbx_workspace *ws, mode_t mode, int *out)
+{
+	if (!run_folder_in_workdir(ws))
+		return sbx_state_dir(ws, SBX_MCP_RUN_SUBDIR, mode, out);
+	return sbx_statedir_open(ws->root_fd, SBX_MCP_RUN_SUBDIR, mode, out);
+}
+
 /* -SBX_ENOENT when no gateway listens (no socket, or a stale one). */
 static int connect_gateway(sbx_workspace *ws, int *out)
 {
 	_cleanup_close_ int dir = -1, sock = -1;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct stat st;
-	int fd, r = sbx_state_dir(ws, SBX_MCP_RUN_SUBDIR, 0, &dir);
+	int fd, r = run_dir_fd(ws, 0, &dir);
 
 	if (r == -SBX_ENOENT)
 		return r;
@@ -89,8 +107,10 @@ bool sbx_mcp_use_stream(const sbx_workspace *ws)
 	if (ws->cfg->mcp_stream >= 0)
 		return ws->cfg->mcp_stream == 1;
 	/* A capped workspace has no run folder on the host (mcp/binds.c); nor, for a container,
-	 * has a workspace whose state folder is a temporary one outside its workdir. */
-	if (ws->cfg->disk_bytes || (ws->state_temporary && !gateway_on_host_view(ws)))
+	 * has a workspace whose state folder is a temporary one, or whose workdir (where its run
+	 * folder would be) the library may not write. */
+	if (ws->cfg->disk_bytes || (ws->state_temporary && !gateway_on_host_view(ws)) ||
+	    (run_folder_in_workdir(ws) && !ws->workdir_writable))
 		return true;
 	return !(ws->caps & SBX_BACKEND_CAP_HOST_FILES);
 }
@@ -187,7 +207,7 @@ static int copy_gateway_into_state(sbx_workspace *ws, char **exe, char **run_dir
 
 	if ((r = read_gateway_binary(&data, &len)) < 0)
 		return r;
-	if ((r = sbx_state_dir(ws, SBX_MCP_RUN_SUBDIR, 0700, &dir)) < 0)
+	if ((r = run_dir_fd(ws, 0700, &dir)) < 0)
 		return fail_prefixed(r);
 	if ((r = sbx_workspace_write_atomic(ws, dir, SBX_MCP_GATEWAY_NAME, data, len, 0755, 0)) < 0)
 		return r;

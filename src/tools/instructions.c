@@ -174,6 +174,17 @@ static void put_protected(sbx_buf *b, sbx_workspace *ws, const char *root)
 		sbx_buf_puts(b, "\n");
 }
 
+/* Why `git config user.name X` fails in such a repository, and what works instead: the
+ * global config lives in the workspace's private HOME (state.c), outside the project. */
+static void put_git_identity(sbx_buf *b, sbx_workspace *ws)
+{
+	sbx_buf_printf(b, "- So `git config user.name`/`user.email` fail there too: set the commit "
+	               "identity with %sthe GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME "
+	               "and GIT_COMMITTER_EMAIL environment variables.\n",
+	               sbx_state_home(ws) ? "`git config --global` (kept in this workspace's "
+	                                    "private HOME, not in the project) or " : "");
+}
+
 /* Exactly what the git guard does here (gitguard.h), so the model neither fights it nor
  * believes a hook it wrote will run. */
 static void put_git_rule(sbx_buf *b, sbx_workspace *ws)
@@ -191,12 +202,14 @@ static void put_git_rule(sbx_buf *b, sbx_workspace *ws)
 	             "commondir or gitdir pointers leading out of the workspace) is moved to "
 	             "quarantine, and the config keeps its safe keys. Ordinary git use (init, "
 	             "clone, add, commit, branch, submodule, worktree) works.\n");
-	if (sbx_gitguard_kernel_binds(ws))
+	if (sbx_gitguard_kernel_binds(ws)) {
 		sbx_buf_puts(b, "- In repositories that existed before a command, config, "
 		             "config.worktree, hooks/ and commondir are read-only and the git directory "
 		             "cannot be renamed or removed (git config, new hooks and rm -rf of the "
 		             "repository fail there with \"Read-only file system\" or \"Device or "
 		             "resource busy\"); commits, branches, fetches and checkouts work.\n");
+		put_git_identity(b, ws);
+	}
 }
 
 static void put_workspace_block(sbx_buf *b, sbx_workspace *ws)

@@ -5,6 +5,8 @@ cli=${1:?usage: test_cli.sh path/to/agentsbx}
 work=$(mktemp -d)
 # A bg job a failed check left running is stopped before its folder goes.
 trap 'for j in "$work"/bgbase/bg/bg-*; do [ -e "$j/lock" ] && "$cli" bg kill --base-dir "$work/bgbase" "${j##*/}" >/dev/null 2>&1; done; rm -rf "$work"' EXIT
+# The library keeps each workdir's state folder below $XDG_STATE_HOME: this run's own.
+export XDG_STATE_HOME="$work/xdg-state"
 passed=0
 failed=0
 

@@ -77,7 +77,13 @@ def connect_control(argv):
         return
     path = argv[argv.index("--control-socket") + 1]
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.connect(host_socket(path))
+    # Through the folder's fd, as the library binds it: the state folder's docker/ may lie
+    # deeper than a Unix socket address allows.
+    dfd = os.open(os.path.dirname(host_socket(path)), os.O_PATH | os.O_DIRECTORY)
+    try:
+        s.connect(f"/proc/self/fd/{dfd}/{os.path.basename(path)}")
+    finally:
+        os.close(dfd)
     state["held"].append(s)  # open until we exit: the "runner" never reports
 
 

@@ -48,6 +48,7 @@ int bt_main(Suite *(*make_suite)(void))
 {
 	int r;
 
+	test_private_state_home();   /* the probe opens a workspace already */
 	if (!bt_backend_usable())
 		return bt_backend_required() ? 1 : BT_EXIT_SKIP;
 	bt_begin_run();

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "backend_support.h"
+#include "support.h"
 
 static const char *markers;     /* host directory the payloads would write into */
 static const char *home;        /* an empty HOME for the host's git */
@@ -208,10 +209,10 @@ START_TEST(planted_hooks_and_config_never_run_at_the_root_or_three_deep)
 	use_on_host(dir, "a/b/c");
 	assert_no_marker();
 	/* In the state folder and the audit log; the repositories stay usable. */
-	ck_assert_int_eq(host_sh(bt_tmp("test -f '%s'/.agentsbx/quarantine/*/a/b/c/.git/hooks/"
-	                                "pre-commit", dir)), 0);
+	ck_assert_int_eq(host_sh(bt_tmp("test -f '%s'/quarantine/*/a/b/c/.git/hooks/"
+	                                "pre-commit", test_state_dir(dir))), 0);
 	ck_assert_int_eq(host_sh(bt_tmp("grep -q '\"kind\":\"git\".*\"path\":\"a/b/c/.git/config\"'"
-	                                " '%s/.agentsbx/audit.jsonl'", dir)), 0);
+	                                " '%s/audit.jsonl'", test_state_dir(dir))), 0);
 	ck_assert_int_eq(host_git(dir, "a/b/c", "rev-parse --git-dir"), 0);
 	ck_assert_int_eq(host_sh(bt_tmp("grep -qi 'fsmonitor\\|hookspath\\|alias\\|include' "
 	                                "'%s/a/b/c/.git/config'", dir)), 1);
@@ -617,7 +618,7 @@ START_TEST(binds_stop_at_256_repositories_and_detection_covers_the_rest)
 	const char *json = quarantine_json(w);
 	ck_assert_msg(strstr(json, "\"repositories\":300,\"bound\":256"), "%.300s", json);
 	ck_assert_int_eq(host_sh(bt_tmp("grep -q '\"event\":\"binds\",\"detail\":\"more than 256' "
-	                                "'%s/.agentsbx/audit.jsonl'", dir)), 0);
+	                                "'%s/audit.jsonl'", test_state_dir(dir))), 0);
 	/* bound or not, a hook planted in any of them is gone when the command ends */
 	run_ok(w, bt_tmp("for i in 1 300; do %s; done", "printf '#!/bin/sh\\ntouch MARK\\n' > "
 	                                                "r$i/.git/hooks/pre-commit 2>/dev/null; true"));
@@ -679,9 +680,9 @@ START_TEST(spawned_processes_the_bash_tool_reset_and_close_are_checked)
 	sbx_process_free(p1);
 	sbx_process_free(p2);
 	ck_assert_int_eq(host_sh(bt_tmp("grep -q '\"path\":\"d2/.git/config\".*\"when\":\"close\"' "
-	                                "'%s/.agentsbx/audit.jsonl' && "
-	                                "test -f '%s'/.agentsbx/quarantine/*/d2/.git/config",
-	                                dir, dir)), 0);
+	                                "'%s/audit.jsonl' && "
+	                                "test -f '%s'/quarantine/*/d2/.git/config",
+	                                test_state_dir(dir), test_state_dir(dir))), 0);
 	use_on_host(dir, "s");
 	use_on_host(dir, "t");
 	use_on_host(dir, "d1");

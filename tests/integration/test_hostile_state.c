@@ -167,13 +167,27 @@ static char *tool(sbx_workspace *ws, const char *session, const char *name, cons
  * ========================================================================================= */
 
 /* The flocks a command takes: every file and folder of the library's it can open (read-only
- * is enough for flock), then it sleeps holding them. One fd each (dash has 3..9). */
-static const char hold_locks[] =
-	"exec 3<.agentsbx 4<.agentsbx/audit.jsonl 5<.agentsbx/tools 6<.agentsbx/tools/s1.json "
-	"7<sessions/s1/context.jsonl; "
-	"for fd in 3 4 5 6 7; do flock -x $fd || exit 1; done; "
-	"[ -e .agentsbx/mcp.json ] && exec 8<.agentsbx/mcp.json && flock -x 8; "
-	"echo held; exec sleep 1000";
+ * is enough for flock), then it sleeps holding them. One fd each (dash has 3..9). The state
+ * folder is outside the workdir: a command of local reaches it at its host path; inside a
+ * sandbox it is not there at all (checked), and what is left of the library's to lock is the
+ * workdir's .agentsbx with its journal. */
+static const char *hold_locks(const char *dir)
+{
+	const char *state = test_state_dir(dir), *cmd;
+
+	if (sandboxed())
+		cmd = bt_tmp("[ ! -e '%s' ] || exit 2; "
+		             "exec 3<.agentsbx 4<.agentsbx/journal 7<sessions/s1/context.jsonl; "
+		             "for fd in 3 4 7; do flock -x $fd || exit 1; done; "
+		             "echo held; exec sleep 1000", state);
+	else
+		cmd = bt_tmp("S='%s'; exec 3<\"$S\" 4<\"$S\"/audit.jsonl 5<\"$S\"/tools "
+		             "6<\"$S\"/tools/s1.json 7<sessions/s1/context.jsonl; "
+		             "for fd in 3 4 5 6 7; do flock -x $fd || exit 1; done; "
+		             "[ -e \"$S\"/mcp.json ] && exec 8<\"$S\"/mcp.json && flock -x 8; "
+		             "echo held; exec sleep 1000", state);
+	return cmd;
+}
 
 struct host_calls {
 	sbx_workspace *ws;
@@ -246,7 +260,7 @@ START_TEST(test_locks_taken_inside_block_no_host_call)
 	                                     &path), 0);
 	sbx_free(path);
 	snprintf(c.audit, sizeof c.audit, "%s", sbx_audit_path(ws));
-	sbx_process *holder = spawn_sh(ws, hold_locks);
+	sbx_process *holder = spawn_sh(ws, hold_locks(dir));
 	wait_for_line(holder, "held");
 	int before = count_lines(c.audit);
 
@@ -738,7 +752,8 @@ START_TEST(test_mcp_servers_that_came_with_the_workdir_do_not_start)
 	char *marker = bt_inside(ws, "mcp-ran");
 
 	ck_assert_int_eq(sbx_workspace_close(ws), 0);
-	test_put_file(dir, ".agentsbx/mcp.json", bt_tmp("{\"version\":1,\"servers\":[{\"agent\":"
+	/* Put where the library reads it: its state folder (outside the workdir). */
+	test_put_file(test_state_dir(dir), "mcp.json", bt_tmp("{\"version\":1,\"servers\":[{\"agent\":"
 	              "null,\"session\":null,\"name\":\"shipped\",\"config\":{\"command\":"
 	              "\"/bin/sh\",\"args\":[\"-c\",\"echo started > %s; sleep 2\"]}}]}\n", marker),
 	              0600);
@@ -793,7 +808,9 @@ START_TEST(test_linked_state_folder_is_refused)
 END_TEST
 
 /* Links planted below the state folder, where the host makes its folders (mcp, tools, run):
- * whatever call meets one fails or goes on without it, and nothing is made outside. */
+ * whatever call meets one fails or goes on without it, and nothing is made outside. Planted
+ * in the workdir's old .agentsbx, they reach the real state folder (outside the workdir) by
+ * its migration at the first open, and attack it there. */
 START_TEST(test_links_inside_the_state_folder_lead_nowhere)
 {
 	char *dir = bt_mkdtemp(), *target = bt_mkdtemp();
@@ -809,7 +826,7 @@ START_TEST(test_links_inside_the_state_folder_lead_nowhere)
 	int r = bt_open(dir, NULL, &ws);
 	if (sandboxed()) {
 		/* The sandbox binds the MCP run folder at its start: refused there, by name. */
-		ck_assert_msg(r == -SBX_ELOOP && strstr(sbx_last_error(), ".agentsbx/mcp is a "
+		ck_assert_msg(r == -SBX_ELOOP && strstr(sbx_last_error(), "/mcp is a "
 		              "symbolic link"), "%d %s", r, sbx_last_error());
 	} else {
 		ck_assert_msg(r == 0, "%s", sbx_last_error());
@@ -817,13 +834,19 @@ START_TEST(test_links_inside_the_state_folder_lead_nowhere)
 		/* The Read's session cannot be kept there, and is not kept elsewhere: the call
 		 * answers, or fails naming the link. */
 		r = sbx_tool_call_session(ws, "s1", "Read", "{\"file_path\":\"f.txt\"}", &out);
-		ck_assert_msg(r == 0 || strstr(sbx_last_error(), ".agentsbx/tools is a symbolic "
+		ck_assert_msg(r == 0 || strstr(sbx_last_error(), "/tools is a symbolic "
 		              "link"), "%d %s", r, sbx_last_error());
 		sbx_free(out);
 		ck_assert_int_eq(sbx_mcp_add(ws, NULL, NULL, "srv", "{\"command\":\"true\"}"), 0);
 		r = sbx_mcp_tools(ws, NULL, NULL, "srv", &out);
-		ck_assert_msg(r < 0 && strstr(sbx_last_error(), ".agentsbx/mcp is a symbolic link"),
+		/* docker's gateway runs from the workdir's own .agentsbx/mcp (its commands do not
+		 * see the state folder), which the migration left free of the link: the call goes
+		 * on there, and what counts is that nothing was made outside. */
+		ck_assert_msg(is_backend("docker") ||
+		              (r < 0 && strstr(sbx_last_error(), "/mcp is a symbolic link")),
 		              "%d %s", r, sbx_last_error());
+		if (r == 0)
+			sbx_free(out);
 		ck_assert_int_eq(sbx_workspace_close(ws), 0);
 	}
 	assert_empty(target);
@@ -1083,13 +1106,28 @@ START_TEST(test_read_only_workdir_opens_read_only)
 	out = tool(ws, "s1", "Read", "{\"file_path\":\"f.txt\"}");
 	ck_assert_msg(strstr(out, "\"ok\":true") && strstr(out, "read me"), "%s", out);
 	sbx_free(out);
-	/* The state folder is a temporary one: the log is there, not in the workdir. */
+	/* The state folder is outside the workdir: the log is there, and stays. */
 	snprintf(audit, sizeof audit, "%s", sbx_audit_path(ws));
-	ck_assert_msg(strncmp(audit, dir, strlen(dir)) != 0, "%s", audit);
+	ck_assert_str_eq(audit, bt_tmp("%s/audit.jsonl", test_state_dir(dir)));
 	ck_assert_int_ge(count_lines(audit), 2);
 	char *text = instructions(ws);
 	ck_assert_msg(strstr(text, "<name>kept</name>"), "%s", text);
 	sbx_free(text);
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	ck_assert_msg(test_exists(audit), "%s went at close", audit);
+	ck_assert_int_eq(entries(dir), before);
+	/* The old layout ("state_dir": "workdir") cannot keep it in this workdir: a temporary
+	 * state folder instead, gone at close; the workdir stays untouched either way. */
+	r = bt_open(dir, "\"mode\":\"read-only\",\"state_dir\":\"workdir\"", &ws);
+	ck_assert_msg(r == 0, "read-only open, old layout: %s", sbx_last_error());
+	snprintf(audit, sizeof audit, "%s", sbx_audit_path(ws));
+	ck_assert_msg(strncmp(audit, dir, strlen(dir)) != 0 &&
+	              strncmp(audit, test_state_dir(dir), strlen(test_state_dir(dir))) != 0,
+	              "%s", audit);
+	out = bt_shell_out(ws, "cat f.txt");
+	ck_assert_str_eq(out, "read me\n");
+	free(out);
+	ck_assert_int_ge(count_lines(audit), 1);
 	ck_assert_int_eq(sbx_workspace_close(ws), 0);
 	ck_assert_msg(!test_exists(audit), "%s stayed after close", audit);
 	ck_assert_int_eq(entries(dir), before);

@@ -1066,7 +1066,9 @@ START_TEST(test_tools_on_a_full_disk)
 	struct stat st_dir, st_state;
 
 	mount_small_disk(dir);
-	ws = bt_open_ok(dir, NULL);
+	/* The state folder (the tool sessions) on the same full disk, as it was in the workdir
+	 * before 1.7: a save that fails must still be said. */
+	ws = bt_open_ok(dir, bt_tmp("\"state_dir\":\"%s/state\"", dir));
 	bt_put(ws, "keep.txt", "original\n", 0);
 	bt_put(ws, "other.txt", "read me\n", 0);
 	free(call("Read", "{\"file_path\":\"keep.txt\"}"));
@@ -1076,7 +1078,7 @@ START_TEST(test_tools_on_a_full_disk)
 	res = call("Read", "{\"file_path\":\"other.txt\"}");
 	ck_assert_msg(bt_tool_ok(res), "%s", res);
 	HAS(output_of(res), "read me");
-	if (stat(dir, &st_dir) == 0 && stat(test_path_at(dir, ".agentsbx"), &st_state) == 0 &&
+	if (stat(dir, &st_dir) == 0 && stat(test_path_at(dir, "state"), &st_state) == 0 &&
 	    st_dir.st_dev == st_state.st_dev) {
 		/* The session lives on the full disk: its save failed, and the result says so. */
 		HAS(res, "\"session_saved\":false");

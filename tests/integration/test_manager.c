@@ -100,6 +100,13 @@ START_TEST(test_users_get_separate_sandboxes)
 	run(a, "echo secret > /tmp/alice; echo secret > alice.txt");
 	ck_assert_str_eq(run(b, "ls /tmp; ls"), "");
 	ck_assert_str_eq(run(a, "cat /tmp/alice"), "secret\n");
+	/* Each keeps its state folder, with its private HOME, below the manager's base_dir,
+	 * beside its workdir and outside it. */
+	ck_assert_str_eq(run(a, "echo alice > ~/mine && cat ~/mine"), "alice\n");
+	ck_assert_str_eq(run(b, "cat ~/mine 2>/dev/null || echo none"), "none\n");
+	ck_assert_msg(!strncmp(sbx_audit_path(a), base, strlen(base)) &&
+	              strstr(sbx_audit_path(a), "/.state/") &&
+	              strcmp(sbx_audit_path(a), sbx_audit_path(b)) != 0, "%s", sbx_audit_path(a));
 	sbx_manager_release(m, a);
 	sbx_manager_release(m, b);
 	ck_assert_int_eq(sbx_manager_close(m, sbx_workspace_id(a)), 0);
@@ -375,6 +382,7 @@ static bool ns_works(void)
 
 int main(void)
 {
+	test_private_state_home();   /* the probe opens a workspace already */
 	if (!ns_works()) {
 		fprintf(stderr, "the ns backend does not work here: %s\n", sbx_last_error());
 		return 77;

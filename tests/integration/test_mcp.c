@@ -116,6 +116,15 @@ static char *call_ok(sbx_workspace *w, const char *session, const char *name, co
 
 /* ---- the done-when: the npm filesystem server lists the workspace's files ---- */
 
+/* Where the library keeps the state of workdir (opened before): its state folder outside
+ * the workdir, or, for a backend without host files, the workspace's own .agentsbx. */
+static const char *state_folder(const char *dir)
+{
+	const char *state = test_state_dir(dir);
+
+	return test_exists(state) ? state : test_path_at(dir, ".agentsbx");
+}
+
 START_TEST(filesystem_server_lists_the_workspace)
 {
 	char *tools = NULL, *res;
@@ -133,7 +142,9 @@ START_TEST(filesystem_server_lists_the_workspace)
 	sbx_free(res);
 	sbx_free(tools);
 	/* The transport is the one asked for: the stream gateway has no socket. */
-	ck_assert_int_eq(access(test_path_at(workdir, ".agentsbx/mcp/gateway.sock"), F_OK) == 0,
+	/* (In the state folder; for a backend that sees only the workdir, in its .agentsbx.) */
+	ck_assert_int_eq(access(test_path_at(test_state_dir(workdir), "mcp/gateway.sock"), F_OK) == 0 ||
+	                 access(test_path_at(workdir, ".agentsbx/mcp/gateway.sock"), F_OK) == 0,
 	                 !stream_transport());
 }
 END_TEST
@@ -315,7 +326,7 @@ START_TEST(declarations_scope_persist_and_report_bad_entries)
 	 * cloned repository's) declares nothing: each entry is reported, none starts, and
 	 * declaring one again works and drops the others. */
 	sbx_workspace_close(ws);
-	test_put_file(workdir, ".agentsbx/mcp.json", bt_tmp("{\"version\":1,\"servers\":["
+	test_put_file(state_folder(workdir), "mcp.json", bt_tmp("{\"version\":1,\"servers\":["
 	              "{\"agent\":null,\"session\":null,\"name\":\"broken\",\"config\":{\"args\":7}},"
 	              "{\"agent\":null,\"session\":null,\"name\":\"count\",\"config\":%s}]}",
 	              node_server("counter-server.js", NULL)), 0600);
@@ -632,7 +643,7 @@ static bool refused_network_policy(int r)
 /* (test_slurp's buffer: not to be freed) */
 static char *host_connect_records(const char *dir)
 {
-	return test_slurp(test_path_at(dir, ".agentsbx/audit.jsonl"));
+	return test_slurp(test_path_at(state_folder(dir), "audit.jsonl"));
 }
 
 START_TEST(http_server_through_the_network_policy)
@@ -723,7 +734,7 @@ START_TEST(http_bad_declarations_name_the_field)
 	/* A remote entry the library did not write here is reported by what is wrong with it
 	 * first, and never reached (nor is anything else of that file). */
 	sbx_workspace_close(ws);
-	test_put_file(workdir, ".agentsbx/mcp.json", bt_tmp("{\"version\":1,\"servers\":["
+	test_put_file(state_folder(workdir), "mcp.json", bt_tmp("{\"version\":1,\"servers\":["
 	              "{\"agent\":null,\"session\":null,\"name\":\"remote\",\"config\":{\"type\":"
 	              "\"http\",\"url\":\"gopher://x\"}},{\"agent\":null,\"session\":null,\"name\":"
 	              "\"ev\",\"config\":%s}]}", node_server("node_modules/@modelcontextprotocol/"

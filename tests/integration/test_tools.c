@@ -69,6 +69,16 @@ static const char *slurp(const char *rel)
 	return buf;
 }
 
+static bool exists(const char *rel);
+
+/* A file of the state folder: outside the workdir where the files are on the host. */
+static bool audit_exists(const char *name)
+{
+	if (bt_host_files())
+		return test_exists(test_path_at(test_state_dir(workdir), name));
+	return exists(bt_tmp(".agentsbx/%s", name));
+}
+
 static bool exists(const char *rel)
 {
 	sbx_stat st = { .size = sizeof st };
@@ -904,7 +914,12 @@ START_TEST(test_audit_log_redacts)
 	char *log;
 
 	ck_assert_ptr_nonnull(path);
-	ck_assert_str_eq(path, bt_tmp("%s/.agentsbx/audit.jsonl", workdir));
+	/* In the state folder outside the workdir where the files are on the host; in the
+	 * workspace's own .agentsbx elsewhere (a docker volume). */
+	if (bt_host_files())
+		ck_assert_str_eq(path, bt_tmp("%s/audit.jsonl", test_state_dir(workdir)));
+	else
+		ck_assert_str_eq(path, bt_tmp("%s/.agentsbx/audit.jsonl", workdir));
 	expect("Bash", "{\"command\":\"echo sk-abcdefghijklmnopqrstuvwx; echo password=swordfish\"}",
 	       true, NULL);
 	ck_assert_int_eq(sbx_exec(ws, argv, &o, &r), 0);
@@ -928,12 +943,13 @@ START_TEST(test_audit_configured_secret_and_rotation)
 	                         "\"redact\":[\"corp-internal-42\"]}");
 	for (int i = 0; i < 40; i++)
 		expect("Bash", "{\"command\":\"echo corp-internal-42 > /dev/null\"}", true, NULL);
-	ck_assert(exists(".agentsbx/audit.jsonl"));
-	ck_assert(exists(".agentsbx/audit.jsonl.1"));
-	ck_assert(exists(".agentsbx/audit.jsonl.2"));
-	ck_assert(!exists(".agentsbx/audit.jsonl.3"));
-	ck_assert_ptr_null(strstr(slurp(".agentsbx/audit.jsonl"),
-	                          "corp-internal-42"));
+	ck_assert(audit_exists("audit.jsonl"));
+	ck_assert(audit_exists("audit.jsonl.1"));
+	ck_assert(audit_exists("audit.jsonl.2"));
+	ck_assert(!audit_exists("audit.jsonl.3"));
+	ck_assert_ptr_null(strstr(bt_host_files()
+	                          ? test_slurp(test_path_at(test_state_dir(workdir), "audit.jsonl"))
+	                          : slurp(".agentsbx/audit.jsonl"), "corp-internal-42"));
 	sbx_workspace_close(ws);
 	ws = bt_open_ok(workdir, "\"audit\":{\"enabled\":false}");
 	ck_assert_ptr_null(sbx_audit_path(ws));

@@ -287,6 +287,28 @@ START_TEST(workdir_refused)
 }
 END_TEST
 
+START_TEST(state_dir_values)
+{
+	sbx_config *cfg = parse_ok("{}");
+
+	ck_assert_ptr_null(cfg->state_dir);
+	sbx_config_free(cfg);
+	cfg = parse_ok("{\"state_dir\": \"/srv//state/ws/./\"}");
+	ck_assert_str_eq(cfg->state_dir, "/srv/state/ws");
+	sbx_config_free(cfg);
+	cfg = parse_ok("{\"state_dir\": \"workdir\"}");
+	ck_assert_str_eq(cfg->state_dir, "workdir");
+	sbx_config_free(cfg);
+	assert_refused("{\"state_dir\": \"state\"}",
+	               "config: key 'state_dir': expected an absolute path or \"workdir\"");
+	assert_refused("{\"state_dir\": \"\"}", "config: key 'state_dir': expected an absolute");
+	assert_refused("{\"state_dir\": \"/\"}", "config: key 'state_dir': must not be /");
+	assert_refused("{\"state_dir\": \"//./\"}", "config: key 'state_dir': must not be /");
+	assert_refused("{\"state_dir\": 5}", "config: key 'state_dir': expected a string");
+	assert_refused("{\"state_dir\": \"/a\\u0000b\"}", "config: key 'state_dir': contains a NUL");
+}
+END_TEST
+
 START_TEST(id_values)
 {
 	sbx_config *cfg = parse_ok("{\"id\": \"ws-1\"}");
@@ -630,6 +652,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, workdir_relative_is_made_absolute);
 	tcase_add_test(tc, workdir_refused);
 	tcase_add_test(tc, id_values);
+	tcase_add_test(tc, state_dir_values);
 	tcase_add_test(tc, env_values);
 	tcase_add_test(tc, env_limits);
 	tcase_add_test(tc, timeout_values);

@@ -4,7 +4,22 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const crypto = require('node:crypto');
 const { probeBackends, Workspace } = require('..');
+
+// The library keeps each workdir's state folder (and private HOME) below $XDG_STATE_HOME:
+// this test process's own, removed at its exit, so that tests leave nothing in the user's.
+const STATE_HOME = fs.mkdtempSync(path.join(os.tmpdir(), 'sbx-node-state-'));
+process.env.XDG_STATE_HOME = STATE_HOME;
+process.on('exit', () => fs.rmSync(STATE_HOME, { recursive: true, force: true }));
+
+/** The state folder the library keeps for workdir (src/state.c: base name and the first 16
+ * hex digits of the SHA-256 of the canonical path). */
+function stateDir(workdir) {
+  const real = fs.realpathSync(workdir);
+  const digest = crypto.createHash('sha256').update(real).digest('hex').slice(0, 16);
+  return path.join(STATE_HOME, 'agentsbx', 'workspaces', `${path.basename(real)}-${digest}`);
+}
 
 // The suites that do not depend on isolation run on both: local (commands on the host) and
 // ns (the namespace sandbox). A backend this host cannot run is reported as skipped.
@@ -76,5 +91,5 @@ const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 
 module.exports = {
   BACKENDS, testOnBackends, withWorkspace, scratchDir, sleep, readAll, unavailableReason,
-  REPO_ROOT,
+  REPO_ROOT, stateDir,
 };

@@ -8,6 +8,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { Workspace, AgentSbxError } = require('..');
+const { stateDir } = require('./helpers');
 
 const REPO = path.resolve(__dirname, '..', '..', '..');
 
@@ -73,7 +74,7 @@ test('a throwing onProgress rejects the open and closes the workspace', async ()
       throw new Error('listener broke');
     } }), /listener broke/);
     assert.equal(calls, 1);
-    const left = fs.readdirSync(path.join(workdir, '.agentsbx', 'docker'))
+    const left = fs.readdirSync(path.join(stateDir(workdir), 'docker'))
       .filter((n) => n.endsWith('.sock'));
     assert.deepEqual(left, []);
     await assert.rejects(Workspace.open({}, { onProgress: 5 }), TypeError);

@@ -136,7 +136,9 @@ testOnBackends(test, 'tools: the git guard reports what a command planted', asyn
     }
     assert.equal(report.guarded, true);
     assert.deepEqual(report.items.map((i) => i.path), ['r/.git/hooks/pre-commit']);
-    assert.ok(report.items[0].moved_to.startsWith('.agentsbx/quarantine/'));
+    // In the state folder, outside the workdir: its host path.
+    assert.ok(report.items[0].moved_to.startsWith('/') &&
+      report.items[0].moved_to.includes('/quarantine/'));
     assert.equal(r.metadata.git_quarantined, 1);
   });
 });

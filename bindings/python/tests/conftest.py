@@ -10,6 +10,7 @@ Run with Debian's interpreter from the repository root, after `meson compile -C 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,29 @@ import agentsbx
 
 BACKENDS = ["local", "ns"]
 REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The library keeps each workdir's state folder (and private HOME) below
+    $XDG_STATE_HOME: the session's own, so that tests leave nothing in the user's."""
+    old = os.environ.get("XDG_STATE_HOME")
+    home = tmp_path_factory.mktemp("xdg-state")
+    os.environ["XDG_STATE_HOME"] = str(home)
+    yield home
+    if old is None:
+        del os.environ["XDG_STATE_HOME"]
+    else:
+        os.environ["XDG_STATE_HOME"] = old
+
+
+def state_dir(workdir: str | Path) -> Path:
+    """The state folder the library keeps for workdir (src/state.c: base name and the first
+    16 hex digits of the SHA-256 of the canonical path)."""
+    real = os.path.realpath(workdir)
+    digest = hashlib.sha256(real.encode()).hexdigest()[:16]
+    return (Path(os.environ["XDG_STATE_HOME"]) / "agentsbx" / "workspaces"
+            / f"{os.path.basename(real)}-{digest}")
 
 
 @functools.lru_cache(maxsize=None)

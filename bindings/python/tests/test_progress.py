@@ -19,7 +19,7 @@ import pytest
 
 import agentsbx
 
-from conftest import REPO, requires
+from conftest import REPO, requires, state_dir
 
 pytestmark = requires("sbx_workspace_open_with")
 
@@ -103,6 +103,6 @@ def test_a_raising_callback_fails_the_open_and_closes(tmp_path: Path, fake_engin
         agentsbx.Workspace(cfg, on_progress=on_progress)
     assert calls == 1   # not called again after it raised
     # Closed again: the control folder holds no socket of a live workspace.
-    left = list((Path(cfg["workdir"]) / ".agentsbx" / "docker").glob("*.sock"))
+    left = list((state_dir(cfg["workdir"]) / "docker").glob("*.sock"))
     assert left == []
     assert os.path.isdir(cfg["workdir"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -146,5 +147,7 @@ def test_git_quarantine_reports_what_a_command_planted(ws: agentsbx.Workspace,
         return
     assert report["guarded"] is True
     assert [i["path"] for i in report["items"]] == ["r/.git/hooks/pre-commit"]
-    assert report["items"][0]["moved_to"].startswith(".agentsbx/quarantine/")
+    # In the state folder, outside the workdir: its host path.
+    assert "/quarantine/" in report["items"][0]["moved_to"]
+    assert os.path.isabs(report["items"][0]["moved_to"])
     assert r["metadata"]["git_quarantined"] == 1
