@@ -224,6 +224,10 @@ static void bwrap_layout(struct argv_builder *a, struct string_pool *pool, const
 
 	for (size_t i = 0; !rootfs && dirs[i]; i++)
 		args3(a, "--dir", dirs[i], NULL);
+	/* A caller's /home gets a private tmpfs, where the private HOME's mount point can be
+	 * made: the rootfs itself is read-only. */
+	if (rootfs && layout_point_ok(rootfs, "/home"))
+		args3(a, "--tmpfs", "/home", NULL);
 	if (!rootfs)
 		bwrap_opt(a, pool);
 	for (size_t i = 0; i < SBX_ARRAY_SIZE(places); i++)
@@ -427,6 +431,25 @@ static int bwrap_workspace_bind(struct argv_builder *a, struct string_pool *pool
 	return 0;
 }
 
+/* Under a caller's rootfs, bubblewrap can make a bind's mount point only below a directory the
+ * rootfs has (it is bound read-only): say which one is missing rather than let bubblewrap fail
+ * with "Can't mkdir parents". */
+static int check_rootfs_parent(const char *rootfs, const char *dest)
+{
+	char top[PATH_MAX];
+	size_t len = strcspn(dest + 1, "/") + 1;
+
+	if (!rootfs || len >= sizeof top || !dest[len])
+		return 0;
+	memcpy(top, dest, len);
+	top[len] = '\0';
+	if (layout_point_ok(rootfs, top))
+		return 0;
+	return sbx_fail(-SBX_EINVAL, "rootfs: %s has no %s directory, where the mount point of %s "
+	                "must be made (bubblewrap cannot make it in the read-only rootfs); add an "
+	                "empty %s to the rootfs", rootfs, top, dest, top);
+}
+
 static int bwrap_binds(struct argv_builder *a, struct string_pool *pool, struct fd_list *fds,
                        const struct sbx_sandbox *sb)
 {
@@ -435,6 +458,9 @@ static int bwrap_binds(struct argv_builder *a, struct string_pool *pool, struct 
 
 	for (size_t i = 0; i < o->n_binds; i++) {
 		const char *in_ws = sbx_sandbox_path_below(o->binds[i].source, sb->workdir);
+
+		if ((r = check_rootfs_parent(o->rootfs, o->binds[i].dest)) < 0)
+			return r;
 
 		if (init_makes_bind(sb, i)) {
 			bwrap_mount_point(a, sb, i);

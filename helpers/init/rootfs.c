@@ -39,8 +39,9 @@
 #define RO_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV)
 #define RW_FLAGS (MS_NOSUID | MS_NODEV)
 
-/* Names of a caller-given rootfs that are not taken from it: the sandbox gets fresh ones. */
-static const char *const rootfs_skipped[] = { "proc", "dev", "tmp", "workspace", NULL };
+/* Names of a caller-given rootfs that are not taken from it: the sandbox gets fresh ones
+ * (/home: the layout's empty one, where the private HOME is mounted). */
+static const char *const rootfs_skipped[] = { "proc", "dev", "tmp", "workspace", "home", NULL };
 
 #define PINS_NONE { .workspace = -1, .host_root = -1, .host_tmp = -1, \
                     .dev = { -1, -1, -1, -1, -1, -1 } }

@@ -192,6 +192,14 @@ static void check_home_claim(sbx_workspace *ws, const char *text)
 {
 	char *home = claim_after(text, "(HOME) is ", NULL), *seen;
 
+	/* On docker the library sets no HOME (the image's user keeps its own, never the workdir),
+	 * so there is nothing it could truthfully claim; everywhere else it sets one. */
+	if (!home && strcmp(bt_backend(), "docker") == 0) {
+		seen = bt_shell_out(ws, "printf %s \"$HOME\"");
+		ck_assert_msg(strcmp(seen, sbx_workspace_root(ws)) != 0, "HOME is the workdir");
+		free(seen);
+		return;
+	}
 	ck_assert_msg(home, "no HOME line in:\n%s", text);
 	home[strlen(home) - 1] = '\0';
 	seen = bt_shell_out(ws, "printf '%s' \"$HOME\"; test -d \"$HOME\"");

@@ -140,8 +140,17 @@ START_TEST(test_standard_directories_are_there)
 	struct stat st;
 
 	assert_runs(ws, "ls /home /opt /run /root /srv /mnt /var /var/lib >/dev/null");
-	home = bt_shell_out(ws, "ls -A /home /root /srv /mnt /var/lib | grep -v '^/\\|^$' || true");
-	ck_assert_msg(!*home, "/home, /root, /srv, /mnt or /var/lib is not empty:\n%s", home);
+	home = bt_shell_out(ws, "ls -A /root /srv /mnt /var/lib | grep -v '^/\\|^$' || true");
+	ck_assert_msg(!*home, "/root, /srv, /mnt or /var/lib is not empty:\n%s", home);
+	free(home);
+	/* /home holds the workspace's private HOME only (state.c), nothing of the host's. */
+	{
+		char *user = bt_shell_out(ws, "printf %s \"${HOME#/home/}\"");
+
+		home = bt_shell_out(ws, "ls -A /home");
+		ck_assert_str_eq(home, bt_tmp("%s\n", user));
+		free(user);
+	}
 	/* /var holds only the layout's own: none of the host's logs, spools or state. */
 	free(home);
 	home = bt_shell_out(ws, "ls -A /var | tr '\\n' ' '");
@@ -262,9 +271,9 @@ START_TEST(test_rootfs_with_landlock)
 	ck_assert_int_eq(mkdir(test_path_at(root, "var"), 0755), 0);
 	ck_assert_int_eq(mkdir(test_path_at(root, "var/tmp"), 01777), 0);
 	/* The mount points bubblewrap cannot make in a read-only root (the init makes its own). */
-	for (size_t i = 0; i < 5; i++)
+	for (size_t i = 0; i < 6; i++)
 		ck_assert_int_eq(mkdir(test_path_at(root, ((const char *[]){ "proc", "dev", "tmp",
-		                                           "workspace", "run" })[i]), 0755), 0);
+		                                           "workspace", "run", "home" })[i]), 0755), 0);
 	ck_assert_int_eq(system(bt_tmp("cp /usr/bin/busybox %s/bin/ && for t in sh cat ls touch "
 	                               "echo hostname mkdir; do ln -s busybox %s/bin/$t; done",
 	                               root, root)), 0);
