@@ -257,7 +257,8 @@ START_TEST(only_added_skills_are_trusted)
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(v[1].description, "The real one.");
 	sbx_skills_free(v, n);
-	test_put_file(workdir, ".agentsbx/skills.json", "not json", 0600);
+	/* The record lives in the state folder, outside the workdir (state.c). */
+	test_put_file(test_state_dir(workdir), "skills.json", "not json", 0600);
 	ck_assert_int_eq(sbx_skills_load(ws, true, &v, &n), 0);
 	ck_assert_uint_eq(n, 0);
 }
