@@ -38,6 +38,10 @@ def check_paths(name, text):
         if not re.match(r"[a-z]+://", link) and not (root / Path(name).parent / link).exists():
             problems.append(f"{name}: the link {link} leads nowhere")
     for path in re.findall(r"`([\w./-]+/[\w.-]+\.(?:md|c|h|sh|py|mjs|js))`", text):
+        # An absolute path is an example of a path inside or outside a sandbox, not a file of
+        # the tree.
+        if path.startswith("/"):
+            continue
         if not (root / path).exists() and not (root / Path(name).parent / path).exists():
             problems.append(f"{name}: {path} is not in the tree")
     for absent in ABSENT:
