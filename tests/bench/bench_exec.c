@@ -1,8 +1,12 @@
 /* Exec latency side by side, in one run: a bare posix_spawn of /bin/true, the same through
- * bubblewrap (the agent profile), and sbx_exec of true on a warm workspace and on a cold one
- * (open + exec + close), for each backend asked for. Prints medians and the ratios the ns
- * issue sets targets for, then the resident memory of open workspaces and how many can be
- * open at once. Not a pass/fail test: numbers for people. */
+ * bubblewrap (the agent profile), sbx_exec of true on a warm workspace and on a cold one
+ * (open + exec + close) for each backend, and whole processes as a harness starts them: the
+ * one-shot CLI (`agentsbx exec -- /bin/true`) against the bwrap run, and the cost of loading
+ * the library (`agentsbx version`, a fresh process that only dlopens it). Prints medians
+ * (wall, and CPU for whole processes) and the ratios issue 18 sets targets for, then the
+ * throughput table (bench_throughput.c), the resident memory of open workspaces and how many
+ * can be open at once, and ends with one RESULT line. Not a pass/fail test: numbers for
+ * people. Usage: bench-exec ROUNDS MANY CLI BENCH_LOAD LIBRARY */
 #include <dirent.h>
 #include <ftw.h>
 #include <stdbool.h>
@@ -14,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <agentsbx/agentsbx.h>
@@ -40,9 +45,13 @@ struct contender {
 	void *ctx;
 	int every;                    /* runs in every n-th round only (the slow cold ones) */
 	double *samples;
+	double *cpu;                  /* CPU of a whole child process (user + system), or none */
 	int n;
 	bool failed;
 };
+
+/* CPU time of the child that spawn_and_wait last reaped, for the contender being timed. */
+static double last_child_cpu_ms = -1;
 
 static int compare_double(const void *a, const void *b)
 {
@@ -65,7 +74,8 @@ static void run_rounds(struct contender *c, size_t nc, int rounds)
 {
 	for (size_t i = 0; i < nc; i++) {       /* warm-up, and a check that each works */
 		c[i].samples = calloc((size_t)rounds, sizeof *c[i].samples);
-		c[i].failed = !c[i].samples || c[i].fn(c[i].ctx) < 0;
+		c[i].cpu = calloc((size_t)rounds, sizeof *c[i].cpu);
+		c[i].failed = !c[i].samples || !c[i].cpu || c[i].fn(c[i].ctx) < 0;
 		if (c[i].failed)
 			printf("%-44s   failed: %s\n", c[i].what, sbx_last_error());
 	}
@@ -74,11 +84,13 @@ static void run_rounds(struct contender *c, size_t nc, int rounds)
 			if (c[i].failed || r % c[i].every)
 				continue;
 			double t0 = now_ms();
+			last_child_cpu_ms = -1;
 			if (c[i].fn(c[i].ctx) < 0) {
 				c[i].failed = true;
 				printf("%-44s   failed: %s\n", c[i].what, sbx_last_error());
 				continue;
 			}
+			c[i].cpu[c[i].n] = last_child_cpu_ms;
 			c[i].samples[c[i].n++] = now_ms() - t0;
 			if (c[i].every > 1)
 				settle();
@@ -93,16 +105,47 @@ static double median_of(struct contender *c)
 	return c->samples[c->n / 2];
 }
 
+/* The median CPU of a whole-process contender, or -1 when it runs in this process. */
+static double median_cpu_of(struct contender *c)
+{
+	if (c->failed || c->n == 0 || c->cpu[0] < 0)
+		return -1;
+	qsort(c->cpu, (size_t)c->n, sizeof c->cpu[0], compare_double);
+	return c->cpu[c->n / 2];
+}
+
+static double timeval_ms(struct timeval tv)
+{
+	return (double)tv.tv_sec * 1e3 + (double)tv.tv_usec / 1e3;
+}
+
+/* Runs argv (in directory `cwd` when given, its output to /dev/null when `quiet`) and waits;
+ * the child's CPU, with that of its own reaped children, goes to last_child_cpu_ms. */
+static int spawn_in_and_wait(const char *const argv[], const char *cwd, bool quiet)
+{
+	posix_spawn_file_actions_t fa;
+	struct rusage ru;
+	pid_t pid;
+	int status, r;
+
+	posix_spawn_file_actions_init(&fa);
+	if (cwd)
+		posix_spawn_file_actions_addchdir_np(&fa, cwd);
+	if (quiet)
+		posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+	r = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (r != 0)
+		return -1;
+	if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	last_child_cpu_ms = timeval_ms(ru.ru_utime) + timeval_ms(ru.ru_stime);
+	return 0;
+}
+
 static int spawn_and_wait(const char *const argv[])
 {
-	pid_t pid;
-	int status;
-
-	if (posix_spawn(&pid, argv[0], NULL, NULL, (char *const *)argv, environ) != 0)
-		return -1;
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return -1;
-	return 0;
+	return spawn_in_and_wait(argv, NULL, false);
 }
 
 static int bare_true(void *ctx)
@@ -146,6 +189,35 @@ static int exec_true(void *ctx)
 struct cold_ctx {
 	const char *config;
 };
+
+/* A whole process, as a harness starts one per command: argv run in `cwd`. */
+struct process_ctx {
+	const char *argv[12];
+	const char *cwd;
+};
+
+static int run_process(void *ctx)
+{
+	struct process_ctx *p = ctx;
+
+	return spawn_in_and_wait(p->argv, p->cwd, true);
+}
+
+/* How many shared objects a fresh process has mapped once it has loaded `library`. */
+static int mapped_objects(const char *bench_load, const char *library)
+{
+	char cmd[2048];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof cmd, "BENCH_LOAD_COUNT=1 '%s' '%s'", bench_load, library);
+	if (!(f = popen(cmd, "r")))
+		return -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	pclose(f);
+	return n;
+}
 
 static int open_exec_close(void *ctx)
 {
@@ -221,17 +293,26 @@ static void many_workspaces(const char *backend, int count)
 	free(ws);
 }
 
-static void line(const char *what, double ms, double base, const char *base_name)
+static void line(const char *what, double ms, double base, const char *base_name, double cpu)
 {
 	if (ms < 0)
 		return;
 	printf("%-44s %8.3f ms", what, ms);
 	if (base > 0)
-		printf("   %5.2fx %s", ms / base, base_name);
+		printf("   %5.2fx %-11s", ms / base, base_name);
+	else
+		printf("   %18s", "");
+	if (cpu >= 0)
+		printf("   CPU %6.3f ms", cpu);
 	printf("\n");
 }
 
-#define MAX_CONTENDERS 16
+static double ratio(double a, double b)
+{
+	return a > 0 && b > 0 ? a / b : -1;
+}
+
+#define MAX_CONTENDERS 24
 
 /* The cold workspaces leave their state folder in the bench directory. */
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *f)
@@ -243,25 +324,104 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
 	return 0;
 }
 
+/* Whole processes a harness starts, added to the same interleaved rounds as the rest: the
+ * one-shot CLI on ns and local (run in the bwrap run's directory, which it opens as its
+ * workdir), `agentsbx version`, and a fresh process with and without a dlopen of the
+ * library. They run every 4th round, like the cold starts, so they get the same settling. */
+struct process_set {
+	struct process_ctx cli_ns, cli_local, version, empty, dlopen;
+};
+
+static size_t add_processes(struct contender *c, size_t nc, struct process_set *p,
+                            const char *cli, const char *bench_load, const char *library,
+                            const char *dir)
+{
+	*p = (struct process_set){
+		.cli_ns = { { cli, "exec", "--backend", "ns", "--", "/bin/true", NULL }, dir },
+		.cli_local = { { cli, "exec", "--backend", "local", "--", "/bin/true", NULL }, dir },
+		.version = { { cli, "version", NULL }, NULL },
+		.empty = { { bench_load, NULL }, NULL },
+		.dlopen = { { bench_load, library, NULL }, NULL },
+	};
+	c[nc++] = (struct contender){ "agentsbx exec --backend ns -- /bin/true", run_process,
+	                              &p->cli_ns, 4 };
+	c[nc++] = (struct contender){ "agentsbx exec --backend local -- /bin/true", run_process,
+	                              &p->cli_local, 4 };
+	c[nc++] = (struct contender){ "agentsbx version", run_process, &p->version, 4 };
+	c[nc++] = (struct contender){ "fresh process, nothing loaded", run_process, &p->empty, 4 };
+	c[nc++] = (struct contender){ "fresh process, dlopen(libagentsbx.so.1)", run_process,
+	                              &p->dlopen, 4 };
+	return nc;
+}
+
+/* The contender named `what`, or NULL. */
+static struct contender *find(struct contender *c, size_t nc, const char *what)
+{
+	for (size_t i = 0; i < nc; i++)
+		if (strcmp(c[i].what, what) == 0)
+			return &c[i];
+	return NULL;
+}
+
+static double median_named(struct contender *c, size_t nc, const char *what)
+{
+	struct contender *x = find(c, nc, what);
+
+	return x ? median_of(x) : -1;
+}
+
+/* Prints every contender against its peer: in-process execs against the bare spawn, cold
+ * starts and whole CLI processes against the bwrap run, the loads against a fresh process. */
+static void print_table(struct contender *c, size_t nc)
+{
+	double bare = median_of(&c[0]), bwrap = median_of(&c[1]);
+	double empty = median_named(c, nc, "fresh process, nothing loaded");
+
+	for (size_t i = 0; i < nc; i++) {
+		double base = i == 0 ? 0 : bare;
+		const char *base_name = "bare spawn";
+
+		if (c[i].fn == open_exec_close || (c[i].fn == run_process && strstr(c[i].what, "exec"))) {
+			base = bwrap;
+			base_name = "bwrap run";
+		} else if (c[i].fn == run_process) {
+			base = strstr(c[i].what, "dlopen") ? empty : 0;
+			base_name = "fresh proc";
+		}
+		line(c[i].what, median_of(&c[i]), base, base_name, median_cpu_of(&c[i]));
+	}
+	if (empty > 0)
+		printf("%-44s %8.3f ms\n", "  the load alone (dlopen - nothing loaded)",
+		       median_named(c, nc, "fresh process, dlopen(libagentsbx.so.1)") - empty);
+}
+
 int main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 200;
 	int many = argc > 2 ? atoi(argv[2]) : 200;
+	const char *cli = argc > 3 ? argv[3] : NULL;
+	const char *bench_load = argc > 4 ? argv[4] : NULL;
+	const char *library = argc > 5 ? argv[5] : NULL;
 	const char *backends[] = { "local", "ns", "bwrap" };
-	char dir[] = "/tmp/sbx-bench-XXXXXX";
+	char dir[] = "/tmp/sbx-bench-XXXXXX", state[] = "/tmp/sbx-bench-state-XXXXXX";
 	struct contender c[MAX_CONTENDERS];
 	struct cold_ctx cold[MAX_CONTENDERS];
 	char names[MAX_CONTENDERS][64], configs[MAX_CONTENDERS][256];
 	sbx_workspace *open_ws[4] = { 0 };
+	struct process_set procs;
 	size_t nc = 0, nws = 0;
 
-	if (runs < 1 || runs > MAX_RUNS || !mkdtemp(dir))
+	if (runs < 1 || runs > MAX_RUNS || !mkdtemp(dir) || !mkdtemp(state))
 		return 2;
+	/* Every workspace's state folder, the CLI's included, goes where the bench removes it. */
+	setenv("XDG_STATE_HOME", state, 1);
 	printf("libagentsbx %s exec benchmark: %d rounds, each contender once per round in turn "
-	       "(cold ones every 4th, 15 ms apart from the next), medians\n\n", sbx_version(),
-	       runs);
+	       "(cold ones and whole processes every 4th, 15 ms apart from the next), medians\n\n",
+	       sbx_version(), runs);
 	c[nc++] = (struct contender){ "posix_spawn(/bin/true) + wait", bare_true, NULL, 1 };
 	c[nc++] = (struct contender){ "bwrap agent profile /bin/true", bwrap_true, dir, 1 };
+	if (cli && bench_load && library)
+		nc = add_processes(c, nc, &procs, cli, bench_load, library, dir);
 	for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
 		sbx_workspace *ws = NULL;
 
@@ -291,20 +451,31 @@ int main(int argc, char **argv)
 		}
 	}
 	run_rounds(c, nc, runs);
-	for (size_t i = 0; i < nc; i++) {
-		bool is_cold = c[i].fn == open_exec_close;
-
-		line(c[i].what, median_of(&c[i]), i == 0 ? 0 : median_of(&c[is_cold ? 1 : 0]),
-		     is_cold ? "bwrap run" : "bare spawn");
-	}
+	print_table(c, nc);
+	if (library && bench_load)
+		printf("%-44s %5d\n", "shared objects mapped by a process that loads it",
+		       mapped_objects(bench_load, library));
 	for (size_t i = 0; i < nws; i++)
 		sbx_workspace_close(open_ws[i]);
-	for (size_t i = 0; i < nc; i++)
+
+	double bare = median_of(&c[0]), bwrap = median_of(&c[1]);
+	double cli_ns = median_named(c, nc, "agentsbx exec --backend ns -- /bin/true");
+	double load = median_named(c, nc, "agentsbx version");
+	double warm = median_named(c, nc, "sbx_exec(/bin/true) warm, ns");
+	double cold_ns = median_named(c, nc, "open + exec + close (cold), ns");
+
+	for (size_t i = 0; i < nc; i++) {
 		free(c[i].samples);
+		free(c[i].cpu);
+	}
 	printf("\n");
 	many_workspaces("ns", many);
 	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	printf("\ntargets (ns): warm exec <= 1.5x bare spawn; cold open+exec+close <= 1.0x bwrap; "
-	       "<= 2 MiB resident per workspace; 200 workspaces at once\n");
+	nftw(state, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	printf("\ntargets (ns): one-shot CLI <= 1.0x bwrap; load <= 3 ms; warm exec <= 1.2x bare "
+	       "spawn; cold open+exec+close <= 0.5x bwrap; concurrent throughput >= 0.8x bare "
+	       "spawns at 8 and 32; <= 2 MiB resident per workspace\n");
+	printf("RESULT cli_vs_bwrap=%.2f load_ms=%.2f warm_vs_spawn=%.2f cold_vs_bwrap=%.2f\n",
+	       ratio(cli_ns, bwrap), load, ratio(warm, bare), ratio(cold_ns, bwrap));
 	return 0;
 }
