@@ -526,6 +526,12 @@ int sbx_sandbox_bwrap_argv(const struct sbx_sandbox *sb, const char *init, struc
 		return r;
 	}
 	args3(&a, "--ro-bind", init, BWRAP_INIT_PATH);
+	/* bubblewrap's root is a tmpfs the sandbox's uid owns, writable wherever Landlock is
+	 * off or missing: sealed here, last, once every mount point in it is made. An init that
+	 * mounts below bubblewrap's namespace needs it writable for its mount points and seals
+	 * it itself when done (quota.c). */
+	if (!sbx_sandbox_bwrap_own_mounts(sb))
+		args3(&a, "--remount-ro", "/", NULL);
 	args3(&a, "--chdir", SBX_SANDBOX_ROOT, NULL);
 	args3(&a, "--", BWRAP_INIT_PATH, "--proto");
 	args3(&a, "1", "--mode", "inside");

@@ -414,6 +414,18 @@ static int inside_view(const struct sbx_quota_inside *q, char *err, size_t errle
 	                                 errlen);
 }
 
+/* bubblewrap's root (a tmpfs its sandbox's uid owns) read-only, now that every mount point
+ * in it is made; bubblewrap seals it itself when the init makes no mounts (bwrap_argv.c). */
+static int seal_root(char *err, size_t errlen)
+{
+	_cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r = rootfd < 0 ? -errno : sbx_remount_top(rootfd, MS_RDONLY);
+
+	if (r < 0)
+		return sbx_fail_buf(err, errlen, r, "remount / read-only: %s", strerror(-r));
+	return 0;
+}
+
 int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, char *err,
                            size_t errlen)
 {
@@ -456,6 +468,8 @@ int sbx_quota_enter_inside(const struct sbx_quota_inside *q, int *files_root, ch
 	r = inside_mounts(q, files_root, err, errlen);
 	if (r == 0 && q->workspace_view)
 		r = inside_view(q, err, errlen);
+	if (r == 0)
+		r = seal_root(err, errlen);
 	/* The cwd bubblewrap gave us is the directory now hidden under the new workspace. */
 	if (r == 0 && chdir(q->workspace_view ? q->workspace_view : SBX_SANDBOX_ROOT) < 0)
 		r = sbx_fail_buf(err, errlen, -errno, "chdir %s: %s",

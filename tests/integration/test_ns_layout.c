@@ -432,6 +432,17 @@ START_TEST(test_mode_with_landlock)
 }
 END_TEST
 
+/* What only the mounts keep read-only, Landlock or not: the root itself and the layout's
+ * empty directories (bubblewrap's root is a tmpfs its sandbox's uid owns). */
+static void assert_root_read_only(sbx_workspace *ws)
+{
+	assert_fails(ws, "touch /rootfile", "/ is read-only");
+	assert_fails(ws, "mkdir /newdir", "/ is read-only");
+	assert_fails(ws, "touch /home/x", "/home is read-only");
+	assert_fails(ws, "touch /var/lib/x", "/var/lib is read-only");
+	assert_fails(ws, "mkdir /srv/x", "/srv is read-only");
+}
+
 /* Landlock off: the same writes work, and what only Landlock refused (a /proc file) is
  * allowed: the option turns the second wall off, not the mounts. */
 START_TEST(test_landlock_off)
@@ -443,6 +454,15 @@ START_TEST(test_landlock_off)
 
 	assert_runs(ws, "touch /data/f /var/tmp/v && echo x > /proc/self/comm");
 	ck_assert(test_exists(test_path_at(rw, "f")));
+	assert_root_read_only(ws);
+	sbx_workspace_close(ws);
+	free(extra);
+	/* With a capped /tmp the init makes mounts of its own below bubblewrap's (quota.c), in
+	 * a root it must seal itself. */
+	extra = options("\"landlock\":false");
+	ws = bt_open_ok(NULL, bt_tmp("\"limits\":{\"tmp_bytes\":8388608},%s", extra));
+	assert_runs(ws, "touch /tmp/t /var/tmp/v");
+	assert_root_read_only(ws);
 	sbx_workspace_close(ws);
 	free(extra);
 }
