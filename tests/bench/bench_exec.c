@@ -23,9 +23,13 @@
 
 #include <agentsbx/agentsbx.h>
 
+#include "bench_throughput.h"
+
 extern char **environ;
 
 #define MAX_RUNS 2000
+/* Rounds of each throughput row (bench_throughput.c): medians of so many. */
+#define TPUT_ROUNDS 9
 
 typedef int (*bench_fn)(void *ctx);
 
@@ -469,13 +473,20 @@ int main(int argc, char **argv)
 		free(c[i].cpu);
 	}
 	printf("\n");
+	struct bench_tput tput = { -1, -1, -1, -1, -1 };
+
+	if (bench_throughput(TPUT_ROUNDS, &tput) < 0)
+		printf("throughput: no ns workspace: %s\n", sbx_last_error());
+	printf("\n");
 	many_workspaces("ns", many);
 	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	nftw(state, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("\ntargets (ns): one-shot CLI <= 1.0x bwrap; load <= 3 ms; warm exec <= 1.2x bare "
 	       "spawn; cold open+exec+close <= 0.5x bwrap; concurrent throughput >= 0.8x bare "
 	       "spawns at 8 and 32; <= 2 MiB resident per workspace\n");
-	printf("RESULT cli_vs_bwrap=%.2f load_ms=%.2f warm_vs_spawn=%.2f cold_vs_bwrap=%.2f\n",
-	       ratio(cli_ns, bwrap), load, ratio(warm, bare), ratio(cold_ns, bwrap));
+	printf("RESULT cli_vs_bwrap=%.2f load_ms=%.2f warm_vs_spawn=%.2f cold_vs_bwrap=%.2f "
+	       "tput1=%.2f tput8=%.2f tput32=%.2f tput32ws=%.2f\n", ratio(cli_ns, bwrap), load,
+	       ratio(warm, bare), ratio(cold_ns, bwrap), tput.tput1, tput.tput8, tput.tput32,
+	       tput.tput32ws);
 	return 0;
 }
