@@ -169,7 +169,6 @@ static int validate_spec(const struct sbx_rootfs_spec *spec, char *err, size_t e
 			                    spec->protected_paths[i]);
 	for (size_t i = 0; i < spec->n_binds; i++) {
 		const struct sbx_bind *b = &spec->binds[i];
-
 		bool relative = b->in_workspace || b->in_state;
 
 		if (!b->source || (relative ? !sbx_rel_path_ok(b->source) : b->source[0] != '/'))
@@ -177,7 +176,6 @@ static int validate_spec(const struct sbx_rootfs_spec *spec, char *err, size_t e
 			                    "rootfs: bind source \"%s\" is not an %s path",
 			                    b->source ? b->source : "(null)",
 			                    relative ? "plain relative" : "absolute");
-
 		if (!bind_dest_ok(b->dest))
 			return sbx_fail_buf(err, errlen, -EINVAL,
 			                    "rootfs: bind destination \"%s\" is not allowed",
@@ -212,13 +210,14 @@ static int open_host_path(const struct pins *p, const char *path, int *out)
 	return sbx_open_beneath(p->host_root, path + 1, out);
 }
 
-/* The workspace fd (and a spare's binds from the state folder) may come from the mount namespace we left:
- * the library opens it before the sandbox exists. The kernel binds only mounts of our own
- * namespace (EINVAL otherwise), so such an fd is reopened through the path the kernel gives
- * for it, walked without following any link, and accepted only if it is the very same
- * directory (device and inode). A rename or a swapped-in link between the two opens fails
- * the build instead of binding something else. (An fd of our own namespace comes out of this
- * as itself, without the cost of reading the mount table to tell the two apart.) */
+/* The workspace fd (and the sources of a spare's binds from the state folder) may come from
+ * the mount namespace we left: the library opens it before the sandbox exists. The kernel
+ * binds only mounts of our own namespace (EINVAL otherwise), so such an fd is reopened
+ * through the path the kernel gives for it, walked without following any link, and accepted
+ * only if it is the very same directory or file (device and inode). A rename or a swapped-in link
+ * between the two opens fails the build instead of binding something else. (An fd of our own
+ * namespace comes out of this as itself, without the cost of reading the mount table to tell
+ * the two apart.) */
 static int reopen_here(const struct pins *pins, int host_fd, const char *what, int *out,
                        char *err, size_t errlen)
 {

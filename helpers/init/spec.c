@@ -76,6 +76,9 @@ static int take_binds(const sbx_json *v, struct sbx_init_spec *spec, char *err, 
 			return -1;
 		if (take_tree_fd(sbx_json_get(b, "tree_fd"), &spec->binds[i], err, errlen) < 0)
 			return -1;
+		/* Its source comes with the activation, mount or not. */
+		if (src == st_src && spec->binds[i].tree_fd)
+			return bad(err, errlen, "binds.tree_fd", "not with state_source");
 	}
 	return 0;
 }
