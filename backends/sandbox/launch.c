@@ -462,16 +462,44 @@ static void prestart(char *shape)
 	sbx_spare_park(&s);
 }
 
-/* ACTIVATE with the workspace (and, init_proto.h, the state folder's mount). */
+/* The sources of a spare's binds from the state folder, in the spec's order (init_proto.h,
+ * SBX_INIT_ACTIVATE): opened without following a link, as a fresh init opens them, or as a
+ * host range their mounts, as bind_trees_for makes them. */
+static int state_sources_for(const struct sbx_sandbox *sb, struct fd_list *out)
+{
+	const struct sbx_sandbox_options *o = sb->opts;
+	int r = 0;
+
+	for (size_t i = 0; i < o->n_binds && r == 0; i++) {
+		int fd;
+
+		if (!sbx_sandbox_bind_in_state(sb, i))
+			continue;
+		if (sb->idmap.on)
+			r = bind_tree(sb->who, &sb->idmap, o->binds[i].source, o->binds[i].writable, &fd);
+		else if ((fd = open(o->binds[i].source, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			r = sbx_fail(sbx_errno_code(errno), "%s: open the bind source %s: %s", sb->who,
+			             o->binds[i].source, strerror(errno));
+		if (r == 0)
+			r = sbx_sandbox_fd_list_push(out, fd);
+	}
+	return r;
+}
+
+/* ACTIVATE with the workspace, then (init_proto.h) the state folder's mount where the spec
+ * says so, and the sources of the binds from the state folder. */
 static int send_activation(struct sbx_sandbox *sb, const struct sbx_init_spawn *activate)
 {
-	int fds[2] = { -1, -1 }, r;
+	struct fd_list fds = { 0 };
+	int fd = -1, r;
 
-	if ((r = workspace_fd_for(sb, &fds[0])) == 0 && (r = state_fd_for(sb, &fds[1])) == 0)
-		r = sbx_send_with_fds(sb->ctl, activate, sizeof *activate, fds, fds[1] >= 0 ? 2 : 1);
-	for (int i = 0; i < 2; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	if ((r = workspace_fd_for(sb, &fd)) == 0 && (r = sbx_sandbox_fd_list_push(&fds, fd)) == 0)
+		r = state_fd_for(sb, &fd);
+	if (r == 0 && fd >= 0)
+		r = sbx_sandbox_fd_list_push(&fds, fd);
+	if (r == 0 && (r = state_sources_for(sb, &fds)) == 0)
+		r = sbx_send_with_fds(sb->ctl, activate, sizeof *activate, fds.v, fds.n);
+	sbx_sandbox_fd_list_close(&fds);
 	return r;
 }
 
@@ -562,6 +590,7 @@ static void free_sandbox(struct sbx_sandbox *sb)
 		close(sb->files_root);
 	if (sb->ws_tree >= 0)
 		close(sb->ws_tree);
+	free(sb->state_dir);
 	free(sb->workdir);
 	free(sb->id);
 	free(sb->network_mode);
@@ -736,6 +765,17 @@ int sbx_sandbox_check_fds(const char *who, const struct sbx_sandbox_options *o)
 	                       48 + 2 * protected + (int)o->n_binds);
 }
 
+/* The state folder outside the workdir, for spares (spec.c, sbx_sandbox_bind_in_state):
+ * the core's string lives only for the open, and a reset starts the sandbox again. */
+static int copy_state_dir(struct sbx_sandbox *sb, const sbx_backend_config *cfg)
+{
+	sb->cfg.state_dir = NULL;
+	sb->cfg.state_dir_fd = -1;
+	if (!SBX_BACKEND_CONFIG_HAS(cfg, state_dir_fd) || !cfg->state_dir)
+		return 0;
+	return (sb->state_dir = strdup(cfg->state_dir)) ? 0 : sbx_fail(-SBX_ENOMEM, "out of memory");
+}
+
 int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
                       const struct sbx_sandbox_options *o, enum sbx_sandbox_mode mode,
                       struct sbx_sandbox **out)
@@ -761,6 +801,10 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	sb->workdir = cfg->workdir ? strdup(cfg->workdir) : NULL;
 	sb->id = strdup(cfg->id);
 	sb->network_mode = strdup(cfg->network_mode ? cfg->network_mode : "none");
+	if ((r = copy_state_dir(sb, cfg)) < 0) {
+		free_sandbox(sb);
+		return r;
+	}
 	if (!sb->workdir || !sb->id || !sb->network_mode) {
 		free_sandbox(sb);
 		return sbx_fail(cfg->workdir ? -SBX_ENOMEM : -SBX_EINVAL,

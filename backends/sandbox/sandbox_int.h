@@ -78,6 +78,8 @@ struct sbx_sandbox {
 	                                 root_inside fallback */
 	int ws_tree;                  /* the idmapped workspace made when the users were decided,
 	                                 for the first start; -1 once taken */
+	char *state_dir;              /* the state folder outside the workdir (cfg's, copied), or
+	                                 NULL: binds from it are relative to it for a spare */
 };
 
 struct argv_builder {
@@ -122,6 +124,7 @@ bool sbx_sandbox_bwrap_caps_tmpfs(const struct sbx_sandbox *sb);
 bool sbx_sandbox_bwrap_own_mounts(const struct sbx_sandbox *sb);
 const char *sbx_sandbox_view_root(const struct sbx_sandbox_options *o, const char *workdir);
 bool sbx_sandbox_bind_needs_tree(const struct sbx_sandbox *sb, size_t i);
+const char *sbx_sandbox_bind_in_state(const struct sbx_sandbox *sb, size_t i);
 char *sbx_sandbox_build_spec(const struct sbx_sandbox *sb, bool prestart);
 
 #endif

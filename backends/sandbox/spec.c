@@ -88,6 +88,25 @@ bool sbx_sandbox_bind_needs_tree(const struct sbx_sandbox *sb, size_t i)
 	return sb->idmap.on && !sbx_sandbox_path_below(sb->opts->binds[i].source, sb->workdir);
 }
 
+/* A bind from the state folder outside the workdir (the private HOME, MCP's run folder),
+ * named relative to it for a spare, whose activation brings the source (init_proto.h): its
+ * path below the folder, or NULL. Only as many as an activation carries; another stays a
+ * bind of its path, and a spare of that spec serves that state folder only. */
+const char *sbx_sandbox_bind_in_state(const struct sbx_sandbox *sb, size_t i)
+{
+	size_t room = SBX_INIT_ACTIVATE_FDS - 1 - (sb->idmap.on && sbx_quota_disk_bytes(&sb->cfg));
+	size_t before = 0;
+
+	if (!sb->state_dir || sbx_sandbox_path_below(sb->opts->binds[i].source, sb->workdir))
+		return NULL;
+	for (size_t k = 0; k < i; k++)
+		before += sbx_sandbox_path_below(sb->opts->binds[k].source, sb->workdir) == NULL &&
+		          sbx_sandbox_path_below(sb->opts->binds[k].source, sb->state_dir) != NULL;
+	if (before >= room)
+		return NULL;
+	return sbx_sandbox_path_below(sb->opts->binds[i].source, sb->state_dir);
+}
+
 /* What a host process of ours looks like to the sandbox's init: a uid its namespace does
  * not map, which the kernel shows as the overflow uid. */
 static unsigned overflow_uid(void)
@@ -130,14 +149,21 @@ char *sbx_sandbox_build_spec(const struct sbx_sandbox *sb, bool prestart)
 	sbx_buf_puts(&b, "\"binds\":[");
 	for (size_t i = 0; i < o->n_binds; i++) {
 		const char *in_ws = sbx_sandbox_path_below(o->binds[i].source, sb->workdir);
+		const char *in_state = prestart ? sbx_sandbox_bind_in_state(sb, i) : NULL;
 
 		sbx_buf_puts(&b, i ? ",{" : "{");
 		/* Sources in the workspace are named relative to it: the init opens them beneath it,
-		 * and a pre-started init can serve any workspace. */
-		json_key_string(&b, in_ws ? "workspace_source" : "source",
-		                in_ws ? in_ws : o->binds[i].source);
+		 * and a pre-started init can serve any workspace. The same for those in the state
+		 * folder (the private HOME, MCP's run folder), which comes with the activation. */
+		if (in_ws)
+			json_key_string(&b, "workspace_source", in_ws);
+		else if (in_state)
+			json_key_string(&b, "state_source", in_state);
+		else
+			json_key_string(&b, "source", o->binds[i].source);
 		json_key_string(&b, "dest", o->binds[i].dest);
-		if (sbx_sandbox_bind_needs_tree(sb, i))
+		/* A spare's source from the state folder comes with its activation. */
+		if (!in_state && sbx_sandbox_bind_needs_tree(sb, i))
 			sbx_buf_printf(&b, "\"tree_fd\":%d,", SBX_INIT_FIRST_TREE_FD + trees++);
 		sbx_buf_printf(&b, "\"writable\":%s}", o->binds[i].writable ? "true" : "false");
 	}

@@ -124,11 +124,32 @@ static int namespace_flags(const struct init_state *st)
 	return st->spec.share_network ? flags : flags | CLONE_NEWNET;
 }
 
-/* The workspace: fd 5, or for a pre-started sandbox the fd its activation brings. The
- * library opened it in the host's mount namespace; the root builder reopens it in ours. */
-static int receive_workspace(const struct init_state *st, int *fd, int *state_fd, char *err,
+/* A spare's binds from the state folder get their sources from the activation, in the
+ * spec's order: with "users" the idmapped mounts to attach, else the sources themselves. */
+static void adopt_state_sources(struct init_state *st, const int *fds)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < st->spec.n_binds; i++) {
+		struct sbx_bind *b = &st->spec.binds[i];
+
+		if (!b->in_state)
+			continue;
+		if (st->spec.has_users)
+			b->tree_fd = fds[k++];
+		else
+			b->source_fd = fds[k++];
+	}
+}
+
+/* The workspace: fd 5, or for a pre-started sandbox the fd its activation brings, then the
+ * state folder's mount ("state_mount") and the sources of the binds from the state folder
+ * (init_proto.h). The library opened them in the host's mount namespace; the root builder
+ * reopens them in ours. */
+static int receive_workspace(struct init_state *st, int *fd, int *state_fd, char *err,
                              size_t errlen)
 {
+	int fds[SBX_INIT_ACTIVATE_FDS], n = 1 + st->spec.state_mount + (int)st->spec.state_binds;
 	int r;
 
 	if (!st->spec.prestart) {
@@ -136,13 +157,18 @@ static int receive_workspace(const struct init_state *st, int *fd, int *state_fd
 		*state_fd = st->spec.state_mount ? SBX_INIT_STATE_FD : -1;
 		return 0;
 	}
-	r = sbx_init_await_activation(SBX_INIT_CONTROL_FD, SBX_INIT_PRESTART_IDLE_MS, fd,
-	                              st->spec.state_mount ? state_fd : NULL);
-	if (r < 0)
+	r = sbx_init_await_activation(SBX_INIT_CONTROL_FD, SBX_INIT_PRESTART_IDLE_MS, n, fds);
+	if (r < 0) {
 		snprintf(err, errlen, "waiting for the workspace: %s",
 		         r == -EPIPE ? "the host closed the channel" :
 		         r == -ETIMEDOUT ? "none came" : "unexpected request");
-	return r;
+		return r;
+	}
+	*fd = fds[0];
+	if (st->spec.state_mount)
+		*state_fd = fds[1];
+	adopt_state_sources(st, fds + 1 + st->spec.state_mount);
+	return 0;
 }
 
 /* The spec's protected paths, or the defaults. */
@@ -152,13 +178,16 @@ static const char *const *protected_paths_of(const struct init_state *st)
 	                                : sbx_default_protected_paths;
 }
 
-/* The detached mounts the host gave for binds (init_proto.h): attached or not, no process of
- * the sandbox may inherit them. */
+/* The detached mounts and sources the host gave for binds (init_proto.h): attached or not,
+ * no process of the sandbox may inherit them. */
 static void close_trees(const struct sbx_init_spec *spec)
 {
-	for (size_t i = 0; i < spec->n_binds; i++)
+	for (size_t i = 0; i < spec->n_binds; i++) {
 		if (spec->binds[i].tree_fd > 2)
 			close(spec->binds[i].tree_fd);
+		if (spec->binds[i].source_fd > 2)
+			close(spec->binds[i].source_fd);
+	}
 }
 
 /* The init's own setup inside the new namespaces (direct mode). Everything that does not

@@ -169,12 +169,13 @@ static int validate_spec(const struct sbx_rootfs_spec *spec, char *err, size_t e
 			                    spec->protected_paths[i]);
 	for (size_t i = 0; i < spec->n_binds; i++) {
 		const struct sbx_bind *b = &spec->binds[i];
+		bool relative = b->in_workspace || b->in_state;
 
-		if (!b->source || (b->in_workspace ? !sbx_rel_path_ok(b->source) : b->source[0] != '/'))
+		if (!b->source || (relative ? !sbx_rel_path_ok(b->source) : b->source[0] != '/'))
 			return sbx_fail_buf(err, errlen, -EINVAL,
 			                    "rootfs: bind source \"%s\" is not an %s path",
 			                    b->source ? b->source : "(null)",
-			                    b->in_workspace ? "plain relative" : "absolute");
+			                    relative ? "plain relative" : "absolute");
 		if (!bind_dest_ok(b->dest))
 			return sbx_fail_buf(err, errlen, -EINVAL,
 			                    "rootfs: bind destination \"%s\" is not allowed",
@@ -209,14 +210,16 @@ static int open_host_path(const struct pins *p, const char *path, int *out)
 	return sbx_open_beneath(p->host_root, path + 1, out);
 }
 
-/* The workspace fd may come from the mount namespace we left: the library opens it before the
- * sandbox exists. The kernel binds only mounts of our own namespace (EINVAL otherwise), so
- * such an fd is reopened through the path the kernel gives for it, walked without following
- * any link, and accepted only if it is the very same directory (device and inode). A rename
- * or a swapped-in link between the two opens fails the build instead of binding something
- * else. (An fd of our own namespace comes out of this as itself, without the cost of reading
- * the mount table to tell the two apart.) */
-static int pin_workspace(struct pins *pins, int ws_fd, bool tree, char *err, size_t errlen)
+/* The workspace fd (and the sources of a spare's binds from the state folder) may come from
+ * the mount namespace we left: the library opens it before the sandbox exists. The kernel
+ * binds only mounts of our own namespace (EINVAL otherwise), so such an fd is reopened
+ * through the path the kernel gives for it, walked without following any link, and accepted
+ * only if it is the very same directory or file (device and inode). A rename or a swapped-in link
+ * between the two opens fails the build instead of binding something else. (An fd of our own
+ * namespace comes out of this as itself, without the cost of reading the mount table to tell
+ * the two apart.) */
+static int reopen_here(const struct pins *pins, int host_fd, const char *what, int *out,
+                       char *err, size_t errlen)
 {
 	_cleanup_close_ int fd = -1;
 	struct sbx_fd_path p;
@@ -225,6 +228,29 @@ static int pin_workspace(struct pins *pins, int ws_fd, bool tree, char *err, siz
 	ssize_t n;
 	int r;
 
+	n = readlink(sbx_fd_path(&p, host_fd), path, sizeof path - 1);
+	if (n <= 0)
+		return sbx_fail_buf(err, errlen, n < 0 ? -errno : -EIO, "%s: readlink %s: %s", what,
+		                    p.s, n < 0 ? strerror(errno) : "empty");
+	path[n] = '\0';
+	if (path[0] != '/' || (n > 10 && strcmp(path + n - 10, " (deleted)") == 0))
+		return sbx_fail_buf(err, errlen, -ENOENT, "%s: %s is gone", what, path);
+	r = open_host_path(pins, path, &fd);
+	if (r < 0)
+		return sbx_fail_buf(err, errlen, r, "%s: reopen %s in the new mount namespace: %s",
+		                    what, path, strerror(-r));
+	if (fstat(host_fd, &a) < 0 || fstat(fd, &b) < 0)
+		return sbx_fail_buf(err, errlen, -errno, "%s: fstat: %s", what, strerror(errno));
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return sbx_fail_buf(err, errlen, -ESTALE,
+		                    "%s: %s is no longer the directory the host's fd names", what,
+		                    path);
+	*out = SBX_TAKE_FD(fd);
+	return 0;
+}
+
+static int pin_workspace(struct pins *pins, int ws_fd, bool tree, char *err, size_t errlen)
+{
 	/* A detached mount the host made (idmapped: init_proto.h) is attached as it is: it names
 	 * no path, and moving it needs none. */
 	if (tree) {
@@ -232,25 +258,7 @@ static int pin_workspace(struct pins *pins, int ws_fd, bool tree, char *err, siz
 			return sbx_fail_buf(err, errlen, -errno, "workspace: dup: %s", strerror(errno));
 		return 0;
 	}
-	n = readlink(sbx_fd_path(&p, ws_fd), path, sizeof path - 1);
-	if (n <= 0)
-		return sbx_fail_buf(err, errlen, n < 0 ? -errno : -EIO, "workspace: readlink %s: %s",
-		                    p.s, n < 0 ? strerror(errno) : "empty");
-	path[n] = '\0';
-	if (path[0] != '/' || (n > 10 && strcmp(path + n - 10, " (deleted)") == 0))
-		return sbx_fail_buf(err, errlen, -ENOENT, "workspace: %s is gone", path);
-	r = open_host_path(pins, path, &fd);
-	if (r < 0)
-		return sbx_fail_buf(err, errlen, r, "workspace: reopen %s in the new mount namespace: %s",
-		                    path, strerror(-r));
-	if (fstat(ws_fd, &a) < 0 || fstat(fd, &b) < 0)
-		return sbx_fail_buf(err, errlen, -errno, "workspace: fstat: %s", strerror(errno));
-	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
-		return sbx_fail_buf(err, errlen, -ESTALE,
-		                    "workspace: %s is no longer the directory the workspace fd names",
-		                    path);
-	pins->workspace = SBX_TAKE_FD(fd);
-	return 0;
+	return reopen_here(pins, ws_fd, "workspace", &pins->workspace, err, errlen);
 }
 
 /* One entry of a root directory: a link to recreate, or a directory or file to bind. It goes
@@ -463,13 +471,18 @@ static int pin_bind_source(const struct pins *p, const struct sbx_bind *b, int *
 		r = (fd = fcntl(b->tree_fd, F_DUPFD_CLOEXEC, 3)) < 0 ? -errno : 0;
 	else if (b->in_workspace)
 		r = sbx_open_beneath(p->workspace, b->source, &fd);
+	else if (b->in_state && b->source_fd > 2)
+		r = reopen_here(p, b->source_fd, b->dest, &fd, err, errlen);
+	else if (b->in_state)
+		r = -EBADF;   /* the activation brought no source */
 	else if ((fd = open(b->source, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		r = -errno;
 	if (r == 0 && fstat(fd, &st) < 0)
 		r = -errno;
 	if (r < 0)
 		return sbx_fail_buf(err, errlen, r, "open bind source %s%s: %s",
-		                    b->in_workspace ? "/workspace/" : "", b->source, strerror(-r));
+		                    b->in_workspace ? "/workspace/" : b->in_state ? "<state>/" : "",
+		                    b->source, strerror(-r));
 	if (S_ISLNK(st.st_mode))
 		return sbx_fail_buf(err, errlen, -ELOOP,
 		                    "bind source %s is a symbolic link; give its target", b->source);
@@ -480,9 +493,16 @@ static int pin_bind_source(const struct pins *p, const struct sbx_bind *b, int *
 	return 0;
 }
 
-/* The sources of the binds from the host (in_workspace false) or from the workspace, which
- * can only be pinned once it is. */
-static int pin_binds(const struct sbx_rootfs_spec *spec, struct pins *p, bool in_workspace,
+/* Whether a bind's source is known only once the workspace is: one in the workspace, or in
+ * the state folder a spare's activation brings. */
+static bool pinned_late(const struct sbx_bind *b)
+{
+	return b->in_workspace || b->in_state;
+}
+
+/* The sources of the binds from the host (late false) or from the workspace and its state
+ * folder, which can only be pinned once they are known. */
+static int pin_binds(const struct sbx_rootfs_spec *spec, struct pins *p, bool late,
                      char *err, size_t errlen)
 {
 	if (spec->n_binds == 0)
@@ -496,7 +516,7 @@ static int pin_binds(const struct sbx_rootfs_spec *spec, struct pins *p, bool in
 		p->n_binds = spec->n_binds;
 	}
 	for (size_t i = 0; i < spec->n_binds; i++) {
-		if (spec->binds[i].in_workspace != in_workspace)
+		if (pinned_late(&spec->binds[i]) != late)
 			continue;
 		int r = pin_bind_source(p, &spec->binds[i], &p->binds[i], err, errlen);
 
@@ -691,10 +711,10 @@ static bool under_workspace(const char *dest)
 	return strncmp(dest, SBX_SANDBOX_ROOT, n) == 0 && dest[n] == '/';
 }
 
-/* Binds that wait for the workspace: from it, or onto a place in it. */
+/* Binds that wait for the workspace: from it (or its state folder), or onto a place in it. */
 static bool bind_is_late(const struct sbx_bind *b)
 {
-	return b->in_workspace || under_workspace(b->dest);
+	return pinned_late(b) || under_workspace(b->dest);
 }
 
 /* The extra binds that do not wait for the workspace (late false), or those that do. */

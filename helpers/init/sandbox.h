@@ -60,8 +60,14 @@ struct sbx_bind {
 	bool writable;
 	bool in_workspace;        /* source names something inside the workspace: resolved
 	                             beneath it, once the workspace is known */
+	bool in_state;            /* source names something in the workspace's state folder,
+	                             relative to it: a spare's, whose activation brings the
+	                             source itself (init_proto.h, SBX_INIT_ACTIVATE) as tree_fd
+	                             or source_fd */
 	int tree_fd;              /* > 2: a detached (idmapped) mount of source, attached at dest
 	                             instead of a bind of source (init_proto.h); 0: none */
+	int source_fd;            /* > 2, in_state: the source as the host opened it, reopened
+	                             in our mount namespace like workspace_fd; 0: none */
 };
 
 struct sbx_rootfs_spec {

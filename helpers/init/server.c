@@ -57,6 +57,8 @@ static void close_request_fds(struct spawn_request *req)
 	req->nfds = 0;
 }
 
+_Static_assert(SBX_INIT_ACTIVATE_FDS <= SBX_INIT_SPAWN_FDS, "an activation fits a request");
+
 /* How many fds a message of this kind carries; -1 for an unknown kind. */
 static int fds_of_kind(uint32_t kind)
 {
@@ -110,9 +112,11 @@ static int receive_request(int ctl, struct spawn_request *req)
 		want--;
 	else if (req->inline_len)
 		want = -1;
-	/* An activation brings the state folder's mount too where the spec says so. */
-	else if (req->head.kind == SBX_INIT_ACTIVATE && req->nfds == 2)
-		want = 2;
+	/* An activation brings the state folder's mount and binds' sources too where the spec
+	 * says so: sbx_init_await_activation checks the count. */
+	else if (req->head.kind == SBX_INIT_ACTIVATE && req->nfds >= 1 &&
+	         req->nfds <= SBX_INIT_ACTIVATE_FDS)
+		want = req->nfds;
 	if (n < (ssize_t)sizeof req->head || req->nfds != want ||
 	    (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
 		close_request_fds(req);
@@ -294,7 +298,7 @@ static bool serve_message(struct sbx_init_peers *peers, int fd, const sigset_t *
 	return true;
 }
 
-int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd, int *state_fd)
+int sbx_init_await_activation(int ctl, int timeout_ms, int nfds, int *fds)
 {
 	struct pollfd pfd = { .fd = ctl, .events = POLLIN };
 	struct spawn_request req;
@@ -308,17 +312,11 @@ int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd, int *s
 	} while (r < 0);
 	if (r == 0)
 		return -EPIPE;
-	if (req.head.kind != SBX_INIT_ACTIVATE) {
+	if (req.head.kind != SBX_INIT_ACTIVATE || req.nfds != nfds) {
 		close_request_fds(&req);
 		return -EPROTO;
 	}
-	if ((req.nfds == 2) != (state_fd != NULL)) {
-		close_request_fds(&req);
-		return -EPROTO;
-	}
-	*workspace_fd = req.fds[0];
-	if (state_fd)
-		*state_fd = req.fds[1];
+	memcpy(fds, req.fds, sizeof *fds * (size_t)nfds);
 	return 0;
 }
 

@@ -9,10 +9,10 @@
  * with idle_ttl_ms > 0, until no client has been connected for that long (returns 0). */
 int sbx_init_serve(int ctl, uint64_t idle_ttl_ms);
 
-/* A pre-started sandbox: waits up to timeout_ms for the SBX_INIT_ACTIVATE message and returns
- * the workspace fd it carries, and the state folder's mount when state_fd is not NULL (the
- * message must then carry both, else only the first). Malformed messages are skipped;
- * -EPIPE when the channel closed first, -ETIMEDOUT, or -EPROTO for another request. */
-int sbx_init_await_activation(int ctl, int timeout_ms, int *workspace_fd, int *state_fd);
+/* A pre-started sandbox: waits up to timeout_ms for the SBX_INIT_ACTIVATE message, which
+ * must carry exactly nfds fds (1 to SBX_INIT_ACTIVATE_FDS: the workspace, then what the spec announced,
+ * init_proto.h), and returns them in fds[]. Malformed messages are skipped; -EPIPE when the
+ * channel closed first, -ETIMEDOUT, or -EPROTO for another request or another count. */
+int sbx_init_await_activation(int ctl, int timeout_ms, int nfds, int *fds);
 
 #endif

@@ -52,14 +52,15 @@ static int take_binds(const sbx_json *v, struct sbx_init_spec *spec, char *err, 
 		const sbx_json *b = v->items[i];
 		const sbx_json *src = sbx_json_get(b, "source"), *dst = sbx_json_get(b, "dest");
 		const sbx_json *ws_src = sbx_json_get(b, "workspace_source");
+		const sbx_json *st_src = sbx_json_get(b, "state_source");
 		const sbx_json *rw = sbx_json_get(b, "writable");
 		char *s = NULL, *d = NULL;
 
-		if (b->type != SBX_JSON_OBJECT || !dst || !src == !ws_src)
-			return bad(err, errlen, "binds", "each entry needs dest and one of source and "
-			           "workspace_source");
+		if (b->type != SBX_JSON_OBJECT || !dst || !!src + !!ws_src + !!st_src != 1)
+			return bad(err, errlen, "binds", "each entry needs dest and one of source, "
+			           "workspace_source and state_source");
 		if (!src)
-			src = ws_src;
+			src = ws_src ? ws_src : st_src;
 		if (take_string(src, "binds.source", &s, err, errlen) < 0)
 			return -1;
 		if (take_string(dst, "binds.dest", &d, err, errlen) < 0) {
@@ -67,12 +68,17 @@ static int take_binds(const sbx_json *v, struct sbx_init_spec *spec, char *err, 
 			return -1;
 		}
 		spec->binds[i] = (struct sbx_bind){ .source = s, .dest = d, .writable = false,
-		                                    .in_workspace = src == ws_src };
+		                                    .in_workspace = src == ws_src,
+		                                    .in_state = src == st_src };
+		spec->state_binds += src == st_src;
 		spec->n_binds = i + 1;
 		if (rw && take_bool(rw, "binds.writable", &spec->binds[i].writable, err, errlen) < 0)
 			return -1;
 		if (take_tree_fd(sbx_json_get(b, "tree_fd"), &spec->binds[i], err, errlen) < 0)
 			return -1;
+		/* Its source comes with the activation, mount or not. */
+		if (src == st_src && spec->binds[i].tree_fd)
+			return bad(err, errlen, "binds.tree_fd", "not with state_source");
 	}
 	return 0;
 }
@@ -210,6 +216,11 @@ int sbx_init_spec_parse(const char *text, size_t len, struct sbx_init_spec *spec
 	sbx_json_free(root);
 	if (r == 0 && !spec->id)
 		r = bad(err, errlen, "id", "missing");
+	/* Only an activation brings the state folder (init_proto.h). */
+	if (r == 0 && spec->state_binds && !spec->prestart)
+		r = bad(err, errlen, "binds.state_source", "only a pre-started sandbox has one");
+	if (r == 0 && 1 + spec->state_mount + spec->state_binds > SBX_INIT_ACTIVATE_FDS)
+		r = bad(err, errlen, "binds.state_source", "more than an activation carries");
 	if (r < 0)
 		sbx_init_spec_free(spec);
 	return r;

@@ -6,7 +6,8 @@
  *   rootfs              string   a root directory to use instead of the host's /usr, ...
  *   binds               array    [{"source": host path, "dest": path inside, "writable": bool}]
  *                                ("workspace_source": a path relative to the workspace
- *                                instead of "source")
+ *                                instead of "source"; with prestart, "state_source": one
+ *                                relative to the state folder its activation brings)
  *   protected           array    paths under /workspace kept read-only (default list if absent)
  *   landlock            bool     restrict writes with Landlock where the kernel has it
  *   workspace_readonly  bool
@@ -62,6 +63,7 @@ struct sbx_init_spec {
 	bool has_users;               /* "users": a host range, not the caller's own ids */
 	struct sbx_id_range users;
 	bool state_mount;
+	size_t state_binds;           /* binds with "state_source": ACTIVATE brings their sources */
 	uint64_t idle_ttl_ms;         /* 0: a detached sandbox runs until SHUTDOWN */
 	bool refuse_setid;
 	char *workspace_view;         /* "workspace_view": also mounted there, the cwd */

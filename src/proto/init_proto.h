@@ -78,13 +78,19 @@ enum sbx_init_kind {
 /* Pre-started sandboxes (spec key "prestart": true): the init is started without fd 5, builds
  * everything but the workspace and waits.
  *  SBX_INIT_ACTIVATE  host → init, once: a struct sbx_init_spawn header whose other fields are
- *                     zero, carrying one fd: the O_PATH workspace directory (as fd 5 would
- *                     have; with "users" its idmapped mount, as fd 8), and a second, the
- *                     state folder's mount (as fd 9 would have),
- *                     when the spec says "state_mount". The init binds them, finishes,
- *                     hardens and answers READY or ERROR as an ordinary start does. If the
- *                     channel closes first, the init exits. */
+ *                     zero, carrying these fds, in this order: the O_PATH workspace directory
+ *                     (as fd 5 would have; with "users" its idmapped mount, as fd 8); the
+ *                     state folder's mount (as fd 9 would have), when the spec says
+ *                     "state_mount"; and one for each bind whose spec entry names a
+ *                     "state_source" (a path relative to the workspace's state folder: the
+ *                     private HOME, MCP's run folder), in the spec's order: the source (O_PATH,
+ *                     opened without following a link), or with "users" its detached mount
+ *                     (idmapped, as a tree_fd's). So one spare serves workspaces of any
+ *                     workdir and state folder. At most SBX_INIT_ACTIVATE_FDS in all. The init
+ *                     binds them, finishes, hardens and answers READY or ERROR as an ordinary
+ *                     start does. If the channel closes first, the init exits. */
 #define SBX_INIT_ACTIVATE 0x12
+#define SBX_INIT_ACTIVATE_FDS 5
 
 /* A pre-started sandbox is no child of the host: its first process forks and exits at once
  * (the host reaps it), so an idle spare is not among the host's children, and the second

@@ -1519,11 +1519,17 @@ END_TEST
  * bt_count_sandbox_processes(marker) then counts them: two per sandbox (outer and init). */
 static const char *prestart_options(const char *marker, bool prestart)
 {
-	/* Spares serve workspaces of one shape, binds included: the private HOME and the MCP run
-	 * folder of a state folder outside the workdir are binds of their own per workspace, so
-	 * for now only the old layout ("state_dir": "workdir") shares spares across workdirs. */
+	/* The old layout ("state_dir": "workdir"): HOME is the workspace's root. A state folder
+	 * outside the workdir: test_spare_serves_other_state_folders. */
 	return bt_tmp("\"state_dir\":\"workdir\",\"ns\":{\"prestart\":%s,\"binds\":[{\"source\":"
 	              "\"%s\",\"dest\":\"/opt/sbx-marker\"}]}", prestart ? "true" : "false", marker);
+}
+
+/* The same with a state folder of its own outside the workdir (the default layout). */
+static const char *prestart_state_options(const char *marker, const char *state_dir)
+{
+	return bt_tmp("\"state_dir\":\"%s\",\"ns\":{\"prestart\":true,\"binds\":[{\"source\":"
+	              "\"%s\",\"dest\":\"/opt/sbx-marker\"}]}", state_dir, marker);
 }
 
 /* A workspace made outside /tmp: a pre-started init resolves /tmp paths differently. */
@@ -1638,6 +1644,98 @@ START_TEST(test_prestarted_sandboxes_stay_apart)
 	for (int i = 0; i < 5; i++) {
 		test_rm_rf(dirs[i]);
 		free(dirs[i]);
+	}
+}
+END_TEST
+
+/* Whether process pid has a mount of dir's last component (the whole table: a sandbox's is
+ * long, and its workspace comes late in it). */
+static bool pid_mounts(const char *pid, const char *dir)
+{
+	char path[300], *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%s/mountinfo", pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	while (!found && getline(&line, &cap, f) > 0)
+		found = strstr(line, strrchr(dir, '/')) != NULL;
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/* The host processes with a mount of dir, in ascending order (as /proc lists them). */
+static int sorted_pids(const char *dir, int *pids, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)) && n < max)
+		if (e->d_name[0] >= '1' && e->d_name[0] <= '9' && atoi(e->d_name) != getpid() &&
+		    pid_mounts(e->d_name, dir))
+			pids[n++] = atoi(e->d_name);
+	if (d)
+		closedir(d);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && pids[j - 1] > pids[j]; j--) {
+			int t = pids[j];
+			pids[j] = pids[j - 1];
+			pids[j - 1] = t;
+		}
+	return n;
+}
+
+/* The private HOME and MCP's run folder are binds from each workspace's own state folder: a
+ * spare still serves the next workspace, whatever its workdir and state folder, and that
+ * workspace gets its own HOME, run folder and workdir, and nothing of the one before. The
+ * sign that it was the spare: the very processes that waited as the spare now hold the new
+ * workspace's mounts. */
+START_TEST(test_spare_serves_other_state_folders)
+{
+	const char *marker = bt_mkdtemp();
+	char *state_a = bt_fmt("%s", bt_mkdtemp()), *state_b = bt_fmt("%s", bt_mkdtemp());
+	char *dir_a = bt_fmt("%s", bt_mkdtemp()), *dir_b = bt_fmt("%s", bt_mkdtemp());
+	int spare[8], serving[8], n_spare, n_serving;
+	sbx_workspace *w;
+	char *out;
+
+	/* The first open of the shape wants no spare; the second does, and its close starts it. */
+	sbx_workspace_close(bt_open_ok(bt_mkdtemp(), prestart_state_options(marker, bt_mkdtemp())));
+	w = bt_open_ok(dir_a, prestart_state_options(marker, state_a));
+	free(bt_shell_out(w, "echo a-secret > \"$HOME/a-secret\"; echo a > /tmp/.agentsbx-mcp/a"));
+	sbx_workspace_close(w);
+	ck_assert_int_eq(wait_for_marked(marker, 2), 2);   /* the spare: outer and init */
+	n_spare = sorted_pids(marker, spare, 8);
+	ck_assert_int_eq(bt_count_sandbox_processes(dir_a), 0);
+
+	test_put_file(dir_b, "mine-b", "x", 0644);
+	w = bt_open_ok(dir_b, prestart_state_options(marker, state_b));
+	n_serving = sorted_pids(dir_b, serving, 8);
+	ck_assert_int_eq(n_serving, 2);
+	ck_assert_msg(n_spare == 2 && serving[0] == spare[0] && serving[1] == spare[1],
+	              "B was not served by the spare (pids %d %d, the spare's %d %d)", serving[0],
+	              serving[1], spare[0], n_spare > 1 ? spare[1] : 0);
+
+	out = bt_shell_out(w, bt_tmp("ls /workspace; ls -A \"$HOME\" | grep -vx .config; echo b > \"$HOME/b-file\"; "
+	                             "echo b > /tmp/.agentsbx-mcp/b; ls /tmp/.agentsbx-mcp; "
+	                             "cat %s/home/a-secret 2>/dev/null || echo no-a-home; "
+	                             "ls %s 2>/dev/null || echo no-a-state",
+	                             state_a, state_a));
+	ck_assert_str_eq(out, "mine-b\nb\nno-a-home\nno-a-state\n");
+	free(out);
+	ck_assert(test_exists(test_path_at(state_b, "home/b-file")));
+	ck_assert(test_exists(test_path_at(state_b, "mcp/b")));
+	ck_assert(!test_exists(test_path_at(state_a, "home/b-file")));
+	ck_assert(!test_exists(test_path_at(state_a, "mcp/b")));
+	sbx_workspace_close(w);
+	ck_assert_int_eq(wait_for_no_zombies(), 0);
+	for (char **d = (char *[]){ state_a, state_b, dir_a, dir_b, NULL }; *d; d++) {
+		test_rm_rf(*d);
+		free(*d);
 	}
 }
 END_TEST
@@ -2050,6 +2148,7 @@ static Suite *security_suite(void)
 		pre = tcase_create("prestart");
 		tcase_add_checked_fixture(pre, setup, teardown);
 		tcase_add_test(pre, test_prestarted_sandboxes_stay_apart);
+		tcase_add_test(pre, test_spare_serves_other_state_folders);
 		tcase_add_test(pre, test_prestarted_sandbox_dies_with_host);
 		tcase_add_test(pre, test_no_spare_when_prestart_is_off);
 		tcase_add_test(pre, test_spares_start_when_the_caller_is_idle);
