@@ -639,6 +639,38 @@ START_TEST(test_concurrent_exec_from_threads)
 }
 END_TEST
 
+/* One command waiting in a workspace holds up no other: the first waits for a file the test
+ * makes only once the second exec has returned, so execs that took turns (a lock held across
+ * the command, on the host or in the sandbox) would leave the first to its timeout. */
+static void *exec_waiting_for_go(void *arg)
+{
+	sbx_exec_opts o = { .size = sizeof o, .timeout_ms = SAFETY_TIMEOUT_MS };
+	sbx_result *res = bt_shell(ws, "while [ ! -e go ]; do sleep 0.01; done; echo first", &o);
+
+	(void)arg;
+	return res;
+}
+
+START_TEST(test_second_exec_ends_while_the_first_waits)
+{
+	const char *argv[] = { "sh", "-c", "echo second", NULL };
+	sbx_result *second = NULL, *first;
+	pthread_t t;
+	void *out;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, exec_waiting_for_go, NULL), 0);
+	ck_assert_int_eq(sbx_exec(ws, argv, NULL, &second), 0);
+	ck_assert_str_eq(sbx_result_stdout(second, NULL), "second\n");
+	sbx_result_free(second);
+	ck_assert_int_eq(sbx_file_write(ws, "go", "", 0, 0, 0), 0);
+	ck_assert_int_eq(pthread_join(t, &out), 0);
+	first = out;
+	ck_assert_int_eq(sbx_result_timed_out(first), 0);
+	ck_assert_str_eq(sbx_result_stdout(first, NULL), "first\n");
+	sbx_result_free(first);
+}
+END_TEST
+
 /* Harnesses open workspaces from worker threads (Python's to_thread, Node's workers), and
  * those threads end. The workspace belongs to the process, not to the thread. (bubblewrap's
  * --die-with-parent is a PR_SET_PDEATHSIG, which fires when the spawning *thread* exits: the
@@ -1388,6 +1420,7 @@ static Suite *conformance_suite(void)
 	tcase_add_test(tree, test_background_children_die_with_command);
 	tcase_add_test(tree, test_job_in_own_group_dies_with_command);
 	tcase_add_test(tree, test_concurrent_exec_from_threads);
+	tcase_add_test(tree, test_second_exec_ends_while_the_first_waits);
 	tcase_add_test(tree, test_workspace_outlives_the_thread_that_opened_it);
 	suite_add_tcase(s, tree);
 
