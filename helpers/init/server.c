@@ -227,8 +227,8 @@ static void run_request(struct spawn_request *req, char **argv, const char *cwd,
  * the next request to an idle runner on the runner's channel, the same message it received,
  * and the runner says it is idle again with one byte. Every command still runs under a
  * runner that is its subreaper and kills its whole tree, and a runner is idle only once
- * nothing of its last command is left. At most KEPT_MAX runners stay; beyond that a runner
- * serves one command and exits. */
+ * nothing of its last command is left. At most KEPT_MAX runners stay; beyond that, or for a
+ * command limited in processes (below), a runner serves one command and exits. */
 #define KEPT_MAX 8
 
 static struct {
@@ -337,23 +337,37 @@ static void note_kept_runner(size_t i)
 		forget_kept(i);
 }
 
+/* RLIMIT_NPROC counts every process of the sandbox's user, idle runners too: a command with
+ * that limit runs under a runner of its own that leaves with it, so that the processes it may
+ * start are as many as before runners were kept. */
+static bool limits_count_processes(char **limits)
+{
+	for (char **l = limits; *l; l++)
+		if (strncmp(*l, "nproc=", 6) == 0)
+			return true;
+	return false;
+}
+
 static void handle_spawn(struct spawn_request *req, const sigset_t *saved_mask)
 {
 	char *cwd = NULL, **envp = NULL, **limits = NULL;
-	char **vec;
-	int slot, runner_end = -1;
+	char **vec = unpack_payload(req, &cwd, &envp, &limits);
+	int slot = -1, runner_end = -1;
 	pid_t pid;
 
-	if (hand_to_idle_runner(req)) {
-		close_request_fds(req);   /* the runner has its own copies now */
-		return;
-	}
-	if (!(vec = unpack_payload(req, &cwd, &envp, &limits))) {
+	if (!vec) {
 		refuse(req->fds[FD_RUNNER], req->fds[FD_STDERR], "malformed spawn request");
 		close_request_fds(req);
 		return;
 	}
-	slot = new_kept_slot(&runner_end);
+	if (!limits_count_processes(limits)) {
+		if (hand_to_idle_runner(req)) {
+			close_request_fds(req);   /* the runner has its own copies now */
+			free(vec);
+			return;
+		}
+		slot = new_kept_slot(&runner_end);
+	}
 	pid = fork();
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, saved_mask, NULL);

@@ -694,6 +694,29 @@ START_TEST(test_sandbox_runners_serve_again)
 }
 END_TEST
 
+/* With limits.processes (RLIMIT_NPROC, which counts idle runners too) each command has a
+ * runner of its own that leaves with it, so the command may start as many processes as ever. */
+START_TEST(test_runners_not_kept_under_a_process_limit)
+{
+	char *dir = bt_mkdtemp(), seen[20][32];
+	sbx_workspace *w;
+
+	if (strcmp(bt_backend(), "ns") != 0 && strcmp(bt_backend(), "bwrap") != 0)
+		return;
+	w = bt_open_ok(dir, "\"limits\":{\"processes\":4096}");
+	for (int i = 0; i < 20; i++) {
+		char *out = bt_shell_out(w, "echo $PPID");
+
+		snprintf(seen[i], sizeof seen[i], "%s", out);
+		free(out);
+		for (int j = 0; j < i; j++)
+			ck_assert_msg(strcmp(seen[i], seen[j]) != 0, "commands %d and %d had one runner "
+			              "(%s) under limits.processes", j, i, seen[i]);
+	}
+	sbx_workspace_close(w);
+}
+END_TEST
+
 static bool pty_refused_here(void);
 static sbx_process *spawn_pty(const char *cmd, unsigned short rows, unsigned short cols);
 static char *read_terminal_to_end(sbx_process *p);
@@ -1476,6 +1499,7 @@ static Suite *conformance_suite(void)
 	tcase_add_test(tree, test_concurrent_exec_from_threads);
 	tcase_add_test(tree, test_second_exec_ends_while_the_first_waits);
 	tcase_add_test(tree, test_sandbox_runners_serve_again);
+	tcase_add_test(tree, test_runners_not_kept_under_a_process_limit);
 	tcase_add_test(tree, test_a_command_inherits_nothing_of_the_last);
 	tcase_add_test(tree, test_workspace_outlives_the_thread_that_opened_it);
 	suite_add_tcase(s, tree);
