@@ -664,7 +664,9 @@ static void kill_tree(struct runner *r)
 	}
 }
 
-int sbx_runner_run(char **argv)
+/* Runs one command; fds from first_to_close up are closed before (fds between the control
+ * socket and it are the caller's, close-on-exec). */
+static int run_command(char **argv, unsigned first_to_close)
 {
 	struct runner r = { .argv = argv, .report = { SBX_RUN_EXITED, -1, SIGKILL } };
 	enum ending how;
@@ -673,7 +675,7 @@ int sbx_runner_run(char **argv)
 	if (!check_control_fd())
 		return -1;
 	/* A host may leak fds without close-on-exec; holding them would keep its pipes open. */
-	close_fds_from(SBX_RUN_CONTROL_FD + 1);
+	close_fds_from(first_to_close);
 	r.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
 	/* EINVAL: a kernel that keeps the role for PID 1 (see the top); anything else is not
 	 * a kernel we know how to run under. */
@@ -687,14 +689,48 @@ int sbx_runner_run(char **argv)
 	if (r.sigfd < 0)
 		refuse_to_start(&r, "signalfd", errno, 126);
 	r.hostfd = watch_host(&host_gone);
-	if (host_gone)
-		return 0; /* nobody to run it for */
-	if (pty_opt.wanted)
-		open_terminal(&r);
-	start_command(&r);
-	how = serve(&r);
-	kill_tree(&r);
-	if (how != END_HOST_GONE)
-		send_report(&r);
+	if (host_gone) {
+		detach_stdio(); /* nobody to run it for */
+	} else {
+		if (pty_opt.wanted)
+			open_terminal(&r);
+		start_command(&r);
+		how = serve(&r);
+		kill_tree(&r);
+		if (how != END_HOST_GONE)
+			send_report(&r);
+	}
+	close(r.sigfd);
+	if (r.hostfd >= 0)
+		close(r.hostfd);
 	return 0;
+}
+
+int sbx_runner_run(char **argv)
+{
+	return run_command(argv, SBX_RUN_CONTROL_FD + 1);
+}
+
+/* What one command set leaves nothing for the next: its limits, its terminal, and the fds
+ * its host gave (the command's stdio is /dev/null by now, the control socket goes). */
+static void forget_command(void)
+{
+	for (size_t i = 0; i < sizeof rlimit_opts / sizeof rlimit_opts[0]; i++)
+		rlimit_opts[i].set = false;
+	pty_opt.wanted = false;
+	/* fd 3 stays taken (by /dev/null, which fds 0-2 are now), so that the next command's
+	 * fds, received meanwhile, land above the runner's fixed ones. */
+	dup2(STDIN_FILENO, SBX_RUN_CONTROL_FD);
+	/* Holding no directory of the last command's. */
+	if (chdir("/") < 0) {
+		/* the next command changes it anyway */
+	}
+}
+
+int sbx_runner_run_kept(char **argv)
+{
+	int r = run_command(argv, SBX_RUNNER_KEPT_FD + 1);
+
+	forget_command();
+	return r;
 }

@@ -19,4 +19,13 @@ bool sbx_runner_set_pty(const char *size);
  * not a socket. Single-threaded callers only (it is a subreaper and blocks SIGCHLD). */
 int sbx_runner_run(char **argv);
 
+/* A runner that serves one command after another (the sandbox init's kept runners) holds its
+ * own channel on this fd, close-on-exec, across the commands. */
+#define SBX_RUNNER_KEPT_FD 4
+
+/* As sbx_runner_run, but leaves fd SBX_RUNNER_KEPT_FD open, and after the report forgets the
+ * command: its limits and terminal are reset, fds 0-3 (the control socket included) are
+ * /dev/null and the working directory is /. The caller may then run the next command. */
+int sbx_runner_run_kept(char **argv);
+
 #endif

@@ -30,7 +30,8 @@ struct sbx_workspace {
 	pthread_mutex_t bg_lock;  /* the Bash tool's background shells (tools/bgshell.c) */
 	struct sbx_bgshell *bgshells;
 	unsigned bg_next_id;
-	pthread_mutex_t hooks_lock; /* the approval handler and the audit log's appends */
+	pthread_mutex_t hooks_lock; /* the approval handler */
+	pthread_mutex_t audit_lock; /* one append to the audit log at a time (audit.c) */
 	sbx_approval_fn approval_fn;
 	void *approval_userdata;
 	char *audit_path;         /* host path of the audit log, or NULL when off */

@@ -379,6 +379,7 @@ static void free_workspace(sbx_workspace *ws)
 	pthread_mutex_destroy(&ws->procs_lock);
 	pthread_mutex_destroy(&ws->bg_lock);
 	pthread_mutex_destroy(&ws->hooks_lock);
+	pthread_mutex_destroy(&ws->audit_lock);
 	pthread_mutex_destroy(&ws->network_lock);
 	free(ws);
 }
@@ -411,6 +412,7 @@ int sbx_workspace_open_with(const char *config_json, const sbx_open_opts *opts,
 	pthread_mutex_init(&ws->procs_lock, NULL);
 	pthread_mutex_init(&ws->bg_lock, NULL);
 	pthread_mutex_init(&ws->hooks_lock, NULL);
+	pthread_mutex_init(&ws->audit_lock, NULL);
 	pthread_mutex_init(&ws->network_lock, NULL);
 	if ((r = sbx_config_parse(config_json, &ws->cfg)) < 0 ||
 	    (r = sbx_registry_find(ws->cfg->backend, &ws->ops)) < 0 ||

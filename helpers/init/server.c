@@ -1,6 +1,6 @@
-/* The exec server: PID 1 of the sandbox reads spawn requests from the control channel, forks a
- * runner for each (runner.c: the same code as agentsbx-run, without the extra exec) and reaps
- * whatever ends. When the control channel closes, it returns and the init exits, which makes
+/* The exec server: PID 1 of the sandbox reads spawn requests from the control channel, hands
+ * each to a runner (runner.c: the same code as agentsbx-run, without the extra exec), one kept
+ * from an earlier command or one it forks, and reaps whatever ends. When the control channel closes, it returns and the init exits, which makes
  * the kernel kill every process left in the PID namespace. A detached sandbox (listen.c) also
  * serves the connections on its socket and ends on SHUTDOWN, or by itself once it has been
  * idle for its TTL with no host holding it.
@@ -198,12 +198,11 @@ static void refuse(int runner_fd, int stderr_fd, const char *why)
 	send(runner_fd, &rep, sizeof rep, MSG_NOSIGNAL);
 }
 
-/* In the forked child: becomes the command's runner. */
-static void become_runner(struct spawn_request *req, char **argv, const char *cwd, char **envp,
-                          char **limits, const sigset_t *saved_mask)
+/* In a runner: puts the request's fds in place and runs its command. A one-shot runner
+ * exits after it; a kept one returns for the next. */
+static void run_request(struct spawn_request *req, char **argv, const char *cwd, char **envp,
+                        char **limits, bool kept)
 {
-	sigprocmask(SIG_SETMASK, saved_mask, NULL);
-	signal(SIGCHLD, SIG_DFL);
 	if (dup2(req->fds[FD_STDIN], 0) < 0 || dup2(req->fds[FD_STDOUT], 1) < 0 ||
 	    dup2(req->fds[FD_STDERR], 2) < 0 || dup2(req->fds[FD_RUNNER], SBX_RUN_CONTROL_FD) < 0)
 		_exit(126);
@@ -215,14 +214,149 @@ static void become_runner(struct spawn_request *req, char **argv, const char *cw
 	}
 	apply_limits(limits);
 	environ = envp;
-	/* The runner closes every fd above its control socket, the init's own included. */
-	_exit(sbx_runner_run(argv) < 0 ? 126 : 0);
+	/* The runner closes every fd above its control socket (above its own channel, when
+	 * kept), the originals of these and the init's own included. */
+	if (!kept)
+		_exit(sbx_runner_run(argv) < 0 ? 126 : 0);
+	if (sbx_runner_run_kept(argv) < 0)
+		_exit(126);
+	environ = NULL;
+	req->nfds = 0;     /* closed by the runner */
+}
+
+/* ---- kept runners ------------------------------------------------------------------------
+ * A runner forked for a command stays, once the command and its whole tree have ended, for
+ * the next one: a fork of the init and the runner's exit (its address space torn down, with
+ * a TLB shootdown across the CPUs) cost about as much as running /bin/true. The init hands
+ * the next request to an idle runner on the runner's channel, the same message it received,
+ * and the runner says it is idle again with one byte. Every command still runs under a
+ * runner that is its subreaper and kills its whole tree, and a runner is idle only once
+ * nothing of its last command is left. At most KEPT_MAX runners stay; beyond that, or for a
+ * command limited in processes (below), a runner serves one command and exits. */
+#define KEPT_MAX 8
+
+static struct {
+	int chan;          /* the init's end of the runner's channel; -1: a free slot */
+	bool idle;
+} kept[KEPT_MAX];
+
+static void forget_kept(size_t i)
+{
+	close(kept[i].chan);
+	kept[i].chan = -1;
+	kept[i].idle = false;
+}
+
+/* Sends the request as it came (header, inline payload, fds). False when the runner is
+ * gone: the init forks another. */
+static bool forward_request(int chan, const struct spawn_request *req)
+{
+	char control[CMSG_SPACE(sizeof(int) * SBX_INIT_SPAWN_FDS)] = { 0 };
+	struct iovec iov[2] = { { .iov_base = (void *)&req->head, .iov_len = sizeof req->head },
+	                        { .iov_base = inline_payload, .iov_len = req->inline_len } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2, .msg_control = control,
+	                      .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)req->nfds) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	ssize_t n;
+
+	if (!c)
+		return false;
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)req->nfds);
+	memcpy(CMSG_DATA(c), req->fds, sizeof(int) * (size_t)req->nfds);
+	do
+		n = sendmsg(chan, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)(sizeof req->head + req->inline_len);
+}
+
+static bool hand_to_idle_runner(const struct spawn_request *req)
+{
+	for (size_t i = 0; i < KEPT_MAX; i++) {
+		if (kept[i].chan < 0 || !kept[i].idle)
+			continue;
+		if (forward_request(kept[i].chan, req)) {
+			kept[i].idle = false;
+			return true;
+		}
+		forget_kept(i);
+	}
+	return false;
+}
+
+/* A kept runner's life: the command it was forked for, then each one the init hands it,
+ * until the init goes (its channel reads end-of-file). */
+static _Noreturn void serve_as_kept_runner(int chan, struct spawn_request *req, char **vec,
+                                           char *cwd, char **envp, char **limits)
+{
+	/* The channel takes its fixed fd; a request's fd that had it moves first. */
+	for (int i = 0; i < req->nfds; i++)
+		if (req->fds[i] == SBX_RUNNER_KEPT_FD &&
+		    (req->fds[i] = fcntl(SBX_RUNNER_KEPT_FD, F_DUPFD_CLOEXEC, 0)) < 0)
+			_exit(126);
+	if (chan != SBX_RUNNER_KEPT_FD && dup3(chan, SBX_RUNNER_KEPT_FD, O_CLOEXEC) < 0)
+		_exit(126);
+	for (;;) {
+		if (vec)
+			run_request(req, vec + 1, cwd, envp, limits, true);
+		else
+			refuse(req->fds[FD_RUNNER], req->fds[FD_STDERR], "malformed spawn request");
+		close_request_fds(req);
+		free(vec);
+		if (send(SBX_RUNNER_KEPT_FD, "", 1, MSG_NOSIGNAL) != 1 ||
+		    receive_request(SBX_RUNNER_KEPT_FD, req) != 1 || req->head.kind != SBX_INIT_SPAWN)
+			_exit(0);
+		vec = unpack_payload(req, &cwd, &envp, &limits);
+	}
+}
+
+/* A free slot for a new kept runner and its channel, or -1 (the runner will not stay). */
+static int new_kept_slot(int *runner_end)
+{
+	int sv[2];
+
+	for (int i = 0; i < KEPT_MAX; i++) {
+		if (kept[i].chan >= 0)
+			continue;
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return -1;
+		kept[i].chan = sv[0];
+		kept[i].idle = false;
+		*runner_end = sv[1];
+		return i;
+	}
+	return -1;
+}
+
+/* A kept runner's byte: idle again; end-of-file: it is gone (reaped as any child). */
+static void note_kept_runner(size_t i)
+{
+	char byte;
+	ssize_t n = recv(kept[i].chan, &byte, 1, MSG_DONTWAIT);
+
+	if (n == 1)
+		kept[i].idle = true;
+	else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+		forget_kept(i);
+}
+
+/* RLIMIT_NPROC counts every process of the sandbox's user, idle runners too: a command with
+ * that limit runs under a runner of its own that leaves with it, so that the processes it may
+ * start are as many as before runners were kept. */
+static bool limits_count_processes(char **limits)
+{
+	for (char **l = limits; *l; l++)
+		if (strncmp(*l, "nproc=", 6) == 0)
+			return true;
+	return false;
 }
 
 static void handle_spawn(struct spawn_request *req, const sigset_t *saved_mask)
 {
 	char *cwd = NULL, **envp = NULL, **limits = NULL;
 	char **vec = unpack_payload(req, &cwd, &envp, &limits);
+	int slot = -1, runner_end = -1;
 	pid_t pid;
 
 	if (!vec) {
@@ -230,11 +364,29 @@ static void handle_spawn(struct spawn_request *req, const sigset_t *saved_mask)
 		close_request_fds(req);
 		return;
 	}
+	if (!limits_count_processes(limits)) {
+		if (hand_to_idle_runner(req)) {
+			close_request_fds(req);   /* the runner has its own copies now */
+			free(vec);
+			return;
+		}
+		slot = new_kept_slot(&runner_end);
+	}
 	pid = fork();
-	if (pid == 0)
-		become_runner(req, vec + 1, cwd, envp, limits, saved_mask);
-	if (pid < 0)
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, saved_mask, NULL);
+		signal(SIGCHLD, SIG_DFL);
+		if (slot >= 0)
+			serve_as_kept_runner(runner_end, req, vec, cwd, envp, limits);
+		run_request(req, vec + 1, cwd, envp, limits, false);
+	}
+	if (pid < 0) {
 		refuse(req->fds[FD_RUNNER], req->fds[FD_STDERR], strerror(errno));
+		if (slot >= 0)
+			forget_kept((size_t)slot);
+	}
+	if (runner_end >= 0)
+		close(runner_end);
 	/* Only the runner may hold these: their closing is how the backend sees the end. */
 	close_request_fds(req);
 	free(vec);
@@ -334,27 +486,36 @@ int sbx_init_serve(int ctl, uint64_t idle_ttl_ms)
 	if (sigfd < 0)
 		return -errno;
 	sbx_init_peers_init(&peers, ctl);
+	for (size_t i = 0; i < KEPT_MAX; i++)
+		kept[i].chan = -1;
 	/* Without a listener (the default) the channel is the only client, and its closing
 	 * ends the sandbox; a detached sandbox lives until SHUTDOWN or its idle TTL. */
 	while (sbx_init_peers_alive(&peers)) {
-		struct pollfd fds[1 + SBX_INIT_MAX_CLIENTS + 2];
-		size_t n = 1 + sbx_init_peers_pollfds(&peers, fds + 1);
+		struct pollfd fds[KEPT_MAX + 1 + SBX_INIT_MAX_CLIENTS + 2];
+		size_t n = KEPT_MAX + 1, first_client = n;
 		int timeout = idle_timeout(&idle, &peers), ready;
+
+		n += sbx_init_peers_pollfds(&peers, fds + first_client);
+		for (size_t i = 0; i < KEPT_MAX; i++)   /* poll ignores a negative fd */
+			fds[i] = (struct pollfd){ .fd = kept[i].chan, .events = POLLIN };
 
 		if (timeout == 0)
 			return 0;         /* idle past the TTL, nobody holding it: stop */
-		fds[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+		fds[KEPT_MAX] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
 		if ((ready = poll(fds, n, timeout)) < 0 && errno != EINTR)
 			return -errno;
 		if (ready <= 0)
 			continue;
-		if (fds[0].revents) {
+		for (size_t i = 0; i < KEPT_MAX; i++)
+			if (fds[i].revents && kept[i].chan == fds[i].fd)
+				note_kept_runner(i);
+		if (fds[KEPT_MAX].revents) {
 			struct signalfd_siginfo si;
 			while (read(sigfd, &si, sizeof si) > 0)
 				;
 			reap_children();
 		}
-		for (size_t i = 1; i < n; i++) {
+		for (size_t i = first_client; i < n; i++) {
 			if (!fds[i].revents)
 				continue;
 			if (fds[i].fd == peers.listener)

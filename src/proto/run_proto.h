@@ -19,7 +19,9 @@
  *  - on SBX_RUN_KILL, or when the control channel closes (the host died), kills every
  *    process below it and exits;
  *  - when the command's main process ends, kills whatever the command left behind, reaps it,
- *    sends one SBX_RUN_EXITED report and exits 0.
+ *    sends one SBX_RUN_EXITED report and exits 0. (A runner of the sandbox init may instead
+ *    stay for the init's next command: it closes the control socket after the report, so
+ *    the host sees the same end-of-file, and holds nothing of the command's.)
  * A command that cannot be executed ends with code 127 (not found) or 126 (other errors) after
  * the runner wrote the reason to the command's stderr.
  *

@@ -1,7 +1,7 @@
-/* A fresh process that loads the library and nothing else: `bench-load LIB` dlopens LIB
+/* A fresh process that loads the library and nothing else: `bench_load LIB` dlopens LIB
  * (RTLD_NOW, as a binding does) and exits; without an argument it only starts and exits, the
  * floor a process start costs. With BENCH_LOAD_COUNT=1 in the environment it prints how many
- * shared objects the process has mapped once LIB is loaded. bench-exec times it as a whole
+ * shared objects the process has mapped once LIB is loaded. bench_exec times it as a whole
  * process, beside `agentsbx version`. */
 #include <dlfcn.h>
 #include <stdio.h>

@@ -639,6 +639,115 @@ START_TEST(test_concurrent_exec_from_threads)
 }
 END_TEST
 
+/* One command waiting in a workspace holds up no other: the first waits for a file the test
+ * makes only once the second exec has returned, so execs that took turns (a lock held across
+ * the command, on the host or in the sandbox) would leave the first to its timeout. */
+static void *exec_waiting_for_go(void *arg)
+{
+	sbx_exec_opts o = { .size = sizeof o, .timeout_ms = SAFETY_TIMEOUT_MS };
+	sbx_result *res = bt_shell(ws, "while [ ! -e go ]; do sleep 0.01; done; echo first", &o);
+
+	(void)arg;
+	return res;
+}
+
+START_TEST(test_second_exec_ends_while_the_first_waits)
+{
+	const char *argv[] = { "sh", "-c", "echo second", NULL };
+	sbx_result *second = NULL, *first;
+	pthread_t t;
+	void *out;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, exec_waiting_for_go, NULL), 0);
+	ck_assert_int_eq(sbx_exec(ws, argv, NULL, &second), 0);
+	ck_assert_str_eq(sbx_result_stdout(second, NULL), "second\n");
+	sbx_result_free(second);
+	ck_assert_int_eq(sbx_file_write(ws, "go", "", 0, 0, 0), 0);
+	ck_assert_int_eq(pthread_join(t, &out), 0);
+	first = out;
+	ck_assert_int_eq(sbx_result_timed_out(first), 0);
+	ck_assert_str_eq(sbx_result_stdout(first, NULL), "first\n");
+	sbx_result_free(first);
+}
+END_TEST
+
+/* The sandbox init keeps a runner for the next command once one has ended (instead of a fork
+ * per command): among sequential commands some runner serves again, which shows as the same
+ * parent pid. At most 8 are kept, and one is busy at a time here, so 20 commands must repeat
+ * one however the runners' idle notes and the next requests interleave. */
+START_TEST(test_sandbox_runners_serve_again)
+{
+	char seen[20][32];
+	bool repeated = false;
+
+	if (strcmp(bt_backend(), "ns") != 0 && strcmp(bt_backend(), "bwrap") != 0)
+		return;   /* agentsbx-run (local), docker exec: a runner per command */
+	for (int i = 0; i < 20 && !repeated; i++) {
+		char *out = bt_shell_out(ws, "echo $PPID");
+
+		snprintf(seen[i], sizeof seen[i], "%s", out);
+		free(out);
+		for (int j = 0; j < i; j++)
+			repeated |= strcmp(seen[i], seen[j]) == 0;
+	}
+	ck_assert_msg(repeated, "20 commands, 20 runners: none was kept");
+}
+END_TEST
+
+/* With limits.processes (RLIMIT_NPROC, which counts idle runners too) each command has a
+ * runner of its own that leaves with it, so the command may start as many processes as ever. */
+START_TEST(test_runners_not_kept_under_a_process_limit)
+{
+	char *dir = bt_mkdtemp(), seen[20][32];
+	sbx_workspace *w;
+
+	if (strcmp(bt_backend(), "ns") != 0 && strcmp(bt_backend(), "bwrap") != 0)
+		return;
+	w = bt_open_ok(dir, "\"limits\":{\"processes\":4096}");
+	for (int i = 0; i < 20; i++) {
+		char *out = bt_shell_out(w, "echo $PPID");
+
+		snprintf(seen[i], sizeof seen[i], "%s", out);
+		free(out);
+		for (int j = 0; j < i; j++)
+			ck_assert_msg(strcmp(seen[i], seen[j]) != 0, "commands %d and %d had one runner "
+			              "(%s) under limits.processes", j, i, seen[i]);
+	}
+	sbx_workspace_close(w);
+}
+END_TEST
+
+static bool pty_refused_here(void);
+static sbx_process *spawn_pty(const char *cmd, unsigned short rows, unsigned short cols);
+static char *read_terminal_to_end(sbx_process *p);
+
+/* A runner that serves again (above) carries nothing of the last command into the next: not
+ * its terminal, its working directory or its environment. */
+START_TEST(test_a_command_inherits_nothing_of_the_last)
+{
+	const char *env[] = { "LAST_ONE=here", NULL };
+	sbx_exec_opts with = { .size = sizeof with, .cwd = "sub", .env = env };
+	char *out;
+
+	free(bt_shell_out(ws, "mkdir sub && touch sub/mark"));
+	for (int i = 0; i < 4; i++) {
+		sbx_result *res = bt_shell(ws, "ls mark", &with);
+
+		ck_assert_int_eq(sbx_result_exit_code(res), 0);
+		sbx_result_free(res);
+		if (!pty_refused_here()) {
+			sbx_process *p = spawn_pty("tty", 24, 80);
+			free(read_terminal_to_end(p));
+			sbx_process_free(p);
+		}
+		out = bt_shell_out(ws, "tty -s && echo TTY; ls mark 2>/dev/null && echo CWD; "
+		                   "echo \"${LAST_ONE-unset}\"");
+		ck_assert_str_eq(out, "unset\n");
+		free(out);
+	}
+}
+END_TEST
+
 /* Harnesses open workspaces from worker threads (Python's to_thread, Node's workers), and
  * those threads end. The workspace belongs to the process, not to the thread. (bubblewrap's
  * --die-with-parent is a PR_SET_PDEATHSIG, which fires when the spawning *thread* exits: the
@@ -1388,6 +1497,10 @@ static Suite *conformance_suite(void)
 	tcase_add_test(tree, test_background_children_die_with_command);
 	tcase_add_test(tree, test_job_in_own_group_dies_with_command);
 	tcase_add_test(tree, test_concurrent_exec_from_threads);
+	tcase_add_test(tree, test_second_exec_ends_while_the_first_waits);
+	tcase_add_test(tree, test_sandbox_runners_serve_again);
+	tcase_add_test(tree, test_runners_not_kept_under_a_process_limit);
+	tcase_add_test(tree, test_a_command_inherits_nothing_of_the_last);
 	tcase_add_test(tree, test_workspace_outlives_the_thread_that_opened_it);
 	suite_add_tcase(s, tree);
 
