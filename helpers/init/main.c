@@ -380,7 +380,9 @@ static int run_init(struct init_state *st, pid_t host_pid)
 		sbx_init_peers_allow_uid((unsigned)st->spec.host_uid);
 	send_ready(st, host_pid);
 	send_files_root(st);
-	return sbx_init_serve(SBX_INIT_CONTROL_FD, st->spec.idle_ttl_ms) < 0 ? 1 : 0;
+	/* The cgroup's pids limit would count idle runners against the commands' processes. */
+	return sbx_init_serve(SBX_INIT_CONTROL_FD, st->spec.idle_ttl_ms, st->spec.pids == 0) < 0
+	               ? 1 : 0;
 }
 
 /* A pidfd of the host (see peer.h), or -1. */

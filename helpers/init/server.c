@@ -237,8 +237,13 @@ static void run_request(struct spawn_request *req, char **argv, const char *cwd,
 
 static struct {
 	int chan;          /* the init's end of the runner's channel; -1: a free slot */
+	pid_t pid;
 	bool idle;
 } kept[KEPT_MAX];
+
+/* Whether runners may stay at all: not under a cgroup pids limit, which would count the idle
+ * ones against what the commands may start (sbx_init_serve). */
+static bool keep_runners = true;
 
 static void forget_kept(size_t i)
 {
@@ -276,6 +281,9 @@ static bool hand_to_idle_runner(const struct spawn_request *req)
 	for (size_t i = 0; i < KEPT_MAX; i++) {
 		if (kept[i].chan < 0 || !kept[i].idle)
 			continue;
+		/* A process of the workspace may have stopped the idle runner (it is of the same
+		 * user): the command handed to it must not wait for nobody to wake it. */
+		kill(kept[i].pid, SIGCONT);
 		if (forward_request(kept[i].chan, req)) {
 			kept[i].idle = false;
 			return true;
@@ -364,7 +372,7 @@ static void handle_spawn(struct spawn_request *req, const sigset_t *saved_mask)
 		close_request_fds(req);
 		return;
 	}
-	if (!limits_count_processes(limits)) {
+	if (keep_runners && !limits_count_processes(limits)) {
 		if (hand_to_idle_runner(req)) {
 			close_request_fds(req);   /* the runner has its own copies now */
 			free(vec);
@@ -384,6 +392,8 @@ static void handle_spawn(struct spawn_request *req, const sigset_t *saved_mask)
 		refuse(req->fds[FD_RUNNER], req->fds[FD_STDERR], strerror(errno));
 		if (slot >= 0)
 			forget_kept((size_t)slot);
+	} else if (slot >= 0) {
+		kept[slot].pid = pid;
 	}
 	if (runner_end >= 0)
 		close(runner_end);
@@ -409,10 +419,17 @@ static int idle_timeout(const struct idle *idle, const struct sbx_init_peers *pe
 	return left <= 0 ? 0 : left > 3600000 ? 3600000 : (int)left;
 }
 
+/* Reaps ended children; one that was stopped (a runner, by a process of the workspace, which
+ * is of the same user) is continued at once: a command whose runner never wakes would
+ * never be reported, and a kept runner would take no command again. */
 static void reap_children(void)
 {
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0)
+		if (WIFSTOPPED(status))
+			kill(pid, SIGCONT);
 }
 
 /* One message from a client. Returns false when the sandbox must stop (SHUTDOWN). */
@@ -472,7 +489,7 @@ int sbx_init_await_activation(int ctl, int timeout_ms, int nfds, int *fds)
 	return 0;
 }
 
-int sbx_init_serve(int ctl, uint64_t idle_ttl_ms)
+int sbx_init_serve(int ctl, uint64_t idle_ttl_ms, bool may_keep_runners)
 {
 	struct idle idle = { .ttl_ms = idle_ttl_ms, .last_use = sbx_boottime_ms() };
 	struct sbx_init_peers peers;
@@ -488,6 +505,7 @@ int sbx_init_serve(int ctl, uint64_t idle_ttl_ms)
 	sbx_init_peers_init(&peers, ctl);
 	for (size_t i = 0; i < KEPT_MAX; i++)
 		kept[i].chan = -1;
+	keep_runners = may_keep_runners;
 	/* Without a listener (the default) the channel is the only client, and its closing
 	 * ends the sandbox; a detached sandbox lives until SHUTDOWN or its idle TTL. */
 	while (sbx_init_peers_alive(&peers)) {

@@ -694,6 +694,24 @@ START_TEST(test_sandbox_runners_serve_again)
 }
 END_TEST
 
+/* A command that stops its runner (or any process of the workspace that stops one, idle or
+ * busy: they are of the same user) does not stall the workspace: the init continues it, and
+ * the command is reported as usual, well within its timeout. */
+START_TEST(test_a_stopped_runner_is_woken)
+{
+	sbx_exec_opts opts = { .size = sizeof opts, .timeout_ms = 20000 };
+
+	for (int i = 0; i < 3; i++) {
+		sbx_result *res = bt_shell(ws, "kill -STOP $PPID; echo done", &opts);
+
+		ck_assert_int_eq(sbx_result_timed_out(res), 0);
+		ck_assert_int_eq(sbx_result_exit_code(res), 0);
+		ck_assert_str_eq(sbx_result_stdout(res, NULL), "done\n");
+		sbx_result_free(res);
+	}
+}
+END_TEST
+
 /* With limits.processes (RLIMIT_NPROC, which counts idle runners too) each command has a
  * runner of its own that leaves with it, so the command may start as many processes as ever. */
 START_TEST(test_runners_not_kept_under_a_process_limit)
@@ -1500,6 +1518,7 @@ static Suite *conformance_suite(void)
 	tcase_add_test(tree, test_second_exec_ends_while_the_first_waits);
 	tcase_add_test(tree, test_sandbox_runners_serve_again);
 	tcase_add_test(tree, test_runners_not_kept_under_a_process_limit);
+	tcase_add_test(tree, test_a_stopped_runner_is_woken);
 	tcase_add_test(tree, test_a_command_inherits_nothing_of_the_last);
 	tcase_add_test(tree, test_workspace_outlives_the_thread_that_opened_it);
 	suite_add_tcase(s, tree);
