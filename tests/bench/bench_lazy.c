@@ -35,7 +35,7 @@ static double now_ms(void)
 }
 
 /* Runs argv with stdout to /dev/null (or to out_fd), returns its wall and CPU time. */
-static struct sample run(char *const argv[], int out_fd)
+static struct sample run(const char *const argv[], int out_fd)
 {
 	struct sample s = { 0 };
 	struct rusage ru;
@@ -50,7 +50,7 @@ static struct sample run(char *const argv[], int out_fd)
 	if (pid == 0) {
 		int fd = out_fd >= 0 ? out_fd : open("/dev/null", O_WRONLY);
 		dup2(fd, 1);
-		execv(argv[0], argv);
+		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
 	if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 		int p[2];
 		if (pipe(p) < 0)
 			return 1;
-		char *dl[] = { self, "--dlopen", lib[d], NULL };
+		const char *dl[] = { self, "--dlopen", lib[d], NULL };
 		run(dl, p[1]);
 		close(p[1]);
 		char buf[32] = "";
@@ -148,11 +148,11 @@ int main(int argc, char **argv)
 		maps[d] = atoi(buf);
 	}
 	for (int r = 0; r < rounds; r++) {
-		char *empty[] = { self, "--empty", NULL };
+		const char *empty[] = { self, "--empty", NULL };
 		ew[r] = run(empty, -1).wall_ms;
 		for (int d = 0; d < ndirs; d++) {
-			char *version[] = { cli[d], "version", NULL };
-			char *dl[] = { self, "--dlopen", lib[d], NULL };
+			const char *version[] = { cli[d], "version", NULL };
+			const char *dl[] = { self, "--dlopen", lib[d], NULL };
 			struct sample v = run(version, -1), o = run(dl, -1);
 			vw[d][r] = v.wall_ms, vc[d][r] = v.cpu_ms;
 			dw[d][r] = o.wall_ms, dc[d][r] = o.cpu_ms;
