@@ -68,6 +68,8 @@ void sbx_sha256_update(sbx_sha256 *c, const void *data, size_t len)
 {
 	const unsigned char *p = data;
 
+	if (len == 0) /* data may then be NULL, which memcpy must not see */
+		return;
 	c->bytes += len;
 	if (c->fill) {
 		size_t take = 64 - c->fill < len ? 64 - c->fill : len;

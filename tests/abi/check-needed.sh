@@ -23,7 +23,9 @@ for obj in "$lib" "$cli"; do
   needed=$(readelf -d "$obj" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
   [[ -n $needed ]] || { echo "$obj: no NEEDED entries read" >&2; exit 1; }
   while read -r so; do
-    if [[ $obj == "$cli" && -n ${cli_why[$so]+x} ]]; then
+    if [[ $so =~ ^lib(a|ub|t|l)san\.so\.[0-9]+$ ]]; then
+      echo "$(basename "$obj"): $so (the sanitizer runtime of a -Db_sanitize build)"
+    elif [[ $obj == "$cli" && -n ${cli_why[$so]+x} ]]; then
       echo "$(basename "$obj"): $so (${cli_why[$so]})"
     elif [[ -z ${why[$so]+x} ]]; then
       echo "$(basename "$obj") needs $so, which is not in the allow-list of check-needed.sh" >&2

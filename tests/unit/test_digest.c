@@ -44,6 +44,8 @@ START_TEST(sha256_matches_the_published_vectors)
 
 	ck_assert_int_eq(sbx_sha256_hex("", 0, hex), 0);
 	ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	ck_assert_int_eq(sbx_sha256_hex(NULL, 0, hex), 0); /* as offload hands empty data */
+	ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	sbx_sha256_hex("abc", 3, hex);
 	ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	sbx_sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, hex);
