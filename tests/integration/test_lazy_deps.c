@@ -239,12 +239,17 @@ static bool ordinary_work(void)
 	sbx_result_free(res);
 	if (!tool_ok(ws, "Write", "{\"file_path\":\"w.txt\",\"content\":\"written\\n\"}", NULL) ||
 	    !tool_ok(ws, "Read", "{\"file_path\":\"made.txt\"}", "hi") ||
-	    !tool_ok(ws, "Grep", "{\"pattern\":\"writ\"}", "w.txt"))
+	    !tool_ok(ws, "Read", "{\"file_path\":\"w.txt\"}", "written") ||
+	    !tool_ok(ws, "Edit", "{\"file_path\":\"w.txt\",\"old_string\":\"written\","
+	             "\"new_string\":\"edited\"}", NULL) ||
+	    !tool_ok(ws, "Glob", "{\"pattern\":\"*.txt\"}", "w.txt") ||
+	    !tool_ok(ws, "Grep", "{\"pattern\":\"edit\"}", "w.txt"))
 		return false;
 	const char *log = test_slurp(sbx_audit_path(ws)); /* static storage */
 	EXPECT(log && strstr(log, "\"tool\":\"Grep\""), "the audit log lacks the Grep call");
 	EXPECT(sbx_workspace_close(ws) == 0, "close: %s", sbx_last_error());
-	return none_mapped("after open, exec, Write, Read, Grep, the audit log and close");
+	return none_mapped("after open, exec, Write, Read, Edit, Glob, Grep, the audit log and "
+	                   "close");
 }
 
 START_TEST(ordinary_work_maps_none_of_the_optional_libraries)
