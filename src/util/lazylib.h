@@ -23,6 +23,8 @@
 
 #include <stddef.h>
 
+#include <agentsbx/common.h>
+
 struct sbx_lazylib {
 	const char *soname;
 	const char *needed_by; /* what fails without it, for the message */
