@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +28,7 @@
 #include "gitguard_int.h"
 #include "util/buf.h"
 #include "util/cleanup.h"
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/path.h"
@@ -268,27 +268,21 @@ int gg_key_of(sbx_buf *b, const char *what, const char *rel, const char *detail,
 
 static int sha256_fd(int fd, char out[65])
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned char md[32], buf[65536];
-	unsigned mdlen = 0;
+	unsigned char md[SBX_SHA256_LEN], buf[65536];
+	sbx_sha256 ctx;
 	ssize_t n;
-	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
 
-	while (ok && (n = read(fd, buf, sizeof buf)) != 0) {
+	sbx_sha256_init(&ctx);
+	while ((n = read(fd, buf, sizeof buf)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			ok = 0;
-			break;
+			return -SBX_EIO;
 		}
-		ok = EVP_DigestUpdate(ctx, buf, (size_t)n);
+		sbx_sha256_update(&ctx, buf, (size_t)n);
 	}
-	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen == 32;
-	EVP_MD_CTX_free(ctx);
-	if (!ok)
-		return -SBX_EIO;
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	sbx_sha256_final(&ctx, md);
+	sbx_hex_of(md, sizeof md, out);
 	return 0;
 }
 

@@ -5,9 +5,9 @@
  * is refused rather than defaulted. */
 #include <stdio.h>
 #include <string.h>
-#include <openssl/evp.h>
 
 #include "manager_ids.h"
+#include "util/digest.h"
 #include "util/error.h"
 
 #define ID_PART_MAX 4096        /* bytes of one user, agent or session id */
@@ -68,25 +68,23 @@ bool sbx_managed_id_valid(const char *id)
 static int hash_parts(const char *tag, const char *const *parts, size_t n, char *out,
                       size_t hexlen)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
-	         EVP_DigestUpdate(ctx, tag, strlen(tag) + 1);
+	unsigned char md[SBX_SHA256_LEN];
+	sbx_sha256 ctx;
 
-	for (size_t i = 0; ok && i < n; i++) {
+	if (hexlen > 2 * sizeof md)
+		return sbx_fail(-SBX_EINVAL, "workspace manager: an id of %zu digits", hexlen);
+	sbx_sha256_init(&ctx);
+	sbx_sha256_update(&ctx, tag, strlen(tag) + 1);
+	for (size_t i = 0; i < n; i++) {
 		unsigned char len[8];
 		size_t l = strlen(parts[i]);
 		for (int b = 0; b < 8; b++)
 			len[b] = (unsigned char)(l >> (8 * b));
-		ok = EVP_DigestUpdate(ctx, len, sizeof len) && EVP_DigestUpdate(ctx, parts[i], l);
+		sbx_sha256_update(&ctx, len, sizeof len);
+		sbx_sha256_update(&ctx, parts[i], l);
 	}
-	ok = ok && EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen * 2 >= hexlen;
-	EVP_MD_CTX_free(ctx);
-	if (!ok)
-		return sbx_fail(-SBX_EIO, "workspace manager: SHA-256 failed");
-	for (size_t i = 0; i < hexlen / 2; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	sbx_sha256_final(&ctx, md);
+	sbx_hex_of(md, hexlen / 2, out);
 	out[hexlen] = '\0';
 	return 0;
 }

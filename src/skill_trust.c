@@ -34,7 +34,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
 
 #include "skills.h"
 #include "util/buf.h"

@@ -2,7 +2,6 @@
  * started, and tied to this host process when it is ephemeral. */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include "docker.h"
 #include "proto/init_proto.h"
 #include "util/cleanup.h"
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/fdpass.h"
 #include "backends/common/launch.h"
@@ -182,18 +182,17 @@ static void build_create_body(const struct docker_ws *ws, sbx_buf *b, const char
  * configuration makes a new container instead of reattaching to a different one. */
 static int spec_digest(const struct docker_ws *ws, char out[33])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int md_len = 0;
+	unsigned char md[SBX_SHA256_LEN];
 	sbx_buf b = { 0 };
-	int ok;
 
 	build_create_body(ws, &b, "keepalive", NULL);
-	ok = !b.oom && EVP_Digest(b.data, b.len, md, &md_len, EVP_sha256(), NULL);
-	sbx_buf_free(&b);
-	if (!ok)
+	if (b.oom) {
+		sbx_buf_free(&b);
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
-	for (unsigned i = 0; i < 16; i++)
-		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	}
+	sbx_sha256_of(b.data, b.len, md);
+	sbx_buf_free(&b);
+	sbx_hex_of(md, 16, out);
 	return 0;
 }
 

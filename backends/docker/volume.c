@@ -9,7 +9,6 @@
  * root's), through a container that is created for that, never started, and removed. */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,7 @@
 #include "docker.h"
 #include "util/archive.h"
 #include "util/cleanup.h"
+#include "util/digest.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/http.h"
@@ -151,8 +151,7 @@ static int make_state_dir(struct docker_ws *ws)
 {
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	_cleanup_free_ char *base = NULL, *state = NULL;
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int md_len = 0;
+	unsigned char md[SBX_SHA256_LEN];
 	char hex[17];
 	struct stat st;
 	int r;
@@ -162,10 +161,10 @@ static int make_state_dir(struct docker_ws *ws)
 		r = asprintf(&base, "%s/agentsbx", xdg);
 	else
 		r = asprintf(&base, "/tmp/agentsbx-%u", (unsigned)geteuid());
-	if (r < 0 || !EVP_Digest(ws->id, strlen(ws->id), md, &md_len, EVP_sha256(), NULL))
+	if (r < 0)
 		return sbx_fail(-SBX_ENOMEM, "docker: out of memory");
-	for (unsigned i = 0; i < 8; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	sbx_sha256_of(ws->id, strlen(ws->id), md);
+	sbx_hex_of(md, 8, hex);
 	if ((r = own_private_dir(base)) < 0)
 		return r;
 	if (asprintf(&ws->state_dir, "%s/docker-%s", base, hex) < 0 ||

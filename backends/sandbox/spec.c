@@ -1,22 +1,43 @@
 /* The spec the init reads (src/proto/init_proto.h): the sandbox described as JSON, the
  * users it runs as, and the seccomp program every sandbox of the process shares. */
+#include <linux/seccomp.h>
+
 #include "backends/sandbox/sandbox_int.h"
+#include "backends/sandbox/seccomp_program.h"
 
 
-/* Building the deny-list with libseccomp costs about a millisecond, every sandbox the same:
- * it is built once per process, kept in a sealed memfd, and handed to each direct-mode init
- * (which falls back to building it when there is none). */
+/* The deny-list is the same for every sandbox: built at build time (seccomp_program.h),
+ * written once per process into a sealed memfd, and handed to each direct-mode init (which
+ * falls back to building it when there is none). Building it with libseccomp here cost about
+ * a millisecond and libseccomp's mapping in every process. */
 static pthread_once_t program_once = PTHREAD_ONCE_INIT;
 static int program_fd = -1;
 
+/* The variant this kernel loads as meant: with SECCOMP_RET_KILL_PROCESS where it has it
+ * (what libseccomp's API level 3 stands for), else the one that kills the thread. */
+static void embedded_program(const struct sock_filter **insns, size_t *len)
+{
+	uint32_t action = SECCOMP_RET_KILL_PROCESS;
+
+	if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0) {
+		*insns = sbx_seccomp_program_kill_process;
+		*len = sbx_seccomp_program_kill_process_len;
+	} else {
+		*insns = sbx_seccomp_program_kill_thread;
+		*len = sbx_seccomp_program_kill_thread_len;
+	}
+}
+
 static void build_seccomp_program(void)
 {
-	char err[256];
 	int fd = memfd_create("agentsbx-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	const struct sock_filter *insns;
+	size_t len;
 
 	if (fd < 0)
 		return;
-	if (sbx_seccomp_export(fd, err, sizeof err) < 0 ||
+	embedded_program(&insns, &len);
+	if (pwrite(fd, insns, len * sizeof insns[0], 0) != (ssize_t)(len * sizeof insns[0]) ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		close(fd);
 		return;

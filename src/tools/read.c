@@ -5,7 +5,6 @@
  * The state the file was read in (size and mtime from the workspace's own stat, taken before
  * reading) is noted in the session: Write and Edit refuse a file the model has not seen as it
  * is now. */
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "tools/session.h"
 #include "tools/text.h"
 #include "tools/tool.h"
+#include "util/base64.h"
 #include "util/cleanup.h"
 #include "util/error.h"
 
@@ -95,7 +95,7 @@ static int read_image(sbx_tool_ctx *ctx, const char *rel, const char *shown,
 		return r < 0 ? r : 0;
 	if (!(b64 = malloc(4 * ((len + 2) / 3) + 1)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)data, (int)len);
+	sbx_base64_encode(data, len, b64);
 	sbx_buf_printf(&out->text, "Image %s (%s, %zu bytes), returned as base64 data in "
 	               "metadata.data.", shown, media_type, len);
 	sbx_tool_meta_str(out, "file_path", shown, strlen(shown));

@@ -9,6 +9,69 @@
 #include <stdint.h>
 
 #include "archive.h"
+#include "lazylib.h"
+
+/* The libarchive functions the tar and zip readers and the tar writer call, through the table
+ * archive_read.c loads (lazylib.h). Included after <archive.h> and <archive_entry.h>. */
+#define SBX_LIBARCHIVE_FUNCS(X) \
+	X(archive_entry_copy_pathname) \
+	X(archive_entry_filetype) \
+	X(archive_entry_free) \
+	X(archive_entry_hardlink) \
+	X(archive_entry_hardlink_utf8) \
+	X(archive_entry_is_encrypted) \
+	X(archive_entry_mtime) \
+	X(archive_entry_mtime_is_set) \
+	X(archive_entry_new) \
+	X(archive_entry_pathname) \
+	X(archive_entry_pathname_utf8) \
+	X(archive_entry_perm) \
+	X(archive_entry_set_filetype) \
+	X(archive_entry_set_gid) \
+	X(archive_entry_set_mtime) \
+	X(archive_entry_set_perm) \
+	X(archive_entry_set_size) \
+	X(archive_entry_set_uid) \
+	X(archive_entry_size) \
+	X(archive_entry_size_is_set) \
+	X(archive_entry_sparse_count) \
+	X(archive_entry_symlink) \
+	X(archive_entry_symlink_utf8) \
+	X(archive_errno) \
+	X(archive_error_string) \
+	X(archive_filter_bytes) \
+	X(archive_filter_code) \
+	X(archive_filter_count) \
+	X(archive_filter_name) \
+	X(archive_read_data) \
+	X(archive_read_free) \
+	X(archive_read_new) \
+	X(archive_read_next_header) \
+	X(archive_read_open_memory) \
+	X(archive_read_support_filter_gzip) \
+	X(archive_read_support_filter_xz) \
+	X(archive_read_support_filter_zstd) \
+	X(archive_read_support_format_tar) \
+	X(archive_read_support_format_zip_seekable) \
+	X(archive_set_error) \
+	X(archive_write_close) \
+	X(archive_write_data) \
+	X(archive_write_finish_entry) \
+	X(archive_write_free) \
+	X(archive_write_header) \
+	X(archive_write_new) \
+	X(archive_write_open) \
+	X(archive_write_set_bytes_per_block) \
+	X(archive_write_set_format_option) \
+	X(archive_write_set_format_pax_restricted)
+#ifdef ARCHIVE_ENTRY_H_INCLUDED
+SBX_LAZY_STRUCT(libarchive_api, SBX_LIBARCHIVE_FUNCS);
+extern struct libarchive_api libarchive_api_slots;
+#endif
+
+/* Loads libarchive; 0, or SBX_LAZYLIB_ERR with the message naming it. Before any call
+ * through libarchive_api_slots. */
+int sbx_need_libarchive(void);
 
 /* Kinds a reader may find besides enum sbx_archive_entry_type: refused with `other` named. */
 #define SBX_ENTRY_OTHER 0

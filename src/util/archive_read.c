@@ -18,6 +18,7 @@
 #include "archive_int.h"
 #include "cleanup.h"
 #include "error.h"
+#include "lazylib.h"
 
 #define TAR_BLOCK 512
 /* libarchive's own bound on a GNU long name or pax header; counted into the stream cap. */
@@ -25,26 +26,41 @@
 /* Files of unknown size (zip entries with a data descriptor) are read in steps of this. */
 #define READ_STEP ((size_t)64 << 10)
 
+/* libarchive is loaded on the first archive to read or write (lazylib.h); the table is
+ * shared with archive_tar_write.c (archive_int.h). */
+SBX_LAZY_TABLE(, libarchive_api, SBX_LIBARCHIVE_FUNCS);
+static struct sbx_lazylib libarchive_lib = SBX_LAZYLIB("libarchive.so.13",
+	"skill archives and the docker backend's file transfers", libarchive_api);
+static const struct libarchive_api *const la = &libarchive_api_slots;
+
+int sbx_need_libarchive(void)
+{
+	return sbx_lazylib_load(&libarchive_lib) ? 0 : SBX_LAZYLIB_ERR;
+}
+
 struct format_spec {
 	int format;
 	const char *name;               /* for messages: "tar.gz" */
 	int filter;                     /* ARCHIVE_FILTER_* the data must be wrapped in */
-	int (*support_filter)(struct archive *);
-	int (*support_format)(struct archive *);
+	/* The slots of libarchive's functions (filled once it is loaded). */
+	int (*const *support_filter)(struct archive *);
+	int (*const *support_format)(struct archive *);
 };
 
+#define LA_SLOT(f) (&libarchive_api_slots.f)
 static const struct format_spec specs[] = {
-	{ SBX_ARCHIVE_TAR, "tar", ARCHIVE_FILTER_NONE, NULL, archive_read_support_format_tar },
-	{ SBX_ARCHIVE_TAR_GZ, "tar.gz", ARCHIVE_FILTER_GZIP, archive_read_support_filter_gzip,
-	  archive_read_support_format_tar },
-	{ SBX_ARCHIVE_TAR_XZ, "tar.xz", ARCHIVE_FILTER_XZ, archive_read_support_filter_xz,
-	  archive_read_support_format_tar },
-	{ SBX_ARCHIVE_TAR_ZST, "tar.zst", ARCHIVE_FILTER_ZSTD, archive_read_support_filter_zstd,
-	  archive_read_support_format_tar },
+	{ SBX_ARCHIVE_TAR, "tar", ARCHIVE_FILTER_NONE, NULL,
+	  LA_SLOT(archive_read_support_format_tar) },
+	{ SBX_ARCHIVE_TAR_GZ, "tar.gz", ARCHIVE_FILTER_GZIP,
+	  LA_SLOT(archive_read_support_filter_gzip), LA_SLOT(archive_read_support_format_tar) },
+	{ SBX_ARCHIVE_TAR_XZ, "tar.xz", ARCHIVE_FILTER_XZ,
+	  LA_SLOT(archive_read_support_filter_xz), LA_SLOT(archive_read_support_format_tar) },
+	{ SBX_ARCHIVE_TAR_ZST, "tar.zst", ARCHIVE_FILTER_ZSTD,
+	  LA_SLOT(archive_read_support_filter_zstd), LA_SLOT(archive_read_support_format_tar) },
 	/* The seekable reader goes by the central directory, the archive's authoritative list,
 	 * as unzip does; the streaming one would trust local headers. */
 	{ SBX_ARCHIVE_ZIP, "zip", ARCHIVE_FILTER_NONE, NULL,
-	  archive_read_support_format_zip_seekable },
+	  LA_SLOT(archive_read_support_format_zip_seekable) },
 };
 
 static const struct format_spec *spec_of(int format)
@@ -58,7 +74,7 @@ static const struct format_spec *spec_of(int format)
 static void archive_freep(struct archive **ar)
 {
 	if (*ar)
-		archive_read_free(*ar);
+		la->archive_read_free(*ar);
 }
 #define _cleanup_archive_ __attribute__((cleanup(archive_freep)))
 
@@ -74,9 +90,9 @@ struct reader {
 /* A failure libarchive reported, for the archive as a whole. */
 static int libarchive_fail(const struct reader *rd, const char *doing)
 {
-	const char *why = archive_error_string(rd->ar);
+	const char *why = la->archive_error_string(rd->ar);
 
-	if (archive_errno(rd->ar) == ENOMEM)
+	if (la->archive_errno(rd->ar) == ENOMEM)
 		return sbx_fail(-SBX_ENOMEM, "archive: out of memory %s", doing);
 	return sbx_arc_fail(rd->a, NULL, 0, "archive: the %s data is corrupt or truncated (%s: "
 	                    "%s)", rd->spec->name, doing, why ? why : "no reason given");
@@ -85,9 +101,9 @@ static int libarchive_fail(const struct reader *rd, const char *doing)
 /* The same, for one entry: its name leads the message. */
 static int entry_fail(const struct reader *rd, const char *name, const char *doing)
 {
-	const char *why = archive_error_string(rd->ar);
+	const char *why = la->archive_error_string(rd->ar);
 
-	if (archive_errno(rd->ar) == ENOMEM)
+	if (la->archive_errno(rd->ar) == ENOMEM)
 		return sbx_fail(-SBX_ENOMEM, "archive: out of memory %s", doing);
 	return sbx_arc_fail(rd->a, name, strlen(name), "%s (the %s data is corrupt or truncated): "
 	                    "%s", doing, rd->spec->name, why ? why : "no reason given");
@@ -97,7 +113,7 @@ static int entry_fail(const struct reader *rd, const char *name, const char *doi
  * inflated data, so a bomb of headers or of skipped content stops too. */
 static int check_stream(const struct reader *rd, uint64_t about_to_skip)
 {
-	int64_t at = archive_filter_bytes(rd->ar, 0);
+	int64_t at = la->archive_filter_bytes(rd->ar, 0);
 	uint64_t pos = at > 0 ? (uint64_t)at : 0;
 
 	if (pos > rd->stream_cap || about_to_skip > rd->stream_cap - pos)
@@ -109,12 +125,12 @@ static int check_stream(const struct reader *rd, uint64_t about_to_skip)
 
 static int check_filter(const struct reader *rd)
 {
-	int code = archive_filter_code(rd->ar, 0);
+	int code = la->archive_filter_code(rd->ar, 0);
 
-	if (archive_filter_count(rd->ar) > 2 || code != rd->spec->filter)
+	if (la->archive_filter_count(rd->ar) > 2 || code != rd->spec->filter)
 		return sbx_arc_fail(rd->a, NULL, 0, "archive: the data is not a %s archive "
 		                    "(it is wrapped in %s)", rd->spec->name,
-		                    archive_filter_name(rd->ar, 0));
+		                    la->archive_filter_name(rd->ar, 0));
 	return 0;
 }
 
@@ -142,7 +158,7 @@ static int read_declared(struct reader *rd, const char *name, uint64_t size)
 	if ((r = reserve(rd, (size_t)size + 1)) < 0)
 		return r;
 	for (;;) {
-		la_ssize_t n = archive_read_data(rd->ar, rd->buf + got, (size_t)size + 1 - got);
+		la_ssize_t n = la->archive_read_data(rd->ar, rd->buf + got, (size_t)size + 1 - got);
 		if (n < 0)
 			return entry_fail(rd, name, "its content cannot be read");
 		if (n == 0)
@@ -169,7 +185,7 @@ static int read_undeclared(struct reader *rd, const char *name, uint64_t *size)
 		size_t want = got + READ_STEP;
 		if ((r = reserve(rd, want)) < 0)
 			return r;
-		la_ssize_t n = archive_read_data(rd->ar, rd->buf + got, READ_STEP);
+		la_ssize_t n = la->archive_read_data(rd->ar, rd->buf + got, READ_STEP);
 		if (n < 0)
 			return entry_fail(rd, name, "its content cannot be read");
 		if (n == 0)
@@ -186,11 +202,11 @@ static int read_undeclared(struct reader *rd, const char *name, uint64_t *size)
 static void classify(struct archive_entry *e, sbx_arc_raw *raw)
 {
 	raw->type = SBX_ENTRY_OTHER;
-	if (archive_entry_hardlink(e)) {
+	if (la->archive_entry_hardlink(e)) {
 		raw->type = SBX_ENTRY_HARDLINK;
 		return;
 	}
-	switch (archive_entry_filetype(e)) {
+	switch (la->archive_entry_filetype(e)) {
 	case AE_IFREG: raw->type = SBX_ENTRY_FILE; break;
 	case AE_IFDIR: raw->type = SBX_ENTRY_DIR; break;
 	case AE_IFLNK: raw->type = SBX_ENTRY_SYMLINK; break;
@@ -200,7 +216,7 @@ static void classify(struct archive_entry *e, sbx_arc_raw *raw)
 	case AE_IFSOCK: raw->other = "a socket"; break;
 	default: raw->other = "of an unknown entry type"; break;
 	}
-	if (raw->type == SBX_ENTRY_FILE && archive_entry_sparse_count(e) > 0) {
+	if (raw->type == SBX_ENTRY_FILE && la->archive_entry_sparse_count(e) > 0) {
 		raw->type = SBX_ENTRY_OTHER;
 		raw->other = "a sparse file";
 	}
@@ -217,7 +233,7 @@ static const char *utf8_or_raw(const char *utf8, const char *raw)
 /* Reads one entry's content (files only), checks it and hands it on. */
 static int one_entry(struct reader *rd, struct archive_entry *e)
 {
-	const char *name = utf8_or_raw(archive_entry_pathname_utf8(e), archive_entry_pathname(e));
+	const char *name = utf8_or_raw(la->archive_entry_pathname_utf8(e), la->archive_entry_pathname(e));
 	const char *link = NULL;
 	sbx_arc_raw raw = { 0 };
 	int r;
@@ -228,20 +244,20 @@ static int one_entry(struct reader *rd, struct archive_entry *e)
 	raw.name_len = strlen(name);
 	classify(e, &raw);
 	if (raw.type == SBX_ENTRY_HARDLINK)
-		link = utf8_or_raw(archive_entry_hardlink_utf8(e), archive_entry_hardlink(e));
+		link = utf8_or_raw(la->archive_entry_hardlink_utf8(e), la->archive_entry_hardlink(e));
 	else if (raw.type == SBX_ENTRY_SYMLINK)
-		link = utf8_or_raw(archive_entry_symlink_utf8(e), archive_entry_symlink(e));
+		link = utf8_or_raw(la->archive_entry_symlink_utf8(e), la->archive_entry_symlink(e));
 	raw.link = link;
 	raw.link_len = link ? strlen(link) : 0;
-	raw.mode = (unsigned)archive_entry_perm(e) & 0777;
-	raw.mtime = archive_entry_mtime_is_set(e) ? (int64_t)archive_entry_mtime(e) : 0;
-	if (raw.type == SBX_ENTRY_FILE && archive_entry_is_encrypted(e))
+	raw.mode = (unsigned)la->archive_entry_perm(e) & 0777;
+	raw.mtime = la->archive_entry_mtime_is_set(e) ? (int64_t)la->archive_entry_mtime(e) : 0;
+	if (raw.type == SBX_ENTRY_FILE && la->archive_entry_is_encrypted(e))
 		return sbx_arc_fail(rd->a, name, raw.name_len, "encrypted entries are not "
 		                    "supported");
 	if (raw.type == SBX_ENTRY_FILE) {
 		uint64_t size = 0;
-		if (archive_entry_size_is_set(e) && archive_entry_size(e) >= 0) {
-			size = (uint64_t)archive_entry_size(e);
+		if (la->archive_entry_size_is_set(e) && la->archive_entry_size(e) >= 0) {
+			size = (uint64_t)la->archive_entry_size(e);
 			r = read_declared(rd, name, size);
 		} else {
 			r = read_undeclared(rd, name, &size);
@@ -277,7 +293,7 @@ static int read_entries(struct reader *rd)
 	int r;
 
 	for (;;) {
-		int lr = archive_read_next_header(rd->ar, &e);
+		int lr = la->archive_read_next_header(rd->ar, &e);
 		if (lr == ARCHIVE_EOF)
 			break;
 		/* ARCHIVE_RETRY (a damaged header libarchive would skip) is a failure too. */
@@ -290,9 +306,9 @@ static int read_entries(struct reader *rd)
 			return r;
 		/* Content left unread (of a link or directory that claims some) is inflated
 		 * by the next header's skip: counted before it happens. */
-		if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) {
-			uint64_t left = archive_entry_size_is_set(e) && archive_entry_size(e) > 0 ?
-			                (uint64_t)archive_entry_size(e) : 0;
+		if (la->archive_entry_filetype(e) != AE_IFREG || la->archive_entry_hardlink(e)) {
+			uint64_t left = la->archive_entry_size_is_set(e) && la->archive_entry_size(e) > 0 ?
+			                (uint64_t)la->archive_entry_size(e) : 0;
 			if ((r = check_stream(rd, left)) < 0)
 				return r;
 		}
@@ -331,21 +347,23 @@ int sbx_arc_read_libarchive(sbx_arc *a, const void *data, size_t len, int format
 
 static int read_archive(sbx_arc *a, const void *data, size_t len, int format)
 {
-	_cleanup_archive_ struct archive *ar = archive_read_new();
-	struct reader rd = { .a = a, .ar = ar, .spec = spec_of(format) };
+	_cleanup_archive_ struct archive *ar = NULL;
+	struct reader rd = { .a = a, .spec = spec_of(format) };
 	int r;
 
 	if (!rd.spec)
 		return sbx_fail(-SBX_EINVAL, "format: unknown archive format %d", format);
-	if (!ar)
+	if (sbx_need_libarchive() < 0)
+		return SBX_LAZYLIB_ERR;
+	if (!(rd.ar = ar = la->archive_read_new()))
 		return sbx_fail(-SBX_ENOMEM, "archive: out of memory");
 	rd.stream_cap = stream_cap_of(sbx_arc_limits(a));
-	if ((rd.spec->support_filter && rd.spec->support_filter(ar) != ARCHIVE_OK) ||
-	    rd.spec->support_format(ar) != ARCHIVE_OK)
+	if ((rd.spec->support_filter && (*rd.spec->support_filter)(ar) != ARCHIVE_OK) ||
+	    (*rd.spec->support_format)(ar) != ARCHIVE_OK)
 		return sbx_fail(-SBX_EINVAL, "archive: this libarchive cannot read %s archives (%s)",
-		                rd.spec->name, archive_error_string(ar) ? archive_error_string(ar) :
+		                rd.spec->name, la->archive_error_string(ar) ? la->archive_error_string(ar) :
 		                "no support built in");
-	if (archive_read_open_memory(ar, data, len) != ARCHIVE_OK) {
+	if (la->archive_read_open_memory(ar, data, len) != ARCHIVE_OK) {
 		/* An empty tar, and a zip that is only its end record, are archives without
 		 * entries (libarchive sees no format in them). */
 		if ((len == 0 && rd.spec->format == SBX_ARCHIVE_TAR) ||

@@ -17,6 +17,8 @@
 #include "buf.h"
 #include "error.h"
 
+static const struct libarchive_api *const la = &libarchive_api_slots;
+
 #define BLOCK 512
 #define COMPONENT_MAX 255
 
@@ -52,13 +54,13 @@ static bool path_ok(const char *path)
 static void write_freep(struct archive **ar)
 {
 	if (*ar)
-		archive_write_free(*ar);
+		la->archive_write_free(*ar);
 }
 
 static void entry_freep(struct archive_entry **e)
 {
 	if (*e)
-		archive_entry_free(*e);
+		la->archive_entry_free(*e);
 }
 
 /* libarchive's output goes straight into the caller's buffer. */
@@ -68,7 +70,7 @@ static la_ssize_t to_buf(struct archive *ar, void *userdata, const void *data, s
 
 	sbx_buf_append(out, data, n);
 	if (out->oom) {
-		archive_set_error(ar, ENOMEM, "out of memory");
+		la->archive_set_error(ar, ENOMEM, "out of memory");
 		return -1;
 	}
 	return (la_ssize_t)n;
@@ -76,17 +78,17 @@ static la_ssize_t to_buf(struct archive *ar, void *userdata, const void *data, s
 
 static struct archive_entry *member_entry(const sbx_tar_member *m, size_t size)
 {
-	struct archive_entry *e = archive_entry_new();
+	struct archive_entry *e = la->archive_entry_new();
 
 	if (!e)
 		return NULL;
-	archive_entry_copy_pathname(e, m->path);
-	archive_entry_set_filetype(e, m->type == SBX_ENTRY_DIR ? AE_IFDIR : AE_IFREG);
-	archive_entry_set_perm(e, (mode_t)(m->mode & 07777));
-	archive_entry_set_uid(e, m->uid);
-	archive_entry_set_gid(e, m->gid);
-	archive_entry_set_mtime(e, m->mtime > 0 ? (time_t)m->mtime : 0, 0);
-	archive_entry_set_size(e, (la_int64_t)size);
+	la->archive_entry_copy_pathname(e, m->path);
+	la->archive_entry_set_filetype(e, m->type == SBX_ENTRY_DIR ? AE_IFDIR : AE_IFREG);
+	la->archive_entry_set_perm(e, (mode_t)(m->mode & 07777));
+	la->archive_entry_set_uid(e, m->uid);
+	la->archive_entry_set_gid(e, m->gid);
+	la->archive_entry_set_mtime(e, m->mtime > 0 ? (time_t)m->mtime : 0, 0);
+	la->archive_entry_set_size(e, (la_int64_t)size);
 	return e;
 }
 
@@ -102,7 +104,7 @@ static bool is_ascii(const char *s)
 
 static int write_member(sbx_buf *out, const sbx_tar_member *m, size_t size)
 {
-	__attribute__((cleanup(write_freep))) struct archive *ar = archive_write_new();
+	__attribute__((cleanup(write_freep))) struct archive *ar = la->archive_write_new();
 	__attribute__((cleanup(entry_freep))) struct archive_entry *e = member_entry(m, size);
 	size_t end;
 
@@ -113,19 +115,19 @@ static int write_member(sbx_buf *out, const sbx_tar_member *m, size_t size)
 	 * "UTF-8" it would be composed to NFC when read back, so a decomposed name would not
 	 * survive the trip. An ASCII name needs no pax record, and setting the option on it
 	 * would add one to every member. */
-	if (archive_write_set_format_pax_restricted(ar) != ARCHIVE_OK ||
+	if (la->archive_write_set_format_pax_restricted(ar) != ARCHIVE_OK ||
 	    (!is_ascii(m->path) &&
-	     archive_write_set_format_option(ar, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK) ||
-	    archive_write_set_bytes_per_block(ar, 0) != ARCHIVE_OK ||
-	    archive_write_open(ar, out, NULL, to_buf, NULL) != ARCHIVE_OK ||
-	    archive_write_header(ar, e) != ARCHIVE_OK ||
-	    (size && archive_write_data(ar, m->data, size) != (la_ssize_t)size) ||
-	    archive_write_finish_entry(ar) != ARCHIVE_OK)
+	     la->archive_write_set_format_option(ar, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK) ||
+	    la->archive_write_set_bytes_per_block(ar, 0) != ARCHIVE_OK ||
+	    la->archive_write_open(ar, out, NULL, to_buf, NULL) != ARCHIVE_OK ||
+	    la->archive_write_header(ar, e) != ARCHIVE_OK ||
+	    (size && la->archive_write_data(ar, m->data, size) != (la_ssize_t)size) ||
+	    la->archive_write_finish_entry(ar) != ARCHIVE_OK)
 		return out->oom ? -SBX_ENOMEM : sbx_fail(-SBX_EINVAL, "tar: '%.200s': %s", m->path,
-		                                         archive_error_string(ar) ?
-		                                         archive_error_string(ar) : "cannot write");
+		                                         la->archive_error_string(ar) ?
+		                                         la->archive_error_string(ar) : "cannot write");
 	end = out->len;
-	archive_write_close(ar);
+	la->archive_write_close(ar);
 	out->len = end;
 	return out->oom ? -SBX_ENOMEM : 0;
 }
@@ -143,6 +145,8 @@ int sbx_tar_append(sbx_buf *out, const sbx_tar_member *m)
 		                m->path);
 	if (size && !m->data)
 		return sbx_fail(-SBX_EINVAL, "tar: '%.200s': no data", m->path);
+	if ((r = sbx_need_libarchive()) < 0)
+		return r;
 	struct sbx_arc_locale l;
 	sbx_arc_locale_utf8(&l);
 	r = write_member(out, m, size);

@@ -1,10 +1,31 @@
-/* Standard base64 (RFC 4648 section 4) decoding: offloaded data blocks, the Docker Engine's
- * X-Docker-Container-Path-Stat header. */
+/* Standard base64 (RFC 4648 section 4): decoding offloaded data blocks and the Docker
+ * Engine's X-Docker-Container-Path-Stat header, encoding the images Read returns. */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include <agentsbx/agentsbx.h>
 #include "base64.h"
+
+void sbx_base64_encode(const void *data, size_t len, char *out)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = data;
+
+	for (; len >= 3; p += 3, len -= 3) {
+		uint32_t v = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+		for (int i = 0; i < 4; i++)
+			*out++ = alphabet[(v >> (18 - 6 * i)) & 63];
+	}
+	if (len) {
+		uint32_t v = (uint32_t)p[0] << 16 | (len == 2 ? (uint32_t)p[1] << 8 : 0);
+		*out++ = alphabet[v >> 18];
+		*out++ = alphabet[(v >> 12) & 63];
+		*out++ = len == 2 ? alphabet[(v >> 6) & 63] : '=';
+		*out++ = '=';
+	}
+	*out = '\0';
+}
 
 static int b64_value(char c)
 {

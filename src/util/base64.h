@@ -9,4 +9,8 @@
  * -SBX_ENOMEM. */
 int sbx_base64_decode(const char *s, size_t n, unsigned char **out, size_t *outlen);
 
+/* Encodes data[0..len) with padding into out, which has room for 4 * ((len + 2) / 3) + 1
+ * bytes (the last one a NUL). */
+void sbx_base64_encode(const void *data, size_t len, char *out);
+
 #endif

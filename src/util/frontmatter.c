@@ -24,6 +24,16 @@
 #include "cleanup.h"
 #include "error.h"
 #include "frontmatter.h"
+#include "lazylib.h"
+
+/* libyaml is loaded on the first front matter to read (lazylib.h). */
+#define YAML_FUNCS(X)                                                                      \
+	X(yaml_parser_initialize) X(yaml_parser_set_input_string)                          \
+	X(yaml_parser_set_encoding) X(yaml_parser_parse) X(yaml_event_delete)              \
+	X(yaml_parser_delete)
+SBX_LAZY_API(yaml_api, YAML_FUNCS);
+static struct sbx_lazylib yaml_lib =
+	SBX_LAZYLIB("libyaml-0.so.2", "skills (their SKILL.md front matter)", yaml_api);
 
 #define FM_DEPTH_MAX 1000
 #define FM_KEY_MAX 127
@@ -457,12 +467,15 @@ static int on_event(struct builder *b, const yaml_event_t *ev)
 
 static int parse_yaml(const char *what, const char *text, size_t len, sbx_frontmatter *fm)
 {
+	const struct yaml_api *ya = sbx_lazylib_load(&yaml_lib);
 	struct builder b = { .what = what, .fm = fm };
 	sbx_buf pre = { 0 };
 	yaml_parser_t p;
 	yaml_event_t ev;
 	int r = 0;
 
+	if (!ya)
+		return SBX_LAZYLIB_ERR;
 	lenient_plain(text, len, &pre);
 	if (pre.oom || !pre.data) {
 		sbx_buf_free(&pre);
@@ -470,24 +483,24 @@ static int parse_yaml(const char *what, const char *text, size_t len, sbx_frontm
 	}
 	b.text = pre.data;
 	b.len = pre.len;
-	if (!yaml_parser_initialize(&p)) {
+	if (!ya->yaml_parser_initialize(&p)) {
 		sbx_buf_free(&pre);
 		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", what);
 	}
-	yaml_parser_set_input_string(&p, (const unsigned char *)b.text, b.len);
-	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
+	ya->yaml_parser_set_input_string(&p, (const unsigned char *)b.text, b.len);
+	ya->yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
 	for (;;) {
-		if (!yaml_parser_parse(&p, &ev)) {
+		if (!ya->yaml_parser_parse(&p, &ev)) {
 			r = yaml_fail(&b, &p);
 			break;
 		}
 		bool end = ev.type == YAML_STREAM_END_EVENT;
 		r = on_event(&b, &ev);
-		yaml_event_delete(&ev);
+		ya->yaml_event_delete(&ev);
 		if (r < 0 || end)
 			break;
 	}
-	yaml_parser_delete(&p);
+	ya->yaml_parser_delete(&p);
 	sbx_buf_free(&pre);
 	return r;
 }

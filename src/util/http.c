@@ -1,6 +1,8 @@
 /* The library's HTTP client: libcurl for ordinary requests, a plain socket for upgrades (the
  * connection outlives the response head, which libcurl's connect-only mode would make us
  * re-implement around its handle anyway). */
+/* The calls go through pointers (lazylib.h); curl's type-checking macros would shadow them. */
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include "clock.h"
 #include "error.h"
 #include "http.h"
+#include "lazylib.h"
 
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000L
 #define MAX_HEAD_BYTES (64u << 10)
@@ -34,13 +37,30 @@ static size_t max_body_of(const struct sbx_http_request *req)
 	return req->max_body ? req->max_body : SBX_HTTP_DEFAULT_MAX_BODY;
 }
 
+/* libcurl is loaded on the first request or URL to read (lazylib.h): most processes never
+ * make one. Every entry point that reaches cu-> calls need_curl() first. */
+#define CURL_FUNCS(X)                                                                      \
+	X(curl_global_init) X(curl_easy_init) X(curl_easy_setopt) X(curl_easy_perform)     \
+	X(curl_easy_getinfo) X(curl_easy_cleanup) X(curl_easy_strerror) X(curl_free)       \
+	X(curl_slist_append) X(curl_slist_free_all) X(curl_url) X(curl_url_set)            \
+	X(curl_url_get) X(curl_url_cleanup)
+SBX_LAZY_API(curl_api, CURL_FUNCS);
+static struct sbx_lazylib curl_lib =
+	SBX_LAZYLIB("libcurl.so.4", "the docker backend and remote MCP servers", curl_api);
+static const struct curl_api *const cu = &curl_api_slots;
+
+static int need_curl(void)
+{
+	return sbx_lazylib_load(&curl_lib) ? 0 : SBX_LAZYLIB_ERR;
+}
+
 /* curl_global_init is not thread-safe on every libcurl the library may meet: once. */
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_result;
 
 static void curl_init_once(void)
 {
-	curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+	curl_init_result = cu->curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
 /* ---- requests through libcurl ------------------------------------------------------------ */
@@ -115,7 +135,7 @@ static int curl_failure(const struct sbx_http_request *req, CURLcode c, const ch
 	const char *where = req->unix_socket ? req->unix_socket : req->url;
 
 	return sbx_fail(code, "%s: %s %s: %s", who_of(req), req->method ? req->method : "GET",
-	                where, detail[0] ? detail : curl_easy_strerror(c));
+	                where, detail[0] ? detail : cu->curl_easy_strerror(c));
 }
 
 static struct curl_slist *header_list(const struct sbx_http_request *req, bool *ok)
@@ -124,7 +144,7 @@ static struct curl_slist *header_list(const struct sbx_http_request *req, bool *
 
 	*ok = true;
 	for (const char *const *h = req->headers; h && *h; h++) {
-		if (!(next = curl_slist_append(list, *h))) {
+		if (!(next = cu->curl_slist_append(list, *h))) {
 			*ok = false;
 			break;
 		}
@@ -132,7 +152,7 @@ static struct curl_slist *header_list(const struct sbx_http_request *req, bool *
 	}
 	/* Without this libcurl sends "Expect: 100-continue" for larger bodies and waits. */
 	if (*ok && req->body) {
-		if (!(next = curl_slist_append(list, "Expect:")))
+		if (!(next = cu->curl_slist_append(list, "Expect:")))
 			*ok = false;
 		else
 			list = next;
@@ -145,38 +165,38 @@ static void set_options(CURL *c, const struct sbx_http_request *req, struct tran
 {
 	const char *method = req->method ? req->method : req->body ? "POST" : "GET";
 
-	curl_easy_setopt(c, CURLOPT_URL, req->url);
+	cu->curl_easy_setopt(c, CURLOPT_URL, req->url);
 	if (req->unix_socket)
-		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  /* never raise SIGALRM in a host process */
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+		cu->curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);
+	cu->curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  /* never raise SIGALRM in a host process */
+	cu->curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	cu->curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	cu->curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	cu->curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
+	cu->curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	cu->curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
+	cu->curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
 	                 req->connect_timeout_ms > 0 ? req->connect_timeout_ms
 	                                             : DEFAULT_CONNECT_TIMEOUT_MS);
 	if (req->timeout_ms > 0)
-		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, req->timeout_ms);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+		cu->curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, req->timeout_ms);
+	cu->curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (strcmp(method, "HEAD") == 0)
-		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);  /* a HEAD answer's length has no body */
+		cu->curl_easy_setopt(c, CURLOPT_NOBODY, 1L);  /* a HEAD answer's length has no body */
 	else if (strcmp(method, "GET") != 0)
-		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+		cu->curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	if (req->body) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+		cu->curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
+		cu->curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
 	}
 	if (req->on_tick) {
-		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-		curl_easy_setopt(c, CURLOPT_XFERINFODATA, t);
-		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+		cu->curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+		cu->curl_easy_setopt(c, CURLOPT_XFERINFODATA, t);
+		cu->curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
 	}
 	if (t->resolve) {
-		curl_easy_setopt(c, CURLOPT_RESOLVE, t->resolve);
-		curl_easy_setopt(c, CURLOPT_PROXY, "");   /* "" = no proxy, whatever the env says */
+		cu->curl_easy_setopt(c, CURLOPT_RESOLVE, t->resolve);
+		cu->curl_easy_setopt(c, CURLOPT_PROXY, "");   /* "" = no proxy, whatever the env says */
 	}
 }
 
@@ -190,26 +210,28 @@ int sbx_http_request_do(const struct sbx_http_request *req, struct sbx_http_resp
 	bool ok;
 
 	*resp = (struct sbx_http_response){ 0 };
+	if (need_curl() < 0)
+		return SBX_LAZYLIB_ERR;
 	pthread_once(&curl_once, curl_init_once);
 	if (curl_init_result != CURLE_OK)
 		return sbx_fail(-SBX_EIO, "%s: libcurl: %s", who_of(req),
-		                curl_easy_strerror(curl_init_result));
-	if (!(c = curl_easy_init()))
+		                cu->curl_easy_strerror(curl_init_result));
+	if (!(c = cu->curl_easy_init()))
 		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", who_of(req));
 	headers = header_list(req, &ok);
-	if (ok && req->resolve && !(t.resolve = curl_slist_append(NULL, req->resolve)))
+	if (ok && req->resolve && !(t.resolve = cu->curl_slist_append(NULL, req->resolve)))
 		ok = false;
 	if (!ok) {
-		curl_slist_free_all(headers);
-		curl_easy_cleanup(c);
+		cu->curl_slist_free_all(headers);
+		cu->curl_easy_cleanup(c);
 		return sbx_fail(-SBX_ENOMEM, "%s: out of memory", who_of(req));
 	}
 	set_options(c, req, &t, headers, errbuf);
-	rc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
-	curl_slist_free_all(headers);
-	curl_slist_free_all(t.resolve);
-	curl_easy_cleanup(c);
+	rc = cu->curl_easy_perform(c);
+	cu->curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
+	cu->curl_slist_free_all(headers);
+	cu->curl_slist_free_all(t.resolve);
+	cu->curl_easy_cleanup(c);
 	if (t.abort_code)
 		return t.abort_code;
 	if (rc != CURLE_OK)
@@ -222,33 +244,37 @@ int sbx_http_request_do(const struct sbx_http_request *req, struct sbx_http_resp
 static int url_part(CURLU *u, CURLUPart part, char *out, size_t len)
 {
 	char *v = NULL;
-	int r = curl_url_get(u, part, &v, 0) == CURLUE_OK && strlen(v) < len ? 0 : -1;
+	int r = cu->curl_url_get(u, part, &v, 0) == CURLUE_OK && strlen(v) < len ? 0 : -1;
 
 	if (r == 0)
 		snprintf(out, len, "%s", v);
-	curl_free(v);
+	cu->curl_free(v);
 	return r;
 }
 
 int sbx_http_url_split(const char *url, char *scheme, size_t scheme_len, char *host,
                        size_t host_len, unsigned *port, char *why, size_t why_len)
 {
-	CURLU *u = curl_url();
+	CURLU *u;
 	char *user = NULL, *port_text = NULL;
 	int r = -SBX_EINVAL;
 
-	if (!u)
+	if (need_curl() < 0) {
+		snprintf(why, why_len, "cannot be read: %s", curl_lib.why);
+		return SBX_LAZYLIB_ERR;
+	}
+	if (!(u = cu->curl_url()))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+	if (cu->curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
 		snprintf(why, why_len, "is not a URL libcurl can read");
 	else if (url_part(u, CURLUPART_SCHEME, scheme, scheme_len) < 0 ||
 	         (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0))
 		snprintf(why, why_len, "must start with http:// or https://");
-	else if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK)
+	else if (cu->curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK)
 		snprintf(why, why_len, "must not hold a user name or password (use \"headers\")");
 	else if (url_part(u, CURLUPART_HOST, host, host_len) < 0 || !host[0])
 		snprintf(why, why_len, "has no host, or one that is too long");
-	else if (curl_url_get(u, CURLUPART_PORT, &port_text, CURLU_DEFAULT_PORT) != CURLUE_OK)
+	else if (cu->curl_url_get(u, CURLUPART_PORT, &port_text, CURLU_DEFAULT_PORT) != CURLUE_OK)
 		snprintf(why, why_len, "has a port that is not valid");
 	else
 		r = 0;
@@ -265,9 +291,9 @@ int sbx_http_url_split(const char *url, char *scheme, size_t scheme_len, char *h
 			r = -SBX_EINVAL;
 		}
 	}
-	curl_free(user);
-	curl_free(port_text);
-	curl_url_cleanup(u);
+	cu->curl_free(user);
+	cu->curl_free(port_text);
+	cu->curl_url_cleanup(u);
 	return r;
 }
 

@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <openssl/evp.h>
 
 #include <agentsbx/agentsbx.h>
 #include "backends/docker/pathstat.h"
 #include "util/archive.h"
+#include "util/base64.h"
 #include "util/buf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -103,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_stat((const char *)data, size);
 	b64 = malloc(4 * ((size + 2) / 3) + 1);
 	CHECK(b64);
-	EVP_EncodeBlock((unsigned char *)b64, data, (int)size);
+	sbx_base64_encode(data, size, b64);
 	check_stat(b64, strlen(b64));
 	free(b64);
 	check_tar(data, size);
