@@ -192,6 +192,8 @@ static int exec_true(void *ctx)
 
 struct cold_ctx {
 	const char *config;
+	const char *fresh_in;   /* when set: a new ns workdir below it at each open (so a new
+	                         * state folder too), config then being the rest of the config */
 };
 
 /* A whole process, as a harness starts one per command: argv run in `cwd`. */
@@ -227,7 +229,18 @@ static int open_exec_close(void *ctx)
 {
 	struct cold_ctx *c = ctx;
 	sbx_workspace *ws = NULL;
-	int r = sbx_workspace_open(c->config, &ws);
+	char config[512], workdir[300];
+	int r;
+
+	/* A harness that opens one workspace per task: a spare must serve any workdir. */
+	if (c->fresh_in) {
+		snprintf(workdir, sizeof workdir, "%s/w-XXXXXX", c->fresh_in);
+		if (!mkdtemp(workdir))
+			return -1;
+		snprintf(config, sizeof config, "{\"backend\":\"ns\",\"workdir\":\"%s\"%s}", workdir,
+		         c->config);
+	}
+	r = sbx_workspace_open(c->fresh_in ? config : c->config, &ws);
 
 	if (r == 0)
 		r = exec_true(ws);
@@ -408,6 +421,7 @@ int main(int argc, char **argv)
 	const char *library = argc > 5 ? argv[5] : NULL;
 	const char *backends[] = { "local", "ns", "bwrap" };
 	char dir[] = "/tmp/sbx-bench-XXXXXX", state[] = "/tmp/sbx-bench-state-XXXXXX";
+	char fresh[] = "/tmp/sbx-bench-fresh-XXXXXX";
 	struct contender c[MAX_CONTENDERS];
 	struct cold_ctx cold[MAX_CONTENDERS];
 	char names[MAX_CONTENDERS][64], configs[MAX_CONTENDERS][256];
@@ -415,7 +429,7 @@ int main(int argc, char **argv)
 	struct process_set procs;
 	size_t nc = 0, nws = 0;
 
-	if (runs < 1 || runs > MAX_RUNS || !mkdtemp(dir) || !mkdtemp(state))
+	if (runs < 1 || runs > MAX_RUNS || !mkdtemp(dir) || !mkdtemp(state) || !mkdtemp(fresh))
 		return 2;
 	/* Every workspace's state folder, the CLI's included, goes where the bench removes it. */
 	setenv("XDG_STATE_HOME", state, 1);
@@ -442,15 +456,23 @@ int main(int argc, char **argv)
 		snprintf(configs[nc], sizeof configs[nc], "{\"backend\":\"%s\",\"workdir\":\"%s\"}",
 		         backends[i], dir);
 		snprintf(names[nc], sizeof names[nc], "open + exec + close (cold), %s", backends[i]);
-		cold[nc].config = configs[nc];
+		cold[nc] = (struct cold_ctx){ configs[nc], NULL };
 		c[nc] = (struct contender){ names[nc], open_exec_close, &cold[nc], 4 };
 		nc++;
 		if (strcmp(backends[i], "ns") == 0) {
 			snprintf(configs[nc], sizeof configs[nc], "{\"backend\":\"ns\",\"workdir\":\"%s\","
 			         "\"ns\":{\"prestart\":false}}", dir);
 			snprintf(names[nc], sizeof names[nc], "  the same, \"prestart\": false");
-			cold[nc].config = configs[nc];
+			cold[nc] = (struct cold_ctx){ configs[nc], NULL };
 			c[nc] = (struct contender){ names[nc], open_exec_close, &cold[nc], 4 };
+			nc++;
+			cold[nc] = (struct cold_ctx){ "", fresh };
+			c[nc] = (struct contender){ "  a new workdir at each open", open_exec_close,
+			                            &cold[nc], 4 };
+			nc++;
+			cold[nc] = (struct cold_ctx){ ",\"ns\":{\"prestart\":false}", fresh };
+			c[nc] = (struct contender){ "  a new workdir at each open, no spare",
+			                            open_exec_close, &cold[nc], 4 };
 			nc++;
 		}
 	}
@@ -467,6 +489,7 @@ int main(int argc, char **argv)
 	double load = median_named(c, nc, "agentsbx version");
 	double warm = median_named(c, nc, "sbx_exec(/bin/true) warm, ns");
 	double cold_ns = median_named(c, nc, "open + exec + close (cold), ns");
+	double cold_new = median_named(c, nc, "  a new workdir at each open");
 
 	for (size_t i = 0; i < nc; i++) {
 		free(c[i].samples);
@@ -481,12 +504,13 @@ int main(int argc, char **argv)
 	many_workspaces("ns", many);
 	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	nftw(state, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	nftw(fresh, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("\ntargets (ns): one-shot CLI <= 1.0x bwrap; load <= 3 ms; warm exec <= 1.2x bare "
 	       "spawn; cold open+exec+close <= 0.5x bwrap; concurrent throughput >= 0.8x bare "
 	       "spawns at 8 and 32; <= 2 MiB resident per workspace\n");
 	printf("RESULT cli_vs_bwrap=%.2f load_ms=%.2f warm_vs_spawn=%.2f cold_vs_bwrap=%.2f "
-	       "tput1=%.2f tput8=%.2f tput32=%.2f tput32ws=%.2f\n", ratio(cli_ns, bwrap), load,
-	       ratio(warm, bare), ratio(cold_ns, bwrap), tput.tput1, tput.tput8, tput.tput32,
-	       tput.tput32ws);
+	       "cold_new_vs_bwrap=%.2f tput1=%.2f tput8=%.2f tput32=%.2f tput32ws=%.2f\n",
+	       ratio(cli_ns, bwrap), load, ratio(warm, bare), ratio(cold_ns, bwrap),
+	       ratio(cold_new, bwrap), tput.tput1, tput.tput8, tput.tput32, tput.tput32ws);
 	return 0;
 }
