@@ -6,7 +6,10 @@
  *
  * What the kernel cannot tell us exactly makes the guard walk everything at its next check
  * (correct, only slower): a queue overflow, a directory renamed (the paths below it moved),
- * running out of watches or of inotify instances. */
+ * running out of watches or of inotify instances.
+ *
+ * Once made, the instance stays for the life of the process (watching nothing while no
+ * workspace is open): see gg_watch_unregister for what closing it costs. */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -44,6 +47,8 @@ static struct {
 	struct sbx_gitguard **guards;
 	struct watch_entry *buckets[BUCKETS];
 } W = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
+
+static void drain(void);
 
 static struct watch_entry **bucket_of(int wd)
 {
@@ -105,6 +110,9 @@ int gg_watch_register(struct sbx_gitguard *g)
 	pthread_mutex_lock(&W.lock);
 	if (W.fd < 0)
 		W.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	else if (W.n_guards == 0)
+		drain();   /* what the last workspace's watches queued (an overflow, their
+		              IN_IGNORED): nobody's to route, and no full walk for the new one */
 	if (W.fd < 0) {
 		r = sbx_fail(sbx_errno_code(errno), "inotify_init1: %s", strerror(errno));
 	} else if (!(nv = realloc(W.guards, (W.n_guards + 1) * sizeof *nv))) {
@@ -154,9 +162,11 @@ void gg_watch_unregister(struct sbx_gitguard *g)
 	g->registered = false;
 	gg_dirty_free(&g->pending);
 	if (W.n_guards == 0) {
-		/* No workspace left: hold no instance (the queue may keep stale events). */
-		close(W.fd);
-		W.fd = -1;
+		/* No workspace left: the instance stays, watching nothing (every watch went above),
+		 * for the next workspace. Closing an instance that had watches waits for the
+		 * kernel's mark reaper (an SRCU grace period: 10-20 ms of every close on a loaded
+		 * host); a bare rm_watch does not, and the reaper is long done by the time the
+		 * instance is reused or the process exits. */
 		free(W.guards);
 		W.guards = NULL;
 	}

@@ -11,8 +11,10 @@
  * no git: its repositories are written by hand, as git lays them out), and for local, where
  * commands run on the host anyway, for the file tools' part only. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -810,6 +812,72 @@ START_TEST(a_forked_child_using_the_library_takes_no_event_from_its_parent)
 }
 END_TEST
 
+/* ---- the inotify instance outlives the last workspace ---------------------------------- */
+
+struct inotify_count {
+	int instances, watches;
+};
+
+/* This process's inotify instances (/proc/self/fd) and their watches (one "inotify wd:" line
+ * each in the fd's fdinfo). */
+static struct inotify_count count_inotify(void)
+{
+	struct inotify_count c = { 0, 0 };
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char link[PATH_MAX], target[64], line[512];
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		ssize_t n;
+		FILE *f;
+
+		snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+		if ((n = readlink(link, target, sizeof target - 1)) < 0)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target, "anon_inode:inotify"))
+			continue;
+		c.instances++;
+		snprintf(link, sizeof link, "/proc/self/fdinfo/%s", e->d_name);
+		if (!(f = fopen(link, "r")))
+			continue;
+		while (fgets(line, sizeof line, f))
+			c.watches += !strncmp(line, "inotify wd:", 11);
+		fclose(f);
+	}
+	closedir(d);
+	return c;
+}
+
+/* Closing an inotify instance that had watches waits for a kernel grace period (10-20 ms of
+ * every close on a loaded host): the one instance stays when the last workspace closes, with
+ * no watch left in it (nothing of a closed workspace stays pinned), and the next workspace
+ * uses it instead of making another. */
+START_TEST(the_inotify_instance_stays_empty_for_the_next_workspace)
+{
+	struct inotify_count open_c, after_first, after_second;
+	sbx_workspace *w;
+
+	for (int round = 0; round < 2; round++) {
+		char *dir = bt_mkdtemp();
+
+		ck_assert_int_eq(host_sh(bt_tmp("mkdir -p '%s/a/b' '%s/c'", dir, dir)), 0);
+		w = bt_open_ok(dir, NULL);
+		run_ok(w, "mkdir -p d/e");
+		open_c = count_inotify();
+		ck_assert_int_eq(open_c.instances, 1);
+		ck_assert_int_ge(open_c.watches, 4);       /* the root, a, a/b, c (and d, d/e) */
+		ck_assert_int_eq(sbx_workspace_close(w), 0);
+		*(round ? &after_second : &after_first) = count_inotify();
+	}
+	ck_assert_int_eq(after_first.instances, 1);
+	ck_assert_int_eq(after_first.watches, 0);
+	ck_assert_int_eq(after_second.instances, 1);
+	ck_assert_int_eq(after_second.watches, 0);
+}
+END_TEST
+
 /* ---- the file tools (every backend, local included) ----------------------------------- */
 
 static char *tool(sbx_workspace *w, const char *name, const char *args)
@@ -922,6 +990,7 @@ static Suite *git_guard_suite(void)
 		ADD(s, binds_stop_at_256_repositories_and_detection_covers_the_rest);
 		ADD(s, the_quarantine_of_a_capped_workspace_stays_bounded);
 		ADD(s, the_state_folder_stays_read_only_whatever_protected_paths_says);
+		ADD(s, the_inotify_instance_stays_empty_for_the_next_workspace);
 	}
 	return s;
 }
