@@ -125,6 +125,23 @@ static void finish(struct sbx_bgshell *sh, bool ended, int code, int sig)
 	pthread_mutex_unlock(&sh->ws->bg_lock);
 }
 
+/* Any answer but "still running" is the end (as in exec.c): an error says the runner, or the
+ * whole sandbox, died without a report, and every later wait says so again. Taken for "not
+ * yet", the shell stayed running for ever and held its slot. */
+static bool saw_end(sbx_process *proc, int *code, int *sig)
+{
+	int r = sbx_process_wait(proc, 0, code, sig);
+
+	if (r == -SBX_ETIMEDOUT)
+		return false;
+	if (r < 0) {
+		*code = -1;   /* no report: "failed", with no exit status to give */
+		*sig = 0;
+		sbx_error_clear();
+	}
+	return true;
+}
+
 static void *pump(void *arg)
 {
 	struct sbx_bgshell *sh = arg;
@@ -135,7 +152,7 @@ static void *pump(void *arg)
 
 	for (;;) {
 		poll_once(sh, &st);
-		if (!st.ended && sbx_process_wait(sh->proc, 0, &code, &sig) == 0) {
+		if (!st.ended && saw_end(sh->proc, &code, &sig)) {
 			st.ended = true;
 			st.grace_until = sbx_now_ms() + DRAIN_GRACE_MS;
 		}
