@@ -402,6 +402,113 @@ static int make_home(sbx_workspace *ws)
 	return 0;
 }
 
+/* ---- a state folder the sandbox would see ------------------------------------------------
+ * A sandbox sees its workdir whole. A state folder below it (`--workdir ~` and the default
+ * ~/.local/state/agentsbx/...) would be writable inside: a command rewrote skills.json,
+ * mcp.json and the audit log, other workspaces' state, and read the library's keys, with
+ * which it forged trust records that a local workspace acts on. Hiding folders inside is the
+ * backends' business and not something every one of them can do; until they do, such an
+ * open is refused, naming the key to change. local is not refused: its commands run on the
+ * host as the user, who may write there anyway. */
+
+/* path with its longest existing prefix resolved (links, "..") and the rest as it is: where
+ * a folder the open is about to make will be. NULL when out of memory. */
+static char *resolve_existing_part(const char *path)
+{
+	_cleanup_free_ char *head = strdup(path);
+	char *out = NULL, *real, *cut;
+
+	while (head) {
+		if ((real = realpath(*head ? head : "/", NULL))) {
+			if (asprintf(&out, "%s%s", strcmp(real, "/") ? real : "", path + strlen(head)) < 0)
+				out = NULL;
+			free(real);
+			return out;
+		}
+		if (!(cut = strrchr(head, '/')))
+			break;
+		*cut = '\0';
+	}
+	return head ? strdup(path) : NULL;
+}
+
+/* Is path dir itself or below it (both canonical)? */
+static bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (!strcmp(dir, "/"))
+		return true;
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+/* The library's folders of this user that no sandbox may see: its key folder (util/hostkey.c
+ * finds it from XDG_STATE_HOME or the password database) and the default state home (from
+ * XDG_STATE_HOME or $HOME). NULL-terminated, caller frees. */
+static int library_folders(char *out[3])
+{
+	const char *xdg = secure_getenv("XDG_STATE_HOME"), *home = secure_getenv("HOME");
+	struct passwd pw, *found = NULL;
+	char buf[4096];
+	int n = 0;
+
+	out[0] = out[1] = out[2] = NULL;
+	if (xdg && xdg[0] == '/')
+		return asprintf(&out[0], "%s/agentsbx", xdg) < 0 ? -SBX_ENOMEM : 0;
+	if (home && home[0] == '/' && asprintf(&out[n++], "%s/.local/state/agentsbx", home) < 0) {
+		out[--n] = NULL;
+		return -SBX_ENOMEM;
+	}
+	if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) == 0 && found && found->pw_dir &&
+	    found->pw_dir[0] == '/' &&
+	    asprintf(&out[n], "%s/.local/state/agentsbx", found->pw_dir) < 0) {
+		out[n] = NULL;
+		return -SBX_ENOMEM;
+	}
+	return 0;
+}
+
+static int refuse_library_folder_inside(const sbx_workspace *ws)
+{
+	char *folders[3];
+	int r = library_folders(folders);
+
+	for (int i = 0; r == 0 && folders[i]; i++) {
+		_cleanup_free_ char *real = resolve_existing_part(folders[i]);
+
+		if (!real)
+			r = -SBX_ENOMEM;
+		else if (path_within(real, ws->workdir))
+			r = sbx_fail(-SBX_ECONFIG, "config: key 'workdir': %s holds the library's own "
+			             "folder %s (its keys, every workspace's state), which a command of "
+			             "this sandbox could read and rewrite; open a folder below it, or set "
+			             "XDG_STATE_HOME to a folder outside the workdir", ws->workdir, real);
+	}
+	for (int i = 0; folders[i]; i++)
+		free(folders[i]);
+	return r == -SBX_ENOMEM ? sbx_fail(r, "out of memory") : r;
+}
+
+static int refuse_state_seen_inside(const sbx_workspace *ws)
+{
+	_cleanup_free_ char *state = NULL;
+
+	if (!(ws->caps & SBX_BACKEND_CAP_ISOLATED))
+		return 0;
+	if (!(state = resolve_existing_part(ws->state_path)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if (path_within(state, ws->workdir))
+		return sbx_fail(-SBX_ECONFIG, "config: key 'state_dir': the state folder %s is inside "
+		                "the workdir %s, where a command of this sandbox could rewrite it (the "
+		                "skills record, MCP's declarations, the audit log); name a \"state_dir\" "
+		                "outside the workdir", state, ws->workdir);
+	if (path_within(ws->workdir, state))
+		return sbx_fail(-SBX_ECONFIG, "config: key 'workdir': %s is inside the state folder %s, "
+		                "which a command of this sandbox could then rewrite; name a "
+		                "\"state_dir\" outside the workdir", ws->workdir, state);
+	return refuse_library_folder_inside(ws);
+}
+
 static int setup_outside(sbx_workspace *ws)
 {
 	bool made = false;
@@ -413,6 +520,8 @@ static int setup_outside(sbx_workspace *ws)
 		return r;
 	if (!ws->state_path)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if ((r = refuse_state_seen_inside(ws)) < 0)
+		return r;
 	if ((r = make_parents(ws->state_path)) < 0 || (r = open_private_leaf(ws, ws->state_path,
 	                                                                      &made)) < 0)
 		return r;
