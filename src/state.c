@@ -20,7 +20,9 @@
  * A workdir that still has the old <workdir>/.agentsbx from before 1.7 is migrated at the
  * first open that makes its new state folder: its entries are moved over as they are (links
  * included: they are refused later, at use, with an error naming them, as before). Its
- * journal and a detached sandbox's run folder stay: those are the sandbox's (below). After
+ * journal and a detached sandbox's run folder stay: those are the sandbox's (below). An open
+ * that fails half-way leaves the new folder marked (.migrating), and the next one finishes
+ * the job; a workdir the library may not write has its entries copied, not moved. After
  * that the in-tree folder is not read again.
  *
  * "state_dir": "workdir" keeps the old layout: the state folder is <workdir>/.agentsbx,
@@ -71,6 +73,8 @@
 /* The in-tree entries that are the sandbox's, not the core's: never migrated. */
 #define JOURNAL_NAME "journal"
 #define RUN_NAME "run"
+/* In a new state folder until the migration of the old one is over (migrate_legacy). */
+#define MIGRATING_NAME ".migrating"
 
 static bool same_inode(int fd, int dir_fd, const char *name)
 {
@@ -276,15 +280,38 @@ static int open_private_leaf(sbx_workspace *ws, const char *path, bool *made)
 	return 0;
 }
 
+/* A file streamed, not read whole: an audit log may be large. A copy cut short is redone
+ * by the next open (MIGRATING_NAME), over what this one left. */
+static int copy_file(int from, int to, const char *name, mode_t mode)
+{
+	_cleanup_close_ int src = sbx_statedir_open_file(from, name, O_RDONLY, 0);
+	_cleanup_close_ int dst = -1;
+	char chunk[65536];
+	ssize_t n;
+	int r;
+
+	if (src < 0)
+		return src;
+	if ((dst = sbx_statedir_open_file(to, name, O_WRONLY | O_CREAT | O_TRUNC, mode)) < 0)
+		return dst;
+	while ((n = read(src, chunk, sizeof chunk)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if ((r = sbx_write_all(dst, chunk, (size_t)n)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Copies one entry of a legacy folder across file systems: a folder with its tree, a file,
  * a link as a link (never followed). */
 static int copy_entry(int from, int to, const char *name)
 {
 	_cleanup_close_ int src = -1, dst = -1;
-	_cleanup_free_ char *data = NULL;
 	char target[PATH_MAX];
 	struct stat st;
-	size_t len;
 	ssize_t n;
 
 	if (fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -295,10 +322,8 @@ static int copy_entry(int from, int to, const char *name)
 		target[n] = '\0';
 		return symlinkat(target, to, name) < 0 ? -errno : 0;
 	}
-	if (S_ISREG(st.st_mode)) {
-		int r = sbx_statedir_read(from, name, (size_t)1 << 30, &data, &len);
-		return r < 0 ? r : sbx_fs_write_atomic(to, name, data, len, st.st_mode & 0700, 0);
-	}
+	if (S_ISREG(st.st_mode))
+		return copy_file(from, to, name, st.st_mode & 0700);
 	if (!S_ISDIR(st.st_mode))
 		return 0;             /* FIFOs and the like: nothing of the library's */
 	if (mkdirat(to, name, STATE_MODE) < 0 && errno != EEXIST)
@@ -309,13 +334,56 @@ static int copy_entry(int from, int to, const char *name)
 	return sbx_fs_copy_tree(src, dst, NULL);
 }
 
+static int migration_pending(sbx_workspace *ws)
+{
+	_cleanup_close_ int fd = sbx_statedir_open_file(ws->state_fd, MIGRATING_NAME,
+	                                                O_WRONLY | O_CREAT, 0600);
+
+	return fd < 0 ? fd : 0;
+}
+
+static bool migration_is_pending(const sbx_workspace *ws)
+{
+	return faccessat(ws->state_fd, MIGRATING_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int migration_done(sbx_workspace *ws)
+{
+	if (unlinkat(ws->state_fd, MIGRATING_NAME, 0) < 0 && errno != ENOENT)
+		return sbx_fail(sbx_errno_code(errno), "remove %s/%s: %s", ws->state_path,
+		                MIGRATING_NAME, strerror(errno));
+	return 0;
+}
+
 static bool migrated_entry(const char *name)
 {
 	return strcmp(name, ".") && strcmp(name, "..") && strcmp(name, JOURNAL_NAME) &&
-	       strcmp(name, RUN_NAME);
+	       strcmp(name, RUN_NAME) && strcmp(name, MIGRATING_NAME);
 }
 
-/* Moves what a workdir's old .agentsbx holds into the new state folder, once. */
+/* One entry: moved; copied across file systems; copied and left where it is when the library
+ * may not write the workdir (a read-only mount opened with "mode": "read-only"), where a
+ * failed move stranded the state (the next open, finding the folder made, left it behind). */
+static int migrate_entry(sbx_workspace *ws, int from, const char *name)
+{
+	bool keep_source = !ws->workdir_writable;
+	int e, r;
+
+	if (renameat(from, name, ws->state_fd, name) == 0)
+		return 0;
+	e = errno;
+	if (e != EXDEV && !(keep_source && (e == EACCES || e == EPERM || e == EROFS)))
+		return -e;
+	if ((r = copy_entry(from, ws->state_fd, name)) < 0) {
+		(void)sbx_fs_remove_tree(ws->state_fd, name);   /* the next open copies it afresh */
+		return r;
+	}
+	return keep_source ? 0 : sbx_fs_remove_tree(from, name);
+}
+
+/* Moves what a workdir's old .agentsbx holds into the new state folder, once: the folder
+ * keeps MIGRATING_NAME from its making until the last entry is over, so that an open that
+ * failed half-way is finished by the next one. */
 static int migrate_legacy(sbx_workspace *ws)
 {
 	_cleanup_close_ int from = -1;
@@ -325,7 +393,7 @@ static int migrate_legacy(sbx_workspace *ws)
 
 	if (r == -SBX_ENOENT) {
 		sbx_error_clear();
-		return 0;
+		return migration_done(ws);
 	}
 	if (r < 0) {
 		char msg[512];
@@ -338,17 +406,12 @@ static int migrate_legacy(sbx_workspace *ws)
 	while (r == 0 && (errno = 0, e = readdir(d))) {
 		if (!migrated_entry(e->d_name))
 			continue;
-		if (renameat(from, e->d_name, ws->state_fd, e->d_name) == 0)
-			continue;
-		r = errno == EXDEV ? copy_entry(from, ws->state_fd, e->d_name) : -errno;
-		if (r == 0)
-			r = sbx_fs_remove_tree(from, e->d_name);
-		if (r < 0)
+		if ((r = migrate_entry(ws, from, e->d_name)) < 0)
 			r = sbx_fail(sbx_errno_code(-r), "migrate %s/%s/%s to %s: %s", ws->workdir,
 			             SBX_STATE_DIR_NAME, e->d_name, ws->state_path, strerror(-r));
 	}
 	closedir(d);
-	return r;
+	return r < 0 ? r : migration_done(ws);
 }
 
 static bool has_line(const char *text, const char *line)
@@ -525,7 +588,9 @@ static int setup_outside(sbx_workspace *ws)
 	if ((r = make_parents(ws->state_path)) < 0 || (r = open_private_leaf(ws, ws->state_path,
 	                                                                      &made)) < 0)
 		return r;
-	return made ? migrate_legacy(ws) : 0;
+	if (made && (r = migration_pending(ws)) < 0)
+		return sbx_fail(r, "%s/%s: %s", ws->state_path, MIGRATING_NAME, strerror(-r));
+	return made || migration_is_pending(ws) ? migrate_legacy(ws) : 0;
 }
 
 /* A workdir the library may not write opens read-only, or not at all. */

@@ -1118,6 +1118,34 @@ static int entries(const char *dir)
 	return n;
 }
 
+/* A workdir from before 1.7 on a read-only mount: its state cannot be moved out, so it is
+ * copied, and the workdir stays as it was. The move failed the open before, and the next
+ * open found the new folder made and left the old state behind for good. */
+START_TEST(test_read_only_legacy_workdir_keeps_its_state)
+{
+	char *dir = bt_mkdtemp();
+	const char *line = "{\"legacy\":\"kept\"}\n";
+	sbx_workspace *ws = NULL;
+
+	ck_assert_int_eq(mkdir(test_path_at(dir, ".agentsbx"), 0755), 0);
+	test_put_file(dir, ".agentsbx/audit.jsonl", line, 0600);
+	make_unwritable(dir);
+	for (int i = 0; i < 2; i++) {
+		int r = bt_open(dir, "\"mode\":\"read-only\"", &ws);
+
+		ck_assert_msg(r == 0, "open %d of a read-only legacy workdir: %s", i, sbx_last_error());
+		const char *log = test_slurp(bt_tmp("%s/audit.jsonl", test_state_dir(dir)));
+		ck_assert_msg(log && !strncmp(log, line, strlen(line)), "open %d: %s", i,
+		              log ? log : "no audit log");
+		ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	}
+	ck_assert_str_eq(test_slurp(test_path_at(dir, ".agentsbx/audit.jsonl")), line);
+	ck_assert_int_ne(access(bt_tmp("%s/.migrating", test_state_dir(dir)), F_OK), 0);
+	if (geteuid() != 0)
+		chmod_tree(dir, "u+w");
+}
+END_TEST
+
 START_TEST(test_read_only_workdir_opens_read_only)
 {
 	char *dir = bt_mkdtemp(), audit[4096], *out;
@@ -1227,6 +1255,8 @@ static Suite *make_suite(void)
 	if (sandboxed())
 		tcase_add_test(errors, test_many_protected_paths_are_refused_fast_and_the_cap_opens);
 	tcase_add_test(errors, test_read_only_workdir_opens_read_only);
+	if (!is_backend("local"))
+		tcase_add_test(errors, test_read_only_legacy_workdir_keeps_its_state);
 	suite_add_tcase(s, errors);
 	TCase *links = tcase_create("links");
 	tcase_set_timeout(links, 300);
