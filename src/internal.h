@@ -30,6 +30,7 @@ struct sbx_workspace {
 	pthread_mutex_t bg_lock;  /* the Bash tool's background shells (tools/bgshell.c) */
 	struct sbx_bgshell *bgshells;
 	unsigned bg_next_id;
+	unsigned bg_starting;     /* slots taken by starts spawning outside bg_lock */
 	pthread_mutex_t hooks_lock; /* the approval handler */
 	pthread_mutex_t audit_lock; /* one append to the audit log at a time (audit.c) */
 	sbx_approval_fn approval_fn;

@@ -20,7 +20,9 @@
  * A workdir that still has the old <workdir>/.agentsbx from before 1.7 is migrated at the
  * first open that makes its new state folder: its entries are moved over as they are (links
  * included: they are refused later, at use, with an error naming them, as before). Its
- * journal and a detached sandbox's run folder stay: those are the sandbox's (below). After
+ * journal and a detached sandbox's run folder stay: those are the sandbox's (below). An open
+ * that fails half-way leaves the new folder marked (.migrating), and the next one finishes
+ * the job; a workdir the library may not write has its entries copied, not moved. After
  * that the in-tree folder is not read again.
  *
  * "state_dir": "workdir" keeps the old layout: the state folder is <workdir>/.agentsbx,
@@ -71,6 +73,8 @@
 /* The in-tree entries that are the sandbox's, not the core's: never migrated. */
 #define JOURNAL_NAME "journal"
 #define RUN_NAME "run"
+/* In a new state folder until the migration of the old one is over (migrate_legacy). */
+#define MIGRATING_NAME ".migrating"
 
 static bool same_inode(int fd, int dir_fd, const char *name)
 {
@@ -276,15 +280,38 @@ static int open_private_leaf(sbx_workspace *ws, const char *path, bool *made)
 	return 0;
 }
 
+/* A file streamed, not read whole: an audit log may be large. A copy cut short is redone
+ * by the next open (MIGRATING_NAME), over what this one left. */
+static int copy_file(int from, int to, const char *name, mode_t mode)
+{
+	_cleanup_close_ int src = sbx_statedir_open_file(from, name, O_RDONLY, 0);
+	_cleanup_close_ int dst = -1;
+	char chunk[65536];
+	ssize_t n;
+	int r;
+
+	if (src < 0)
+		return src;
+	if ((dst = sbx_statedir_open_file(to, name, O_WRONLY | O_CREAT | O_TRUNC, mode)) < 0)
+		return dst;
+	while ((n = read(src, chunk, sizeof chunk)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if ((r = sbx_write_all(dst, chunk, (size_t)n)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Copies one entry of a legacy folder across file systems: a folder with its tree, a file,
  * a link as a link (never followed). */
 static int copy_entry(int from, int to, const char *name)
 {
 	_cleanup_close_ int src = -1, dst = -1;
-	_cleanup_free_ char *data = NULL;
 	char target[PATH_MAX];
 	struct stat st;
-	size_t len;
 	ssize_t n;
 
 	if (fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -295,10 +322,8 @@ static int copy_entry(int from, int to, const char *name)
 		target[n] = '\0';
 		return symlinkat(target, to, name) < 0 ? -errno : 0;
 	}
-	if (S_ISREG(st.st_mode)) {
-		int r = sbx_statedir_read(from, name, (size_t)1 << 30, &data, &len);
-		return r < 0 ? r : sbx_fs_write_atomic(to, name, data, len, st.st_mode & 0700, 0);
-	}
+	if (S_ISREG(st.st_mode))
+		return copy_file(from, to, name, st.st_mode & 0700);
 	if (!S_ISDIR(st.st_mode))
 		return 0;             /* FIFOs and the like: nothing of the library's */
 	if (mkdirat(to, name, STATE_MODE) < 0 && errno != EEXIST)
@@ -309,13 +334,56 @@ static int copy_entry(int from, int to, const char *name)
 	return sbx_fs_copy_tree(src, dst, NULL);
 }
 
+static int migration_pending(sbx_workspace *ws)
+{
+	_cleanup_close_ int fd = sbx_statedir_open_file(ws->state_fd, MIGRATING_NAME,
+	                                                O_WRONLY | O_CREAT, 0600);
+
+	return fd < 0 ? fd : 0;
+}
+
+static bool migration_is_pending(const sbx_workspace *ws)
+{
+	return faccessat(ws->state_fd, MIGRATING_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int migration_done(sbx_workspace *ws)
+{
+	if (unlinkat(ws->state_fd, MIGRATING_NAME, 0) < 0 && errno != ENOENT)
+		return sbx_fail(sbx_errno_code(errno), "remove %s/%s: %s", ws->state_path,
+		                MIGRATING_NAME, strerror(errno));
+	return 0;
+}
+
 static bool migrated_entry(const char *name)
 {
 	return strcmp(name, ".") && strcmp(name, "..") && strcmp(name, JOURNAL_NAME) &&
-	       strcmp(name, RUN_NAME);
+	       strcmp(name, RUN_NAME) && strcmp(name, MIGRATING_NAME);
 }
 
-/* Moves what a workdir's old .agentsbx holds into the new state folder, once. */
+/* One entry: moved; copied across file systems; copied and left where it is when the library
+ * may not write the workdir (a read-only mount opened with "mode": "read-only"), where a
+ * failed move stranded the state (the next open, finding the folder made, left it behind). */
+static int migrate_entry(sbx_workspace *ws, int from, const char *name)
+{
+	bool keep_source = !ws->workdir_writable;
+	int e, r;
+
+	if (renameat(from, name, ws->state_fd, name) == 0)
+		return 0;
+	e = errno;
+	if (e != EXDEV && !(keep_source && (e == EACCES || e == EPERM || e == EROFS)))
+		return -e;
+	if ((r = copy_entry(from, ws->state_fd, name)) < 0) {
+		(void)sbx_fs_remove_tree(ws->state_fd, name);   /* the next open copies it afresh */
+		return r;
+	}
+	return keep_source ? 0 : sbx_fs_remove_tree(from, name);
+}
+
+/* Moves what a workdir's old .agentsbx holds into the new state folder, once: the folder
+ * keeps MIGRATING_NAME from its making until the last entry is over, so that an open that
+ * failed half-way is finished by the next one. */
 static int migrate_legacy(sbx_workspace *ws)
 {
 	_cleanup_close_ int from = -1;
@@ -325,7 +393,7 @@ static int migrate_legacy(sbx_workspace *ws)
 
 	if (r == -SBX_ENOENT) {
 		sbx_error_clear();
-		return 0;
+		return migration_done(ws);
 	}
 	if (r < 0) {
 		char msg[512];
@@ -338,17 +406,12 @@ static int migrate_legacy(sbx_workspace *ws)
 	while (r == 0 && (errno = 0, e = readdir(d))) {
 		if (!migrated_entry(e->d_name))
 			continue;
-		if (renameat(from, e->d_name, ws->state_fd, e->d_name) == 0)
-			continue;
-		r = errno == EXDEV ? copy_entry(from, ws->state_fd, e->d_name) : -errno;
-		if (r == 0)
-			r = sbx_fs_remove_tree(from, e->d_name);
-		if (r < 0)
+		if ((r = migrate_entry(ws, from, e->d_name)) < 0)
 			r = sbx_fail(sbx_errno_code(-r), "migrate %s/%s/%s to %s: %s", ws->workdir,
 			             SBX_STATE_DIR_NAME, e->d_name, ws->state_path, strerror(-r));
 	}
 	closedir(d);
-	return r;
+	return r < 0 ? r : migration_done(ws);
 }
 
 static bool has_line(const char *text, const char *line)
@@ -402,6 +465,113 @@ static int make_home(sbx_workspace *ws)
 	return 0;
 }
 
+/* ---- a state folder the sandbox would see ------------------------------------------------
+ * A sandbox sees its workdir whole. A state folder below it (`--workdir ~` and the default
+ * ~/.local/state/agentsbx/...) would be writable inside: a command rewrote skills.json,
+ * mcp.json and the audit log, other workspaces' state, and read the library's keys, with
+ * which it forged trust records that a local workspace acts on. Hiding folders inside is the
+ * backends' business and not something every one of them can do; until they do, such an
+ * open is refused, naming the key to change. local is not refused: its commands run on the
+ * host as the user, who may write there anyway. */
+
+/* path with its longest existing prefix resolved (links, "..") and the rest as it is: where
+ * a folder the open is about to make will be. NULL when out of memory. */
+static char *resolve_existing_part(const char *path)
+{
+	_cleanup_free_ char *head = strdup(path);
+	char *out = NULL, *real, *cut;
+
+	while (head) {
+		if ((real = realpath(*head ? head : "/", NULL))) {
+			if (asprintf(&out, "%s%s", strcmp(real, "/") ? real : "", path + strlen(head)) < 0)
+				out = NULL;
+			free(real);
+			return out;
+		}
+		if (!(cut = strrchr(head, '/')))
+			break;
+		*cut = '\0';
+	}
+	return head ? strdup(path) : NULL;
+}
+
+/* Is path dir itself or below it (both canonical)? */
+static bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (!strcmp(dir, "/"))
+		return true;
+	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+}
+
+/* The library's folders of this user that no sandbox may see: its key folder (util/hostkey.c
+ * finds it from XDG_STATE_HOME or the password database) and the default state home (from
+ * XDG_STATE_HOME or $HOME). NULL-terminated, caller frees. */
+static int library_folders(char *out[3])
+{
+	const char *xdg = secure_getenv("XDG_STATE_HOME"), *home = secure_getenv("HOME");
+	struct passwd pw, *found = NULL;
+	char buf[4096];
+	int n = 0;
+
+	out[0] = out[1] = out[2] = NULL;
+	if (xdg && xdg[0] == '/')
+		return asprintf(&out[0], "%s/agentsbx", xdg) < 0 ? -SBX_ENOMEM : 0;
+	if (home && home[0] == '/' && asprintf(&out[n++], "%s/.local/state/agentsbx", home) < 0) {
+		out[--n] = NULL;
+		return -SBX_ENOMEM;
+	}
+	if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) == 0 && found && found->pw_dir &&
+	    found->pw_dir[0] == '/' &&
+	    asprintf(&out[n], "%s/.local/state/agentsbx", found->pw_dir) < 0) {
+		out[n] = NULL;
+		return -SBX_ENOMEM;
+	}
+	return 0;
+}
+
+static int refuse_library_folder_inside(const sbx_workspace *ws)
+{
+	char *folders[3];
+	int r = library_folders(folders);
+
+	for (int i = 0; r == 0 && folders[i]; i++) {
+		_cleanup_free_ char *real = resolve_existing_part(folders[i]);
+
+		if (!real)
+			r = -SBX_ENOMEM;
+		else if (path_within(real, ws->workdir))
+			r = sbx_fail(-SBX_ECONFIG, "config: key 'workdir': %s holds the library's own "
+			             "folder %s (its keys, every workspace's state), which a command of "
+			             "this sandbox could read and rewrite; open a folder below it, or set "
+			             "XDG_STATE_HOME to a folder outside the workdir", ws->workdir, real);
+	}
+	for (int i = 0; folders[i]; i++)
+		free(folders[i]);
+	return r == -SBX_ENOMEM ? sbx_fail(r, "out of memory") : r;
+}
+
+static int refuse_state_seen_inside(const sbx_workspace *ws)
+{
+	_cleanup_free_ char *state = NULL;
+
+	if (!(ws->caps & SBX_BACKEND_CAP_ISOLATED))
+		return 0;
+	if (!(state = resolve_existing_part(ws->state_path)))
+		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if (path_within(state, ws->workdir))
+		return sbx_fail(-SBX_ECONFIG, "config: key 'state_dir': the state folder %s is inside "
+		                "the workdir %s, where a command of this sandbox could rewrite it (the "
+		                "skills record, MCP's declarations, the audit log); name a \"state_dir\" "
+		                "outside the workdir", state, ws->workdir);
+	if (path_within(ws->workdir, state))
+		return sbx_fail(-SBX_ECONFIG, "config: key 'workdir': %s is inside the state folder %s, "
+		                "which a command of this sandbox could then rewrite; name a "
+		                "\"state_dir\" outside the workdir", ws->workdir, state);
+	return refuse_library_folder_inside(ws);
+}
+
 static int setup_outside(sbx_workspace *ws)
 {
 	bool made = false;
@@ -413,10 +583,14 @@ static int setup_outside(sbx_workspace *ws)
 		return r;
 	if (!ws->state_path)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	if ((r = refuse_state_seen_inside(ws)) < 0)
+		return r;
 	if ((r = make_parents(ws->state_path)) < 0 || (r = open_private_leaf(ws, ws->state_path,
 	                                                                      &made)) < 0)
 		return r;
-	return made ? migrate_legacy(ws) : 0;
+	if (made && (r = migration_pending(ws)) < 0)
+		return sbx_fail(r, "%s/%s: %s", ws->state_path, MIGRATING_NAME, strerror(-r));
+	return made || migration_is_pending(ws) ? migrate_legacy(ws) : 0;
 }
 
 /* A workdir the library may not write opens read-only, or not at all. */

@@ -230,11 +230,23 @@ static void sandbox_user_name(char *out, size_t len)
 		snprintf(out, len, "%s", found->pw_name);
 }
 
+/* A capped workspace (limits.disk_bytes) of a sandbox that binds what the core names gets
+ * no bind of the private HOME: that is a folder on the host's disk, and writable it carried
+ * any amount past the cap onto it (the MCP run folder is left out for the same reason). Its
+ * commands keep their HOME in the sandbox's /tmp, a tmpfs of limits.tmp_bytes: it lasts as
+ * long as the sandbox, as the temporary state folder of such a workspace does. */
+#define CAPPED_HOME "/tmp"
+
+static bool home_in_sandbox_tmp(const sbx_workspace *ws)
+{
+	return (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS) && ws->cfg->disk_bytes;
+}
+
 /* Where the workspace's private HOME is for its commands: bound at /home/<user> by a sandbox
- * that binds what the core names; the host folder itself where commands see the host's
- * paths (local); nothing for another backend (docker: the container user's own home, which
- * is not the workdir). With the state folder in the workdir (the old layout) it is the
- * workspace's root, as before 1.7. */
+ * that binds what the core names (its /tmp for a capped workspace); the host folder itself
+ * where commands see the host's paths (local); nothing for another backend (docker: the
+ * container user's own home, which is not the workdir). With the state folder in the
+ * workdir (the old layout) it is the workspace's root, as before 1.7. */
 static int home_for_commands(sbx_workspace *ws, char **out)
 {
 	const char *host = sbx_state_home(ws);
@@ -248,6 +260,8 @@ static int home_for_commands(sbx_workspace *ws, char **out)
 		return 0;
 	if (!host)
 		return asprintf(out, "HOME=%s", ws->ops->root(ws->state)) < 0 ? -SBX_ENOMEM : 0;
+	if (home_in_sandbox_tmp(ws))
+		return (*out = strdup("HOME=" CAPPED_HOME)) ? 0 : -SBX_ENOMEM;
 	if (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS)
 		return asprintf(out, "HOME=%s", ws->home_view) < 0 ? -SBX_ENOMEM : 0;
 	if (ws->caps & SBX_BACKEND_CAP_HOST_VIEW)
@@ -280,9 +294,6 @@ static int build_base_env(sbx_workspace *ws)
 	return r;
 }
 
-/* open() with the host paths a HELPER_BINDS backend binds (the MCP gateway's, which only
- * the core knows how to find and check), valid for the call. A capped workspace gets no
- * run folder: it must not be a way past the cap (its MCP speaks over a stream). */
 /* The private HOME, writable at /home/<user> (ws->home_view). */
 static int append_home_bind(sbx_workspace *ws, sbx_backend_bind **binds, size_t *n)
 {
@@ -302,6 +313,10 @@ static int append_home_bind(sbx_workspace *ws, sbx_backend_bind **binds, size_t 
 	return 0;
 }
 
+/* open() with the host paths a HELPER_BINDS backend binds (the MCP gateway's, which only
+ * the core knows how to find and check), valid for the call. A capped workspace gets no
+ * run folder and no private HOME: neither may be a way past the cap (its MCP speaks over a
+ * stream, its HOME is in /tmp). */
 static int open_with_binds(sbx_workspace *ws, sbx_backend_config *bc)
 {
 	sbx_backend_bind *binds = NULL;
@@ -310,7 +325,8 @@ static int open_with_binds(sbx_workspace *ws, sbx_backend_config *bc)
 
 	if (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS)
 		r = sbx_mcp_helper_binds(bc, !ws->cfg->disk_bytes, &binds, &n);
-	if (r == 0 && (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS) && sbx_state_home(ws))
+	if (r == 0 && (ws->caps & SBX_BACKEND_CAP_HELPER_BINDS) && sbx_state_home(ws) &&
+	    !home_in_sandbox_tmp(ws))
 		r = append_home_bind(ws, &binds, &n);
 	bc->binds = binds;
 	bc->n_binds = n;

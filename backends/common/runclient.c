@@ -209,7 +209,13 @@ static int receive_pty(struct sbx_runclient *p, int *fd)
 		                "runs, or handed to the host (a runtime such as gVisor keeps its "
 		                "terminals inside its own kernel): %s", p->who,
 		                strerror(rep.exit_code));
-	/* An EXITED report first: a runner that ignored the request (one older than 1.7). */
+	/* An EXITED report first: the sandbox refused the command before the terminal (its
+	 * refusals end in 126: helpers/init/server.c, a working directory it cannot enter), or a
+	 * runner that ignored the request (one older than 1.7). */
+	if (rep.kind == SBX_RUN_EXITED && rep.exit_code == 126 && rep.term_signal == 0)
+		return sbx_fail(-SBX_EIO, "%s: pty: the sandbox refused to start the command before "
+		                "making its terminal (exit status 126; a working directory that does "
+		                "not exist there, say)", p->who);
 	return sbx_fail(-SBX_ENOSYS, "%s: pty: the command's runner made no terminal (is the "
 	                "sandbox's helper older than the library?)", p->who);
 }

@@ -1,5 +1,9 @@
 /* The backend glue: what the ns and bwrap ops tables (sandbox.h) call. */
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "backends/sandbox/sandbox_int.h"
 
@@ -31,6 +35,21 @@ static bool already_writable(const char *const *list, size_t n, const char *dest
 	return false;
 }
 
+/* Whether the sandbox has that place of the layout: under a caller's rootfs the init makes
+ * /run, /var/tmp and /var/cache only where the rootfs has the directory (helpers/init/main.c
+ * leaves the others out of its list too); /tmp and /dev/shm it always makes. */
+static bool layout_place_made(const char *rootfs, const char *path)
+{
+	char full[PATH_MAX];
+	struct stat st;
+
+	if (!rootfs || !strcmp(path, "/tmp") || !strncmp(path, "/dev/", 5))
+		return true;
+	if (snprintf(full, sizeof full, "%s%s", rootfs, path) >= (int)sizeof full)
+		return false;
+	return lstat(full, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 /* What the model is told it may write besides the workspace (backend.h, writable_paths):
  * the layout's places Landlock leaves writable (init/sandbox.h), then the writable
  * binds of the config, borrowed from the options that outlive the list. */
@@ -45,7 +64,8 @@ static int list_writable(struct sandbox_ws *w)
 	if (!w->writable)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n_private; i++)
-		w->writable[n++] = sbx_layout_writable[i];
+		if (layout_place_made(w->opts.rootfs, sbx_layout_writable[i]))
+			w->writable[n++] = sbx_layout_writable[i];
 	for (size_t i = 0; i < w->opts.n_binds; i++)
 		if (w->opts.binds[i].writable &&
 		    !already_writable(w->writable, n, w->opts.binds[i].dest))

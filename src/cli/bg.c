@@ -47,6 +47,7 @@
 #define KILL_WAIT_MS 10000
 #define POLL_MS 200
 #define DRAIN_GRACE_MS 2000
+#define KILL_GRACE_MS 5000    /* under KILL_WAIT_MS: `bg kill` hears the end */
 
 const char sbx_cli_bg_usage[] =
 	"agentsbx bg start [--base-dir DIR] [--id ID | --config JSON|@FILE --backend NAME "
@@ -260,14 +261,31 @@ static void write_status(struct keeper *k, int code, int sig)
 	write_file(k->dir, "status", text);
 }
 
+/* Any answer but "still running" is the end: an error says the runner (or the sandbox) died
+ * without a report, and every later wait says so again; taken for "not yet", the keeper
+ * kept a dead command for ever and the workspace never closed. */
+static bool saw_end(sbx_process *proc, int *code, int *sig)
+{
+	int r = sbx_process_wait(proc, 0, code, sig);
+
+	if (r == -SBX_ETIMEDOUT)
+		return false;
+	if (r < 0) {
+		*code = -1;
+		*sig = 0;
+	}
+	return true;
+}
+
 /* Until the command ends: its output into the files, a TERM/INT/HUP (bg kill) into a kill.
  * The end is polled for as well as the streams: a command may close its output and run on,
- * and a kill must still reach it. */
+ * and a kill must still reach it. A kill that does not end it within KILL_GRACE_MS ends the
+ * keeping anyway: closing the workspace then takes the command's whole tree down. */
 static void keep(struct keeper *k, int sigfd)
 {
 	int fds[2] = { sbx_process_fd(k->proc, SBX_STDOUT), sbx_process_fd(k->proc, SBX_STDERR) };
 	int code = -1, sig = 0;
-	int64_t drain_until = -1;
+	int64_t drain_until = -1, kill_until = -1;
 
 	for (;;) {
 		struct pollfd p[3] = { { .fd = sigfd, .events = POLLIN },
@@ -281,14 +299,20 @@ static void keep(struct keeper *k, int sigfd)
 		    !k->killed && drain_until < 0) {
 			k->killed = true;
 			sbx_process_kill(k->proc);
+			kill_until = sbx_now_ms() + KILL_GRACE_MS;
 		}
 		for (int i = 0; i < 2; i++)
 			if (p[i + 1].revents && !pump(k, fds[i], i))
 				fds[i] = -1;
-		if (drain_until < 0 && sbx_process_wait(k->proc, 0, &code, &sig) == 0)
+		if (drain_until < 0 && saw_end(k->proc, &code, &sig))
 			drain_until = sbx_now_ms() + DRAIN_GRACE_MS;   /* what the pipes still hold */
 		if (drain_until >= 0 && ((fds[0] < 0 && fds[1] < 0) || sbx_now_ms() > drain_until))
 			break;
+		if (drain_until < 0 && kill_until >= 0 && sbx_now_ms() > kill_until) {
+			code = -1;
+			sig = SIGKILL;
+			break;
+		}
 	}
 	write_status(k, code, sig);
 }

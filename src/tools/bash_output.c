@@ -217,6 +217,11 @@ static int kill_shell_run(sbx_tool_ctx *ctx, const sbx_json *args, sbx_tool_out 
 		sbx_tool_error(out, "Shell %s is not running, so cannot be killed (status: %s)", id,
 		               sbx_bg_status_name(rep.status));
 		report_meta(&rep, id, out);
+	} else if (r == 3) {
+		sbx_tool_error(out, "Shell %s was told to end but still runs (status: %s): it did "
+		               "not end within the wait; check again with BashOutput", id,
+		               sbx_bg_status_name(rep.status));
+		report_meta(&rep, id, out);
 	} else if (r == 0) {
 		sbx_buf_printf(&out->text, "Successfully killed shell: %s (%s)", id, rep.command);
 		report_meta(&rep, id, out);

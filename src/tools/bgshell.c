@@ -39,6 +39,7 @@ struct sbx_bgshell {
 	int wake_fd;              /* eventfd: a kill was asked for */
 	pthread_cond_t ended_cond;
 	bool ended, kill_requested, read_after_end;
+	unsigned waiters;         /* KillShell calls waiting on ended_cond: not to be evicted */
 	sbx_buf out, err;         /* unread output, the newest SBX_BG_KEEP_BYTES per stream */
 	uint64_t out_dropped, err_dropped;
 	int exit_code, term_signal;
@@ -125,6 +126,23 @@ static void finish(struct sbx_bgshell *sh, bool ended, int code, int sig)
 	pthread_mutex_unlock(&sh->ws->bg_lock);
 }
 
+/* Any answer but "still running" is the end (as in exec.c): an error says the runner, or the
+ * whole sandbox, died without a report, and every later wait says so again. Taken for "not
+ * yet", the shell stayed running for ever and held its slot. */
+static bool saw_end(sbx_process *proc, int *code, int *sig)
+{
+	int r = sbx_process_wait(proc, 0, code, sig);
+
+	if (r == -SBX_ETIMEDOUT)
+		return false;
+	if (r < 0) {
+		*code = -1;   /* no report: "failed", with no exit status to give */
+		*sig = 0;
+		sbx_error_clear();
+	}
+	return true;
+}
+
 static void *pump(void *arg)
 {
 	struct sbx_bgshell *sh = arg;
@@ -135,7 +153,7 @@ static void *pump(void *arg)
 
 	for (;;) {
 		poll_once(sh, &st);
-		if (!st.ended && sbx_process_wait(sh->proc, 0, &code, &sig) == 0) {
+		if (!st.ended && saw_end(sh->proc, &code, &sig)) {
 			st.ended = true;
 			st.grace_until = sbx_now_ms() + DRAIN_GRACE_MS;
 		}
@@ -174,20 +192,22 @@ static struct sbx_bgshell *find_shell(sbx_workspace *ws, const char *id)
 /* Caller holds bg_lock. */
 static void count_shells(sbx_workspace *ws, size_t *running, size_t *all)
 {
-	*running = *all = 0;
+	*running = *all = ws->bg_starting;
 	for (struct sbx_bgshell *sh = ws->bgshells; sh; sh = sh->next) {
 		(*all)++;
 		*running += !sh->ended;
 	}
 }
 
-/* Caller holds bg_lock. Unlinks the oldest ended shell whose end was read, or NULL. */
+/* Caller holds bg_lock. Unlinks the oldest ended shell whose end was read, or NULL. One a
+ * KillShell still waits on is not taken: freeing it under the waiter destroyed the condvar
+ * it sleeps on. */
 static struct sbx_bgshell *unlink_oldest_read(sbx_workspace *ws)
 {
 	struct sbx_bgshell **victim = NULL;
 
 	for (struct sbx_bgshell **at = &ws->bgshells; *at; at = &(*at)->next)
-		if ((*at)->ended && (*at)->read_after_end)
+		if ((*at)->ended && (*at)->read_after_end && !(*at)->waiters)
 			victim = at;   /* new shells go first: the last match is the oldest */
 	if (!victim)
 		return NULL;
@@ -268,8 +288,22 @@ int sbx_bg_start(sbx_workspace *ws, const char *command, const char *cwd,
 
 	if (!sh)
 		return sbx_fail(-SBX_ENOMEM, "background shell: out of memory or no eventfd");
+	/* The slot is taken under the lock, the sandbox's spawn made without it: the pumps of the
+	 * other shells need the lock to empty their pipes, and BashOutput and KillShell from other
+	 * threads to answer. */
 	pthread_mutex_lock(&ws->bg_lock);
-	if ((r = room_for_one(ws, why, why_len, &old)) == 0 && (r = spawn_shell(ws, sh, cwd)) == 0) {
+	if ((r = room_for_one(ws, why, why_len, &old)) == 0)
+		ws->bg_starting++;
+	pthread_mutex_unlock(&ws->bg_lock);
+	if (r != 0) {
+		shell_free(sh);
+		return r;
+	}
+	forget_shell(old);
+	r = spawn_shell(ws, sh, cwd);
+	pthread_mutex_lock(&ws->bg_lock);
+	ws->bg_starting--;
+	if (r == 0) {
 		snprintf(sh->id, sizeof sh->id, "bash_%u", ++ws->bg_next_id);
 		r = pthread_create(&sh->thread, NULL, pump, sh);
 		if (r != 0) {
@@ -282,7 +316,6 @@ int sbx_bg_start(sbx_workspace *ws, const char *command, const char *cwd,
 		}
 	}
 	pthread_mutex_unlock(&ws->bg_lock);
-	forget_shell(old);
 	if (r != 0)
 		shell_free(sh);   /* never linked: nobody else saw it */
 	return r;
@@ -380,13 +413,17 @@ int sbx_bg_kill(sbx_workspace *ws, const char *id, sbx_bg_report *rep, char *why
 		if (write(sh->wake_fd, &one, sizeof one) < 0) {
 			/* A full eventfd already holds a request. */
 		}
+		sh->waiters++;
 		wait_end_locked(ws, sh);
+		sh->waiters--;
 	}
 	describe_locked(sh, rep);   /* its output stays for BashOutput */
 	pthread_mutex_unlock(&ws->bg_lock);
 	if (!rep->command)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	return had_ended ? 2 : 0;
+	if (had_ended)
+		return 2;
+	return rep->status == SBX_BG_RUNNING ? 3 : 0;
 }
 
 void sbx_bg_report_free(sbx_bg_report *rep)

@@ -47,7 +47,8 @@ int sbx_bg_take(sbx_workspace *ws, const char *id, sbx_bg_report *rep, char *why
 
 /* Kills shell id and every process it started and waits (a few seconds at most) for its
  * end. rep gets the command and status; the output stays for sbx_bg_take. 1 when there is
- * no such shell; 2 when it had ended already (rep is filled all the same). */
+ * no such shell; 2 when it had ended already (rep is filled all the same); 3 when it still
+ * runs after the wait (rep says so). */
 int sbx_bg_kill(sbx_workspace *ws, const char *id, sbx_bg_report *rep, char *why,
                 size_t why_len);
 

@@ -162,6 +162,12 @@ bgc ls | grep -q "^$job	completed, exit code 0	sh -c echo started"; check "bg ls
 job=$(bgc start --backend local --workdir "$work/bgw" -- sh -c 'exit 3')
 bg_until_done "$job" "$work/bg-out" "$work/bg-err"
 grep -q "^agentsbx bg: $job failed, exit code 3$" "$work/bg-err"; check "bg output says failed" 0 $?
+# A command that kills its runner: the end came without a report, and it is an end all the
+# same (the keeper kept a dead job "running" for ever, and its workspace open).
+job=$(bgc start --backend local --workdir "$work/bgw" -- sh -c 'kill -9 $PPID')
+bg_until_done "$job" "$work/bg-out" "$work/bg-err"; check "a job whose runner died ends" 0 $?
+grep -q "^agentsbx bg: $job failed, exit code -1$" "$work/bg-err"
+check "bg output says the job whose runner died failed" 0 $?
 bgc start --backend local --workdir "$work/bgw" -- no-such-command-xyz >/dev/null 2>&1
 check "a job that cannot start is still a job" 0 $?
 bgc start --backend local --workdir "$work/bgw" 2>/dev/null; check "bg start without a command" 125 $?

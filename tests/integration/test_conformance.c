@@ -1093,6 +1093,34 @@ START_TEST(test_pty_default_size_typing_and_end_of_file)
 }
 END_TEST
 
+/* A command the sandbox refuses before its terminal is made (a working directory that is
+ * not there) is named as such, not as a helper older than the library. */
+START_TEST(test_pty_refused_command_is_named)
+{
+	const char *argv[] = { "true", NULL };
+	sbx_spawn_opts o = { .size = sizeof o, .pty = 1, .cwd = "locked/in" };
+	sbx_process *p = NULL;
+	int r;
+
+	if (pty_refused_here())
+		return;
+	sbx_result_free(bt_shell(ws, "mkdir -p locked/in && chmod 0 locked", NULL));
+	r = sbx_process_spawn(ws, argv, &o, &p);
+	sbx_result_free(bt_shell(ws, "chmod 0755 locked", NULL));
+	if (r == 0) {
+		/* Where the command may enter it (local as root): nothing refused. The sandboxes'
+		 * inits refuse it. */
+		ck_assert_msg(strcmp(bt_backend(), "ns") && strcmp(bt_backend(), "bwrap"),
+		              "%s started a command in a folder it cannot enter", bt_backend());
+		ck_assert_int_eq(sbx_process_wait(p, 10000, NULL, NULL), 0);
+		sbx_process_free(p);
+		return;
+	}
+	ck_assert_msg(!strstr(sbx_last_error(), "older than the library") &&
+	              strstr(sbx_last_error(), "refused"), "%d %s", r, sbx_last_error());
+}
+END_TEST
+
 START_TEST(test_pty_bad_options_are_refused)
 {
 	const char *argv[] = { "true", NULL };
@@ -1538,6 +1566,7 @@ static Suite *conformance_suite(void)
 	tcase_add_test(pty, test_pty_resize_reaches_the_command);
 	tcase_add_test(pty, test_pty_default_size_typing_and_end_of_file);
 	tcase_add_test(pty, test_pty_bad_options_are_refused);
+	tcase_add_test(pty, test_pty_refused_command_is_named);
 	tcase_add_test(pty, test_pty_the_harness_terminal_is_not_reachable);
 	tcase_add_test(pty, test_pty_is_the_sandboxs_own);
 	suite_add_tcase(s, pty);

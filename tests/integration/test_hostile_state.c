@@ -853,6 +853,58 @@ START_TEST(test_links_inside_the_state_folder_lead_nowhere)
 }
 END_TEST
 
+/* The workspace's state folder, or the library's own folder (its keys, every workspace's
+ * state), below the workdir (`--workdir ~`): a sandbox sees its workdir whole, so a command
+ * there rewrote the skills record and read the keys. Such an open is refused naming the key
+ * to change, where commands are isolated; local's run as the user on the host anyway. */
+static void open_with_state_inside(const char *dir, const char *extra, const char *key)
+{
+	sbx_workspace *ws = NULL;
+	int r = bt_open(dir, extra, &ws);
+
+	if (is_backend("local")) {
+		ck_assert_msg(r == 0, "%s", sbx_last_error());
+		sbx_workspace_close(ws);
+		return;
+	}
+	if (r == 0) {
+		/* The regression: say what a command there could do. */
+		char *out = bt_shell_out(ws, "for f in $(find / -xdev -name skills.json -path "
+		                             "'*agentsbx*' 2>/dev/null); do echo forged >\"$f\" && "
+		                             "echo \"rewrote $f\"; done; cat $(find / -xdev -name "
+		                             "'*.key' -path '*agentsbx*' 2>/dev/null) >/dev/null && "
+		                             "echo 'read the keys'");
+		sbx_workspace_close(ws);
+		ck_abort_msg("opened with the state inside the workdir (%s); a command: %s", extra,
+		             out);
+	}
+	ck_assert_msg(r == -SBX_ECONFIG && strstr(sbx_last_error(), key), "%d %s", r,
+	              sbx_last_error());
+}
+
+START_TEST(test_state_inside_the_workdir_is_refused)
+{
+	char *dir = bt_mkdtemp(), *outside = bt_mkdtemp();
+	char *xdg = bt_fmt("%s", getenv("XDG_STATE_HOME"));
+
+	/* The library's folder below the workdir, as ~/.local/state/agentsbx is below ~. */
+	ck_assert_int_eq(setenv("XDG_STATE_HOME", test_path_at(dir, ".local/state"), 1), 0);
+	open_with_state_inside(dir, NULL, "key 'state_dir'");
+	/* Its own state outside, the library's folder (the keys) still inside. */
+	open_with_state_inside(dir, bt_tmp("\"state_dir\":\"%s/st\"", outside), "key 'workdir'");
+	ck_assert_int_eq(setenv("XDG_STATE_HOME", xdg, 1), 0);
+	/* A state_dir named below the workdir, and a workdir below the state folder. */
+	open_with_state_inside(dir, bt_tmp("\"state_dir\":\"%s/sub/st\"", dir), "key 'state_dir'");
+	ck_assert_int_eq(mkdir(test_path_at(outside, "w"), 0700), 0);
+	open_with_state_inside(test_path_at(outside, "w"),
+	                       bt_tmp("\"state_dir\":\"%s\"", outside), "key 'workdir'");
+	/* Nothing was made below the workdir by the refused opens. */
+	if (!is_backend("local"))
+		ck_assert_int_ne(access(test_path_at(dir, ".local"), F_OK), 0);
+	free(xdg);
+}
+END_TEST
+
 /* A command that swaps the folder for a link while the workspace is open: in a sandbox it
  * cannot (the folder is a read-only mount point); without one (local) the host notices at
  * the next use and writes nothing through the link. */
@@ -1066,6 +1118,34 @@ static int entries(const char *dir)
 	return n;
 }
 
+/* A workdir from before 1.7 on a read-only mount: its state cannot be moved out, so it is
+ * copied, and the workdir stays as it was. The move failed the open before, and the next
+ * open found the new folder made and left the old state behind for good. */
+START_TEST(test_read_only_legacy_workdir_keeps_its_state)
+{
+	char *dir = bt_mkdtemp();
+	const char *line = "{\"legacy\":\"kept\"}\n";
+	sbx_workspace *ws = NULL;
+
+	ck_assert_int_eq(mkdir(test_path_at(dir, ".agentsbx"), 0755), 0);
+	test_put_file(dir, ".agentsbx/audit.jsonl", line, 0600);
+	make_unwritable(dir);
+	for (int i = 0; i < 2; i++) {
+		int r = bt_open(dir, "\"mode\":\"read-only\"", &ws);
+
+		ck_assert_msg(r == 0, "open %d of a read-only legacy workdir: %s", i, sbx_last_error());
+		const char *log = test_slurp(bt_tmp("%s/audit.jsonl", test_state_dir(dir)));
+		ck_assert_msg(log && !strncmp(log, line, strlen(line)), "open %d: %s", i,
+		              log ? log : "no audit log");
+		ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	}
+	ck_assert_str_eq(test_slurp(test_path_at(dir, ".agentsbx/audit.jsonl")), line);
+	ck_assert_int_ne(access(bt_tmp("%s/.migrating", test_state_dir(dir)), F_OK), 0);
+	if (geteuid() != 0)
+		chmod_tree(dir, "u+w");
+}
+END_TEST
+
 START_TEST(test_read_only_workdir_opens_read_only)
 {
 	char *dir = bt_mkdtemp(), audit[4096], *out;
@@ -1175,12 +1255,15 @@ static Suite *make_suite(void)
 	if (sandboxed())
 		tcase_add_test(errors, test_many_protected_paths_are_refused_fast_and_the_cap_opens);
 	tcase_add_test(errors, test_read_only_workdir_opens_read_only);
+	if (!is_backend("local"))
+		tcase_add_test(errors, test_read_only_legacy_workdir_keeps_its_state);
 	suite_add_tcase(s, errors);
 	TCase *links = tcase_create("links");
 	tcase_set_timeout(links, 300);
 	tcase_add_test(links, test_linked_state_folder_is_refused);
 	tcase_add_test(links, test_links_inside_the_state_folder_lead_nowhere);
 	tcase_add_test(links, test_state_folder_swapped_for_a_link_while_open);
+	tcase_add_test(links, test_state_inside_the_workdir_is_refused);
 	suite_add_tcase(s, links);
 	if (sandboxed()) {
 		TCase *detached = tcase_create("detached");

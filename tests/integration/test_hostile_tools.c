@@ -1062,13 +1062,16 @@ static void no_space(const char *res)
 
 START_TEST(test_tools_on_a_full_disk)
 {
-	char *dir = bt_mkdtemp(), *res;
+	char *dir = bt_mkdtemp(), *work, *res;
 	struct stat st_dir, st_state;
 
 	mount_small_disk(dir);
 	/* The state folder (the tool sessions) on the same full disk, as it was in the workdir
-	 * before 1.7: a save that fails must still be said. */
-	ws = bt_open_ok(dir, bt_tmp("\"state_dir\":\"%s/state\"", dir));
+	 * before 1.7: a save that fails must still be said. Beside the workdir, not in it (a
+	 * sandbox would see it there: refused). */
+	work = bt_fmt("%s/w", dir);
+	ck_assert_int_eq(mkdir(work, 0755), 0);
+	ws = bt_open_ok(work, bt_tmp("\"state_dir\":\"%s/state\"", dir));
 	bt_put(ws, "keep.txt", "original\n", 0);
 	bt_put(ws, "other.txt", "read me\n", 0);
 	free(call("Read", "{\"file_path\":\"keep.txt\"}"));
@@ -1078,7 +1081,7 @@ START_TEST(test_tools_on_a_full_disk)
 	res = call("Read", "{\"file_path\":\"other.txt\"}");
 	ck_assert_msg(bt_tool_ok(res), "%s", res);
 	HAS(output_of(res), "read me");
-	if (stat(dir, &st_dir) == 0 && stat(test_path_at(dir, "state"), &st_state) == 0 &&
+	if (stat(work, &st_dir) == 0 && stat(test_path_at(dir, "state"), &st_state) == 0 &&
 	    st_dir.st_dev == st_state.st_dev) {
 		/* The session lives on the full disk: its save failed, and the result says so. */
 		HAS(res, "\"session_saved\":false");
@@ -1094,9 +1097,9 @@ START_TEST(test_tools_on_a_full_disk)
 	free(res);
 	no_space(res = call("Write", "{\"file_path\":\"sub/new.txt\",\"content\":\"new\\n\"}"));
 	free(res);
-	ck_assert_str_eq(test_slurp(test_path_at(dir, "keep.txt")), "original\n");
-	ck_assert(!test_exists(test_path_at(dir, "sub/new.txt")));
-	ck_assert(!test_has_temp_files(dir));
+	ck_assert_str_eq(test_slurp(test_path_at(work, "keep.txt")), "original\n");
+	ck_assert(!test_exists(test_path_at(work, "sub/new.txt")));
+	ck_assert(!test_has_temp_files(work));
 
 	/* Space again: the file can be changed after a fresh Read. */
 	ck_assert_int_eq(unlink(test_path_at(dir, "filler")), 0);
@@ -1108,6 +1111,7 @@ START_TEST(test_tools_on_a_full_disk)
 	sbx_workspace_close(ws);
 	ws = NULL;
 	ck_assert_int_eq(umount2(dir, MNT_DETACH), 0);
+	free(work);
 }
 END_TEST
 

@@ -294,6 +294,15 @@ START_TEST(test_rootfs_with_landlock)
 	ck_assert(!test_exists(test_path_at(root, "var/tmp/v")));
 	ck_assert(!test_exists(test_path_at(root, "marker2")));
 	assert_landlocked(ws);
+	/* What the model is told it may write: the rootfs has /var/tmp and /run, not /var/cache,
+	 * which the sandbox then does not have either. */
+	char *text = NULL;
+	ck_assert_int_eq(sbx_workspace_instructions(ws, &text), 0);
+	ck_assert_msg(strstr(text, " /tmp,") && strstr(text, " /var/tmp") && strstr(text, " /run"),
+	              "%s", text);
+	ck_assert_msg(!strstr(text, "/var/cache"), "%s", text);
+	sbx_free(text);
+	assert_fails(ws, "[ -d /var/cache ]", "no /var/cache");
 	sbx_workspace_close(ws);
 	test_rm_rf(root);
 	free(root);

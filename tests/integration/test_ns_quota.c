@@ -322,6 +322,28 @@ START_TEST(test_no_way_past_the_cap_to_the_host_disk)
 }
 END_TEST
 
+/* HOME is no way past the cap either: the private HOME, a host folder, is not bound in; HOME
+ * is in the capped /tmp, and a write past that cap there fails too. */
+START_TEST(test_home_is_inside_a_cap)
+{
+	sbx_workspace *ws = open_capped("\"limits\":{\"disk_bytes\":2097152,"
+	                                "\"tmp_bytes\":2097152}");
+	char err[4096];
+	int code;
+
+	code = run(ws, "cd && head -c 8388608 /dev/zero > big", err, sizeof err);
+	ck_assert_msg(code != 0 && strstr(err, "No space left on device"),
+	              "8 MiB into HOME of a capped workspace: exit %d, %s", code, err);
+	ck_assert_int_eq(run(ws, "test \"$(stat -f -c %T \"$HOME\")\" = tmpfs", NULL, 0), 0);
+	ck_assert_int_le(df_kib(ws, "\"$HOME\""), 2 * MIB / 1024);
+	/* It is still a HOME: tools keep their settings in it. */
+	ck_assert_int_eq(run(ws, "rm -f ~/big && git config --global user.name capped && "
+	                         "test \"$(git config --global user.name)\" = capped", err,
+	                     sizeof err), 0);
+	sbx_workspace_close(ws);
+}
+END_TEST
+
 /* MCP without its host run folder: the gateway speaks over its stream. The server is the
  * suite's counter (tests/mcp/counter-server.js), copied into the workspace. */
 START_TEST(test_mcp_works_in_a_capped_workspace)
@@ -366,6 +388,7 @@ static Suite *quota_suite(void)
 	tcase_add_test(tc, test_reset_gives_a_fresh_capped_workspace);
 	tcase_add_test(tc, test_capped_workspaces_stay_apart);
 	tcase_add_test(tc, test_no_way_past_the_cap_to_the_host_disk);
+	tcase_add_test(tc, test_home_is_inside_a_cap);
 	tcase_add_test(tc, test_mcp_works_in_a_capped_workspace);
 	suite_add_tcase(s, tc);
 	return s;

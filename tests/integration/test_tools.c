@@ -627,6 +627,32 @@ START_TEST(test_bash_background_cap_and_close)
 }
 END_TEST
 
+/* A background command that kills its runner: the runner ends without a report, which is an
+ * end (the shell was "running" for ever before and held its slot): BashOutput says it
+ * failed, and the one slot there is takes the next shell. */
+START_TEST(test_bash_background_runner_killed)
+{
+	char *all = NULL, *res;
+
+	sbx_workspace_close(ws);
+	ws = bt_open_ok(workdir, "\"limits\":{\"background_shells\":1}");
+	char *id = bt_fmt("%s", start_bg("\"kill -9 $PPID\""));
+	res = bg_output_until_done(id, NULL, &all);
+	ck_assert_msg(strstr(res, "\"status\":\"failed\"") &&
+	              strstr(res, "\"exit_code\":-1"), "%s", res);
+	free(res);
+	free(all);
+	free(id);
+	id = bt_fmt("%s", start_bg("\"echo next\""));
+	res = bg_output_until_done(id, NULL, &all);
+	free(id);
+	ck_assert_msg(strstr(res, "\"status\":\"completed\""), "%s", res);
+	ck_assert_msg(strstr(all, "<stdout>\nnext\n</stdout>"), "%s", all);
+	free(res);
+	free(all);
+}
+END_TEST
+
 /* ---- Read ------------------------------------------------------------------------------ */
 
 START_TEST(test_read_numbering_and_window)
@@ -1035,6 +1061,7 @@ static Suite *tools_suite(void)
 	tcase_add_test(t, test_bash_background_output_is_bounded);
 	if (bt_host_files())
 		tcase_add_test(t, test_bash_background_cap_and_close);
+	tcase_add_test(t, test_bash_background_runner_killed);
 	tcase_add_test(t, test_read_numbering_and_window);
 	tcase_add_test(t, test_read_long_lines_and_big_files);
 	tcase_add_test(t, test_read_errors_and_escapes);
