@@ -69,7 +69,7 @@ static int compare_double(const void *a, const void *b)
  * next contender, which would otherwise pay for it. */
 static void settle(void)
 {
-	struct timespec pause = { 0, 15 * 1000 * 1000 };
+	struct timespec pause = { 0, 50 * 1000 * 1000 };
 
 	nanosleep(&pause, NULL);
 }
@@ -434,7 +434,7 @@ int main(int argc, char **argv)
 	/* Every workspace's state folder, the CLI's included, goes where the bench removes it. */
 	setenv("XDG_STATE_HOME", state, 1);
 	printf("libagentsbx %s exec benchmark: %d rounds, each contender once per round in turn "
-	       "(cold ones and whole processes every 4th, 15 ms apart from the next), medians\n\n",
+	       "(cold ones and whole processes every 4th, 50 ms apart from the next), medians\n\n",
 	       sbx_version(), runs);
 	c[nc++] = (struct contender){ "posix_spawn(/bin/true) + wait", bare_true, NULL, 1 };
 	c[nc++] = (struct contender){ "bwrap agent profile /bin/true", bwrap_true, dir, 1 };
