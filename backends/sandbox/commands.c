@@ -84,6 +84,10 @@ int sbx_init_channel_spawn(int ctl, const char *who, const sbx_backend_spawn *re
 	if ((r = send_spawn(ctl, msg, len, fds)) < 0)
 		return sbx_fail(-SBX_EIO, "%s: the sandbox init does not answer: %s", who,
 		                strerror(-r));
+	/* The runner's end is on its way (the message holds it): ours would keep the channel
+	 * open, so that a runner that ends before its first report (a refusal before the
+	 * terminal) could only be seen by a timeout. */
+	close(SBX_TAKE_FD(runner_end));
 	if (!(p = sbx_runclient_new(0, host_end, who)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	host_end = -1;
