@@ -696,11 +696,14 @@ START_TEST(test_sandbox_runners_serve_again)
 END_TEST
 
 /* A command that stops its runner (or any process of the workspace that stops one, idle or
- * busy: they are of the same user) does not stall the workspace: the init continues it, and
- * the command is reported as usual, well within its timeout. */
+ * busy: they are of the same user) does not stall the workspace: the sandbox's init
+ * continues it, and the command is reported as usual, well within its timeout. */
 START_TEST(test_a_stopped_runner_is_woken)
 {
 	sbx_exec_opts opts = { .size = sizeof opts, .timeout_ms = 20000 };
+
+	if (strcmp(bt_backend(), "ns") != 0 && strcmp(bt_backend(), "bwrap") != 0)
+		return;   /* the sandbox init's promise: local's runner is the caller's own child */
 
 	for (int i = 0; i < 3; i++) {
 		sbx_result *res = bt_shell(ws, "kill -STOP $PPID; echo done", &opts);
