@@ -1125,8 +1125,12 @@ START_TEST(test_pty_refused_command_is_named)
 		sbx_process_free(p);
 		return;
 	}
+	/* Refused by the sandbox's init (as root, whose commands could enter it but for the
+	 * init's refusal), or on the host before anything started (an ordinary user cannot
+	 * enter it either): either way named, never "is the helper older". */
 	ck_assert_msg(!strstr(sbx_last_error(), "older than the library") &&
-	              strstr(sbx_last_error(), "refused"), "%d %s", r, sbx_last_error());
+	              (strstr(sbx_last_error(), "refused") || strstr(sbx_last_error(), "locked/in")),
+	              "%d %s", r, sbx_last_error());
 }
 END_TEST
 
