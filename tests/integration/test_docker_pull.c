@@ -204,8 +204,16 @@ START_TEST(test_pull_reports_progress_per_layer)
 	for (int k = 0; k < 2; k++) {
 		const char *layer = k ? b : a;
 
+		/* The first layer (busybox, about a megabyte) is downloaded with its size known;
+		 * the engine may report the second, a few hundred bytes, as downloaded in one go,
+		 * without a "Downloading" line (seen under a loaded sanitizer run). */
 		i = find(&es, 0, layer, "Downloading");
-		ck_assert_msg(i > 0 && es.ev[i].total > 0, "layer %s: no download with a size", layer);
+		if (k == 1 && i <= 0)
+			i = find(&es, 0, layer, "Download complete");
+		else
+			ck_assert_msg(i > 0 && es.ev[i].total > 0, "layer %s: no download with a size",
+			              layer);
+		ck_assert_msg(i > 0, "layer %s: not downloaded", layer);
 		i = find(&es, 0, layer, "Pull complete");
 		ck_assert_msg(i > 0, "layer %s: not completed", layer);
 	}
