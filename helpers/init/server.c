@@ -237,7 +237,6 @@ static void run_request(struct spawn_request *req, char **argv, const char *cwd,
 
 static struct {
 	int chan;          /* the init's end of the runner's channel; -1: a free slot */
-	pid_t pid;
 	bool idle;
 } kept[KEPT_MAX];
 
@@ -281,9 +280,6 @@ static bool hand_to_idle_runner(const struct spawn_request *req)
 	for (size_t i = 0; i < KEPT_MAX; i++) {
 		if (kept[i].chan < 0 || !kept[i].idle)
 			continue;
-		/* A process of the workspace may have stopped the idle runner (it is of the same
-		 * user): the command handed to it must not wait for nobody to wake it. */
-		kill(kept[i].pid, SIGCONT);
 		if (forward_request(kept[i].chan, req)) {
 			kept[i].idle = false;
 			return true;
@@ -392,8 +388,6 @@ static void handle_spawn(struct spawn_request *req, const sigset_t *saved_mask)
 		refuse(req->fds[FD_RUNNER], req->fds[FD_STDERR], strerror(errno));
 		if (slot >= 0)
 			forget_kept((size_t)slot);
-	} else if (slot >= 0) {
-		kept[slot].pid = pid;
 	}
 	if (runner_end >= 0)
 		close(runner_end);
@@ -421,7 +415,9 @@ static int idle_timeout(const struct idle *idle, const struct sbx_init_peers *pe
 
 /* Reaps ended children; one that was stopped (a runner, by a process of the workspace, which
  * is of the same user) is continued at once: a command whose runner never wakes would
- * never be reported, and a kept runner would take no command again. */
+ * never be reported, and a kept runner would take no command again. The loop reaps before
+ * it serves requests, so an idle runner stopped is continued before, or at the latest just
+ * after, it is handed the next command. */
 static void reap_children(void)
 {
 	int status;
