@@ -57,6 +57,7 @@
 #include "util/digest.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/path.h"
 #include "util/statedir.h"
 #include "proto/mcp_proto.h"
 
@@ -498,11 +499,7 @@ static char *resolve_existing_part(const char *path)
 /* Is path dir itself or below it (both canonical)? */
 static bool path_within(const char *path, const char *dir)
 {
-	size_t n = strlen(dir);
-
-	if (!strcmp(dir, "/"))
-		return true;
-	return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
+	return !strcmp(dir, "/") || !strcmp(path, dir) || sbx_path_below(path, dir);
 }
 
 /* The library's folders of this user that no sandbox may see: its key folder (util/hostkey.c

@@ -367,7 +367,7 @@ static void bwrap_protected(struct argv_builder *a, struct string_pool *pool,
  * from the idmapped workspace, or idmapped mounts of their own. */
 static bool init_makes_bind(const struct sbx_sandbox *sb, size_t i)
 {
-	return sb->idmap.on && (sbx_sandbox_path_below(sb->opts->binds[i].source, sb->workdir) ||
+	return sb->idmap.on && (sbx_path_below(sb->opts->binds[i].source, sb->workdir) ||
 	                        sbx_sandbox_bind_needs_tree(sb, i));
 }
 
@@ -376,11 +376,11 @@ static bool init_makes_bind(const struct sbx_sandbox *sb, size_t i)
 static void bwrap_mount_point(struct argv_builder *a, const struct sbx_sandbox *sb, size_t i)
 {
 	const struct sbx_bind *b = &sb->opts->binds[i];
-	const char *in_ws = sbx_sandbox_path_below(b->source, sb->workdir);
+	const char *in_ws = sbx_path_below(b->source, sb->workdir);
 	struct stat st;
 	bool dir = true;
 
-	if (!strncmp(b->dest, "/tmp/", 5) || sbx_sandbox_path_below(b->dest, SBX_SANDBOX_ROOT))
+	if (!strncmp(b->dest, "/tmp/", 5) || sbx_path_below(b->dest, SBX_SANDBOX_ROOT))
 		return;
 	if (in_ws ? fstatat(sb->root_fd, in_ws, &st, AT_SYMLINK_NOFOLLOW) == 0
 	          : lstat(b->source, &st) == 0)
@@ -457,7 +457,7 @@ static int bwrap_binds(struct argv_builder *a, struct string_pool *pool, struct 
 	int r;
 
 	for (size_t i = 0; i < o->n_binds; i++) {
-		const char *in_ws = sbx_sandbox_path_below(o->binds[i].source, sb->workdir);
+		const char *in_ws = sbx_path_below(o->binds[i].source, sb->workdir);
 
 		if ((r = check_rootfs_parent(o->rootfs, o->binds[i].dest)) < 0)
 			return r;

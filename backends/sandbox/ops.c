@@ -27,10 +27,10 @@ static void free_ws(struct sandbox_ws *w)
  * tells the model nothing (the MCP run folder under /tmp, say). */
 static bool already_writable(const char *const *list, size_t n, const char *dest)
 {
-	if (!strcmp(dest, SBX_SANDBOX_ROOT) || sbx_sandbox_path_below(dest, SBX_SANDBOX_ROOT))
+	if (!strcmp(dest, SBX_SANDBOX_ROOT) || sbx_path_below(dest, SBX_SANDBOX_ROOT))
 		return true;
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(dest, list[i]) || sbx_sandbox_path_below(dest, list[i]))
+		if (!strcmp(dest, list[i]) || sbx_path_below(dest, list[i]))
 			return true;
 	return false;
 }
@@ -115,7 +115,7 @@ static int check_host_view(const char *name, const struct sandbox_ws *w)
 	const char *view = sbx_sandbox_view_root(&w->opts, w->workdir);
 
 	for (size_t i = 0; i < SBX_ARRAY_SIZE(refused); i++)
-		if (sbx_sandbox_path_below(view, refused[i]))
+		if (sbx_path_below(view, refused[i]))
 			return sbx_fail(-SBX_ECONFIG, "config: key '%s.workdir_mount': the workdir %s is "
 			                "below %s, where the sandbox cannot mount it at its own path",
 			                name, view, refused[i]);

@@ -119,7 +119,6 @@ int sbx_sandbox_start_as_probe(const char *name, const sbx_backend_config *cfg,
 
 /* spec.c: the seccomp program and the spec the init reads */
 int sbx_sandbox_seccomp_program(void);
-const char *sbx_sandbox_path_below(const char *path, const char *dir);
 bool sbx_sandbox_bwrap_caps_tmpfs(const struct sbx_sandbox *sb);
 bool sbx_sandbox_bwrap_own_mounts(const struct sbx_sandbox *sb);
 const char *sbx_sandbox_view_root(const struct sbx_sandbox_options *o, const char *workdir);

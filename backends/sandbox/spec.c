@@ -68,17 +68,6 @@ const char *sbx_sandbox_view_root(const struct sbx_sandbox_options *o, const cha
 }
 
 /* The part of path below dir ("a/b" for dir "/w" and path "/w/a/b"), or NULL. */
-const char *sbx_sandbox_path_below(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	if (strncmp(path, dir, n) != 0 || path[n] != '/' || !path[n + 1])
-		return NULL;
-	return path + n + 1;
-}
-
 /* Under bubblewrap (0.8.0 cannot size a tmpfs), a capped /tmp or workspace needs the init
  * to enter a user and mount namespace of its own (helpers/init/quota.c), which
  * --disable-userns would forbid; its seccomp filter refuses every namespace after that. Only
@@ -106,7 +95,7 @@ bool sbx_sandbox_bwrap_own_mounts(const struct sbx_sandbox *sb)
  * longer the host's root, could reach the source only as far as any user may. */
 bool sbx_sandbox_bind_needs_tree(const struct sbx_sandbox *sb, size_t i)
 {
-	return sb->idmap.on && !sbx_sandbox_path_below(sb->opts->binds[i].source, sb->workdir);
+	return sb->idmap.on && !sbx_path_below(sb->opts->binds[i].source, sb->workdir);
 }
 
 /* A bind from the state folder outside the workdir (the private HOME, MCP's run folder),
@@ -118,14 +107,14 @@ const char *sbx_sandbox_bind_in_state(const struct sbx_sandbox *sb, size_t i)
 	size_t room = SBX_INIT_ACTIVATE_FDS - 1 - (sb->idmap.on && sbx_quota_disk_bytes(&sb->cfg));
 	size_t before = 0;
 
-	if (!sb->state_dir || sbx_sandbox_path_below(sb->opts->binds[i].source, sb->workdir))
+	if (!sb->state_dir || sbx_path_below(sb->opts->binds[i].source, sb->workdir))
 		return NULL;
 	for (size_t k = 0; k < i; k++)
-		before += sbx_sandbox_path_below(sb->opts->binds[k].source, sb->workdir) == NULL &&
-		          sbx_sandbox_path_below(sb->opts->binds[k].source, sb->state_dir) != NULL;
+		before += sbx_path_below(sb->opts->binds[k].source, sb->workdir) == NULL &&
+		          sbx_path_below(sb->opts->binds[k].source, sb->state_dir) != NULL;
 	if (before >= room)
 		return NULL;
-	return sbx_sandbox_path_below(sb->opts->binds[i].source, sb->state_dir);
+	return sbx_path_below(sb->opts->binds[i].source, sb->state_dir);
 }
 
 /* What a host process of ours looks like to the sandbox's init: a uid its namespace does
@@ -169,7 +158,7 @@ char *sbx_sandbox_build_spec(const struct sbx_sandbox *sb, bool prestart)
 		json_key_string(&b, "rootfs", o->rootfs);
 	sbx_buf_puts(&b, "\"binds\":[");
 	for (size_t i = 0; i < o->n_binds; i++) {
-		const char *in_ws = sbx_sandbox_path_below(o->binds[i].source, sb->workdir);
+		const char *in_ws = sbx_path_below(o->binds[i].source, sb->workdir);
 		const char *in_state = prestart ? sbx_sandbox_bind_in_state(sb, i) : NULL;
 
 		sbx_buf_puts(&b, i ? ",{" : "{");

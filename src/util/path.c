@@ -705,3 +705,14 @@ int sbx_path_open_parent(int rootfd, const char *rel, bool mkdirs, int *dirfd, c
 	*name = SBX_TAKE_PTR(last);
 	return 0;
 }
+
+const char *sbx_path_below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (strncmp(path, dir, n) != 0 || path[n] != '/' || !path[n + 1])
+		return NULL;
+	return path + n + 1;
+}

@@ -18,6 +18,10 @@ int sbx_path_relative(const char *root_view, const char *path, const char *what,
 int sbx_path_relative_in(const char *root_view, const char *host_view, const char *path,
                          const char *what, char **rel);
 
+/* What follows dir in path when path is strictly below dir ("/a/b/c" below "/a" or "/a/":
+ * "b/c"), else NULL (so also for dir "/"). Text only: both are absolute, normalized paths. */
+const char *sbx_path_below(const char *path, const char *dir);
+
 /* Lexical normalisation for backends whose files are not on the host: drops "" and "."
  * components, applies "..", and refuses to climb above the root (-SBX_EESCAPE). */
 int sbx_path_normalize(const char *rel, const char *what, char **out);
