@@ -426,7 +426,7 @@ static int parse_limits(sbx_config *cfg, const sbx_json *v)
 		return rc;
 	for (size_t i = 0; i < v->n; i++) {
 		const limit_rule *rule = find_limit_rule(v->keys[i], v->key_lens[i]);
-		int64_t value;
+		int64_t value = 0;
 
 		show(path, sizeof path, "limits.", v->keys[i], v->key_lens[i]);
 		if (!rule)
@@ -575,7 +575,7 @@ static int parse_audit_redact(sbx_config *cfg, const sbx_json *v)
 static int parse_audit(sbx_config *cfg, const sbx_json *v)
 {
 	char path[SHOWN_SIZE];
-	int64_t n;
+	int64_t n = 0;
 	int rc = expect_type(v, SBX_JSON_OBJECT, "an object", "audit");
 
 	for (size_t i = 0; rc == 0 && i < v->n; i++) {

@@ -79,6 +79,7 @@ int gg_record(struct sbx_gitguard *g, const char *rel, const char *what, const c
 /* A directory name in dirfd, made (0700) if missing, opened without following a link. */
 static int subdir(int dirfd, const char *name, int *out)
 {
+	*out = -1;
 	if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	*out = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -253,14 +253,18 @@ static int inside_workspace(const struct sbx_quota_inside *q, int tmpfd, int hos
 static int bind_place(const char *dest, int rootfd, int tmpfd, int *base, char *rel,
                       size_t len)
 {
-	const char *rest;
+	const char *rest = NULL;
+	bool in_tmp;
 
 	if (below(dest, SBX_SANDBOX_ROOT, &rest)) {
 		*base = tmpfd;
 		return snprintf(rel, len, "%s/%s", SBX_SANDBOX_ROOT + 1, rest) < (int)len ? 0 : -1;
 	}
-	*base = below(dest, "/tmp", &rest) ? tmpfd : rootfd;
-	return snprintf(rel, len, "%s", *base == tmpfd ? rest : dest + 1) < (int)len ? 0 : -1;
+	/* Decided by the path, not by comparing the two fds (they are never equal, but the
+	 * choice of `rest` must not depend on it). */
+	in_tmp = below(dest, "/tmp", &rest);
+	*base = in_tmp ? tmpfd : rootfd;
+	return snprintf(rel, len, "%s", in_tmp ? rest : dest + 1) < (int)len ? 0 : -1;
 }
 
 /* The binds the init makes (made_by_init): from the workspace's tree, or of their own

@@ -80,7 +80,7 @@ int sbx_statedir_open_below(int dir_fd, const char *shown, const char *sub, mode
 	snprintf(path, sizeof path, "%s", shown);
 	while (*p) {
 		size_t n = strcspn(p, "/");
-		int next;
+		int next = -1;
 
 		if (!plain_component(p, n))
 			return sbx_fail(-SBX_EINVAL, "state folder: '%s' is not a plain relative path",

@@ -498,9 +498,11 @@ END_TEST
 
 static char *read_ws(const char *path)
 {
-	char *data = NULL;
+	/* Static: see test_tools.c's call_in (a gcc 12 -Wdangling-pointer false positive). */
+	static char *data;
 	size_t len;
 
+	data = NULL;
 	ck_assert_msg(sbx_file_read(ws, path, &data, &len) == 0, "read %s: %s", path,
 	              sbx_last_error());
 	return data;
