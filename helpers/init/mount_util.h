@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Tests set this to take the paths for kernels without openat2 (5.6) and mount_setattr
- * (5.12) on a kernel that has both. */
+/* Tests set this to take the paths for kernels without open_tree (5.2), openat2 (5.6) and
+ * mount_setattr (5.12) on a kernel that has them. */
 extern bool sbx_mount_force_fallback;
 
 /* Room for "/proc/self/fd/" and any int. */
