@@ -1,9 +1,10 @@
 /* fd-based mount primitives the sandbox root is built from (rootfs.c, rootfs_devproc.c,
  * protect.c).
  *
- * Every object is held by an O_PATH descriptor and every mount(2) names its source and target
- * as /proc/self/fd/N, so no path string is resolved twice: a symlink swapped in after a check
- * cannot redirect a bind (CVE-2024-42472, CVE-2021-30465). Paths inside a directory we do not
+ * Every object is held by an O_PATH descriptor, and a mount names its source and target by
+ * those descriptors (open_tree(2) and move_mount(2), or mount(2) with /proc/self/fd/N where
+ * the kernel lacks them), so no path string is resolved twice: a symlink swapped in after a
+ * check cannot redirect a bind (CVE-2024-42472, CVE-2021-30465). Paths inside a directory we do not
  * control (the workspace) are walked one component at a time with O_NOFOLLOW, refusing "..",
  * so a planted symlink can neither lead the walk out nor be followed at the end.
  *
@@ -14,8 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Tests set this to take the paths for kernels without openat2 (5.6) and mount_setattr
- * (5.12) on a kernel that has both. */
+/* Tests set this to take the paths for kernels without open_tree (5.2), openat2 (5.6) and
+ * mount_setattr (5.12) on a kernel that has them. */
 extern bool sbx_mount_force_fallback;
 
 /* Room for "/proc/self/fd/" and any int. */
@@ -48,7 +49,8 @@ int sbx_mountpoint_at(int dirfd, const char *name, bool directory, int *out);
 /* The id /proc/self/mountinfo gives the mount fd is on. */
 int sbx_mount_id_of(int fd, int *id);
 
-/* Recursively binds what src_fd is open on onto what dst_fd is open on. */
+/* Recursively binds what src_fd is open on onto what dst_fd is open on: a detached copy of the
+ * source's tree (open_tree, 5.2+) moved onto the target, else mount(2) through /proc. */
 int sbx_bind_fds(int src_fd, int dst_fd);
 
 /* Remounts the mount whose root top_fd is open on, and every mount below it, adding flags

@@ -49,7 +49,8 @@ static const char *const rootfs_skipped[] = { "proc", "dev", "tmp", "workspace",
 /* A host object pinned before anything is mounted. */
 struct pin {
 	char *rel;                /* where it goes, relative to the new root */
-	int fd;                   /* O_PATH on the object, or -1 for a link */
+	int fd;                   /* O_PATH on the object (readable: an /etc file to copy), or
+	                             -1 for a link */
 	char *link;               /* the target of a link to recreate, or NULL */
 };
 
@@ -402,6 +403,37 @@ static int pin_opt(struct pin_list *l, char *err, size_t errlen)
 	return r;
 }
 
+/* Small /etc files are copied into the sandbox's /etc rather than bound: a bind costs a mount
+ * (and a remount) each, and a sandbox starts with some thirty of them. The copy is what the
+ * host had when the sandbox started, read-only once /etc is sealed. */
+#define ETC_COPY_MAX (256 * 1024)
+
+static bool etc_entry_is_copied(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_size <= ETC_COPY_MAX;
+}
+
+/* A file to copy is read through a second open by name, kept only if it is the very file the
+ * O_PATH pin holds (device and inode): reopening the pin through /proc/self/fd would walk
+ * procfs, which makes its inodes anew, once per file. Where the name no longer leads to that
+ * file, the O_PATH pin stays and the copy reopens it through /proc as before. (O_NONBLOCK and
+ * O_NOCTTY: should the name lead to a FIFO or a terminal by then, the open neither waits nor
+ * takes it, and the check drops it.) */
+static int readable_pin(int etcfd, const char *name, int path_fd, const struct stat *st)
+{
+	int fd = openat(etcfd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	struct stat now;
+
+	if (fd < 0)
+		return path_fd;
+	if (fstat(fd, &now) < 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino) {
+		close(fd);
+		return path_fd;
+	}
+	close(path_fd);
+	return fd;
+}
+
 static int pin_etc_entry(int etcfd, const char *name, struct pin_list *l)
 {
 	int fd = openat(etcfd, name, O_PATH | O_CLOEXEC);   /* following links: see sbx_etc_allowlist */
@@ -414,6 +446,8 @@ static int pin_etc_entry(int etcfd, const char *name, struct pin_list *l)
 		close(fd);
 		return 0;
 	}
+	if (etc_entry_is_copied(&st))
+		fd = readable_pin(etcfd, name, fd, &st);
 	snprintf(rel, sizeof rel, "etc/%s", name);
 	return pin_push(l, rel, fd, NULL);
 }
@@ -615,20 +649,17 @@ static int write_etc_hostname(int basefd, const char *hostname, char *err, size_
 	return 0;
 }
 
-/* Small /etc files are copied into the sandbox's /etc rather than bound: a bind costs a mount
- * (and a remount) each, and a sandbox starts with some thirty of them. The copy is what the
- * host had when the sandbox started, read-only once /etc is sealed. */
-#define ETC_COPY_MAX (256 * 1024)
-
 /* Copies one pinned regular file into the directory etcdir (writable, in our tmpfs) under the
- * name below "etc/". The pinned fd is O_PATH; its magic link reopens exactly what was pinned. */
+ * name below "etc/". The pinned fd is readable (readable_pin), or O_PATH, whose magic link
+ * reopens exactly what was pinned. */
 static int copy_pinned_file(int basefd, int etcdir, const struct pin *p, const struct stat *st)
 {
 	const char *name = p->rel + strlen("etc/");
 	const char *slash = strrchr(name, '/');
-	_cleanup_close_ int in = -1, out = -1, sub = -1, subw = -1;
+	_cleanup_close_ int reopened = -1, out = -1, sub = -1, subw = -1;
 	struct sbx_fd_path path;
-	int dir = etcdir, r;
+	int dir = etcdir, in = p->fd, r;
+	off_t off = 0;
 
 	if (slash) {          /* a nested entry such as ssl/openssl.cnf: make its parents */
 		_cleanup_free_ char *parent = strndup(p->rel, (size_t)(slash - p->rel));
@@ -643,16 +674,20 @@ static int copy_pinned_file(int basefd, int etcdir, const struct pin *p, const s
 		dir = subw;
 		name = slash + 1;
 	}
-	in = open(sbx_fd_path(&path, p->fd), O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
+	if (fcntl(p->fd, F_GETFL) & O_PATH) {    /* not readable_pin's: reopen what was pinned */
+		reopened = open(sbx_fd_path(&path, p->fd), O_RDONLY | O_CLOEXEC);
+		if (reopened < 0)
+			return -errno;
+		in = reopened;
+	}
 	out = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 	             st->st_mode & 0644);
 	if (out < 0)
 		return -errno;
-	/* sendfile: one system call per file, the data never passes through user space. */
+	/* sendfile: one system call per file, the data never passes through user space. From an
+	 * offset of our own, as the pin's file position is not ours to move. */
 	for (off_t left = st->st_size; left > 0;) {
-		ssize_t n = sendfile(out, in, NULL, (size_t)left);
+		ssize_t n = sendfile(out, in, &off, (size_t)left);
 
 		if (n < 0)
 			return -errno;
@@ -677,8 +712,7 @@ static int place_etc_pins(int basefd, const struct pin_list *l, char *err, size_
 		const struct pin *p = &l->v[i];
 		struct stat st;
 
-		if (!p->link && fstat(p->fd, &st) == 0 && S_ISREG(st.st_mode) &&
-		    st.st_size <= ETC_COPY_MAX) {
+		if (!p->link && fstat(p->fd, &st) == 0 && etc_entry_is_copied(&st)) {
 			r = copy_pinned_file(basefd, etcw, p, &st);
 			if (r < 0)
 				return sbx_fail_buf(err, errlen, r, "copy /%s: %s", p->rel, strerror(-r));

@@ -11,8 +11,8 @@
  * the invoker is root — as an unprivileged uid (65534) that got there by dropping root, so
  * one `meson test` as root covers both the real-root and the unprivileged paths (run as an
  * ordinary user, pass 1 is skipped: pass 0 already is the unprivileged case). Passes 2 and 3
- * repeat 0 and 1 with the fallbacks for kernels older than openat2 (5.6) and mount_setattr
- * (5.12) forced on. */
+ * repeat 0 and 1 with the fallbacks for kernels older than open_tree (5.2), openat2 (5.6) and
+ * mount_setattr (5.12) forced on. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -312,7 +312,7 @@ static const char *pass_name(const struct sandbox *sb)
 	snprintf(name, sizeof name, "%s%s",
 	         sb->unprivileged ? "root dropped to uid 65534"
 	                          : getuid() == 0 ? "root" : "unprivileged invoker",
-	         sbx_mount_force_fallback ? ", without openat2 and mount_setattr" : "");
+	         sbx_mount_force_fallback ? ", without open_tree, openat2 and mount_setattr" : "");
 	return name;
 }
 
