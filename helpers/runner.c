@@ -664,9 +664,19 @@ static void kill_tree(struct runner *r)
 	}
 }
 
+/* A kept runner tells its init it is idle (one byte on idle_fd; -1: a one-shot runner) as
+ * soon as the command's tree is gone, before the report: the host sends its next request
+ * only once it has the report, and the init, which reads the byte first, then hands that
+ * request to this runner instead of forking another because this one still looked busy. */
+static void tell_idle(int idle_fd)
+{
+	if (idle_fd >= 0)
+		send(idle_fd, "", 1, MSG_NOSIGNAL);   /* the init gone: the next read ends the runner */
+}
+
 /* Runs one command; fds from first_to_close up are closed before (fds between the control
  * socket and it are the caller's, close-on-exec). */
-static int run_command(char **argv, unsigned first_to_close)
+static int run_command(char **argv, unsigned first_to_close, int idle_fd)
 {
 	struct runner r = { .argv = argv, .report = { SBX_RUN_EXITED, -1, SIGKILL } };
 	enum ending how;
@@ -691,12 +701,14 @@ static int run_command(char **argv, unsigned first_to_close)
 	r.hostfd = watch_host(&host_gone);
 	if (host_gone) {
 		detach_stdio(); /* nobody to run it for */
+		tell_idle(idle_fd);
 	} else {
 		if (pty_opt.wanted)
 			open_terminal(&r);
 		start_command(&r);
 		how = serve(&r);
 		kill_tree(&r);
+		tell_idle(idle_fd);
 		if (how != END_HOST_GONE)
 			send_report(&r);
 	}
@@ -708,7 +720,7 @@ static int run_command(char **argv, unsigned first_to_close)
 
 int sbx_runner_run(char **argv)
 {
-	return run_command(argv, SBX_RUN_CONTROL_FD + 1);
+	return run_command(argv, SBX_RUN_CONTROL_FD + 1, -1);
 }
 
 /* What one command set leaves nothing for the next: its limits, its terminal, and the fds
@@ -729,7 +741,7 @@ static void forget_command(void)
 
 int sbx_runner_run_kept(char **argv)
 {
-	int r = run_command(argv, SBX_RUNNER_KEPT_FD + 1);
+	int r = run_command(argv, SBX_RUNNER_KEPT_FD + 1, SBX_RUNNER_KEPT_FD);
 
 	forget_command();
 	return r;

@@ -23,9 +23,10 @@ int sbx_runner_run(char **argv);
  * own channel on this fd, close-on-exec, across the commands. */
 #define SBX_RUNNER_KEPT_FD 4
 
-/* As sbx_runner_run, but leaves fd SBX_RUNNER_KEPT_FD open, and after the report forgets the
+/* As sbx_runner_run, but leaves fd SBX_RUNNER_KEPT_FD open and says it is idle there (one
+ * byte) once the command's tree is gone, before the report; after the report it forgets the
  * command: its limits and terminal are reset, fds 0-3 (the control socket included) are
- * /dev/null and the working directory is /. The caller may then run the next command. */
+ * /dev/null and the working directory is /. The caller may then read the next command. */
 int sbx_runner_run_kept(char **argv);
 
 #endif

@@ -229,11 +229,14 @@ static void run_request(struct spawn_request *req, char **argv, const char *cwd,
  * the next one: a fork of the init and the runner's exit (its address space torn down, with
  * a TLB shootdown across the CPUs) cost about as much as running /bin/true. The init hands
  * the next request to an idle runner on the runner's channel, the same message it received,
- * and the runner says it is idle again with one byte. Every command still runs under a
- * runner that is its subreaper and kills its whole tree, and a runner is idle only once
- * nothing of its last command is left. At most KEPT_MAX runners stay; beyond that, or for a
- * command limited in processes (below), a runner serves one command and exits. */
-#define KEPT_MAX 8
+ * and the runner says it is idle again with one byte, sent before its report so that the
+ * host's next request, which follows the report, finds it idle. Every command still runs
+ * under a runner that is its subreaper and kills its whole tree, and a runner is idle only
+ * once nothing of its last command is left. At most KEPT_MAX runners stay (as many as the
+ * host's threads running commands at once, up to 32: an idle one is a copy-on-write fork of
+ * the init, ~30 kB of its own); beyond that, or for a command limited in processes (below),
+ * a runner serves one command and exits. */
+#define KEPT_MAX 32
 
 static struct {
 	int chan;          /* the init's end of the runner's channel; -1: a free slot */
@@ -302,14 +305,17 @@ static _Noreturn void serve_as_kept_runner(int chan, struct spawn_request *req, 
 	if (chan != SBX_RUNNER_KEPT_FD && dup3(chan, SBX_RUNNER_KEPT_FD, O_CLOEXEC) < 0)
 		_exit(126);
 	for (;;) {
+		/* The runner says it is idle itself, before its report (runner.h); a refused
+		 * request has no command to wait for. */
 		if (vec)
 			run_request(req, vec + 1, cwd, envp, limits, true);
-		else
+		else {
+			send(SBX_RUNNER_KEPT_FD, "", 1, MSG_NOSIGNAL);   /* failed: the read ends us */
 			refuse(req->fds[FD_RUNNER], req->fds[FD_STDERR], "malformed spawn request");
+		}
 		close_request_fds(req);
 		free(vec);
-		if (send(SBX_RUNNER_KEPT_FD, "", 1, MSG_NOSIGNAL) != 1 ||
-		    receive_request(SBX_RUNNER_KEPT_FD, req) != 1 || req->head.kind != SBX_INIT_SPAWN)
+		if (receive_request(SBX_RUNNER_KEPT_FD, req) != 1 || req->head.kind != SBX_INIT_SPAWN)
 			_exit(0);
 		vec = unpack_payload(req, &cwd, &envp, &limits);
 	}

@@ -673,25 +673,72 @@ START_TEST(test_second_exec_ends_while_the_first_waits)
 END_TEST
 
 /* The sandbox init keeps a runner for the next command once one has ended (instead of a fork
- * per command): among sequential commands some runner serves again, which shows as the same
- * parent pid. At most 8 are kept, and one is busy at a time here, so 20 commands must repeat
- * one however the runners' idle notes and the next requests interleave. */
+ * per command), which shows as the same parent pid. A runner says it is idle before its
+ * report, so the next request, sent after the report, finds it idle: one command at a time
+ * has one runner, never a second one forked because the first still looked busy. */
 START_TEST(test_sandbox_runners_serve_again)
 {
-	char seen[20][32];
-	bool repeated = false;
+	char first[32];
 
 	if (strcmp(bt_backend(), "ns") != 0 && strcmp(bt_backend(), "bwrap") != 0)
 		return;   /* agentsbx-run (local), docker exec: a runner per command */
-	for (int i = 0; i < 20 && !repeated; i++) {
+	for (int i = 0; i < 60; i++) {
 		char *out = bt_shell_out(ws, "echo $PPID");
 
-		snprintf(seen[i], sizeof seen[i], "%s", out);
+		if (i == 0)
+			snprintf(first, sizeof first, "%s", out);
+		ck_assert_msg(strcmp(out, first) == 0, "command %d had runner %s, the first had %s",
+		              i, out, first);
 		free(out);
-		for (int j = 0; j < i; j++)
-			repeated |= strcmp(seen[i], seen[j]) == 0;
 	}
-	ck_assert_msg(repeated, "20 commands, 20 runners: none was kept");
+}
+END_TEST
+
+#define RUNNER_THREADS 32
+#define RUNNER_ROUNDS 6
+
+struct runner_pids {
+	pthread_mutex_t lock;
+	char seen[RUNNER_THREADS * RUNNER_ROUNDS][16];
+	int n, distinct;
+};
+
+static void *note_runners(void *arg)
+{
+	struct runner_pids *p = arg;
+
+	for (int i = 0; i < RUNNER_ROUNDS; i++) {
+		char *out = bt_shell_out(ws, "echo $PPID");
+		bool known = false;
+
+		pthread_mutex_lock(&p->lock);
+		for (int j = 0; j < p->n; j++)
+			known |= strcmp(p->seen[j], out) == 0;
+		if (!known)
+			p->distinct++;
+		snprintf(p->seen[p->n++], sizeof p->seen[0], "%s", out);
+		pthread_mutex_unlock(&p->lock);
+		free(out);
+	}
+	return NULL;
+}
+
+/* As many runners stay as there are commands at once, up to 32: 32 threads running commands
+ * back to back are served by at most 32 runners in all, not a fork for most commands. */
+START_TEST(test_concurrent_commands_keep_their_runners)
+{
+	static struct runner_pids pids = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	pthread_t t[RUNNER_THREADS];
+
+	if (strcmp(bt_backend(), "ns") != 0 && strcmp(bt_backend(), "bwrap") != 0)
+		return;
+	for (int i = 0; i < RUNNER_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, note_runners, &pids), 0);
+	for (int i = 0; i < RUNNER_THREADS; i++)
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+	ck_assert_int_eq(pids.n, RUNNER_THREADS * RUNNER_ROUNDS);
+	ck_assert_msg(pids.distinct <= RUNNER_THREADS, "%d commands, at most %d at once, had %d "
+	              "runners", pids.n, RUNNER_THREADS, pids.distinct);
 }
 END_TEST
 
@@ -1558,6 +1605,7 @@ static Suite *conformance_suite(void)
 	tcase_add_test(tree, test_concurrent_exec_from_threads);
 	tcase_add_test(tree, test_second_exec_ends_while_the_first_waits);
 	tcase_add_test(tree, test_sandbox_runners_serve_again);
+	tcase_add_test(tree, test_concurrent_commands_keep_their_runners);
 	tcase_add_test(tree, test_runners_not_kept_under_a_process_limit);
 	tcase_add_test(tree, test_a_stopped_runner_is_woken);
 	tcase_add_test(tree, test_a_command_inherits_nothing_of_the_last);
