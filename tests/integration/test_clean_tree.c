@@ -234,26 +234,30 @@ START_TEST(test_temporary_workdir_holds_no_notes)
 	sbx_workspace *ws = bt_open_ok(NULL, NULL);
 	char *workdir = temporary_folder("agentsbx", ws);
 	char *state = temporary_folder("agentsbx-state", ws);
-	char *out = bt_shell_out(ws, "ls -A; echo agent > agent.txt");
-	const char *listing, *tools_home;
+	char *inside = bt_shell_out(ws, "ls -A; echo agent > agent.txt");
+	char *forged = bt_shell_out(ws, "(touch .agentsbx/forged) 2>/dev/null && echo written; true");
+	char *listing = NULL, *journal = NULL, *tools_home = NULL;
 
-	ck_assert_msg(workdir && state, "no temporary workdir or state folder for %s",
-	              sbx_workspace_id(ws));
-	ck_assert_str_eq(out, sandboxed() ? ".agentsbx\n" : "");
-	listing = host_out(bt_tmp("ls -A '%s'", workdir));
-	ck_assert_str_eq(listing, sandboxed() ? ".agentsbx\nagent.txt\n" : "agent.txt\n");
-	if (sandboxed()) {
-		ck_assert_str_eq(host_out(bt_tmp("ls -A '%s/.agentsbx'", workdir)), "");
-		free(out);
-		out = bt_shell_out(ws, "(touch .agentsbx/forged) 2>/dev/null && echo written; true");
-		ck_assert_str_eq(out, "");
+	if (workdir && state) {
+		listing = strdup(host_out(bt_tmp("ls -A '%s'", workdir)));
+		journal = strdup(host_out(bt_tmp("ls -A '%s/.agentsbx' 2>/dev/null || true", workdir)));
+		tools_home = strdup(host_out(bt_tmp("ls -A '%s/home'", state)));
 	}
-	tools_home = host_out(bt_tmp("ls -A '%s/home'", state));
-	ck_assert_msg(!strstr(tools_home, ".config"), "the temporary HOME has %s", tools_home);
+	/* Closed before the checks: its temporary folders must not outlive a failure. */
 	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	ck_assert_msg(workdir && state, "no temporary workdir or state folder");
+	ck_assert_str_eq(inside, sandboxed() ? ".agentsbx\n" : "");
+	ck_assert_str_eq(listing, sandboxed() ? ".agentsbx\nagent.txt\n" : "agent.txt\n");
+	ck_assert_str_eq(journal, "");
+	ck_assert_str_eq(forged, "");
+	ck_assert_msg(!strstr(tools_home, ".config"), "the temporary HOME has %s", tools_home);
 	ck_assert_msg(!test_exists(workdir) && !test_exists(state), "left after close: %s, %s",
 	              workdir, state);
-	free(out);
+	free(inside);
+	free(forged);
+	free(listing);
+	free(journal);
+	free(tools_home);
 	free(workdir);
 	free(state);
 }
