@@ -452,7 +452,9 @@ out:
 	sbx_error_clear();
 }
 
-/* The private HOME: <state>/home, made 0700, never through a link. */
+/* The private HOME: <state>/home, made 0700, never through a link. A temporary workdir has
+ * no journal (workspace.c, open_journal) to keep out of git, and its HOME is new and goes
+ * at close: the excludes file would be 2 folders and a file made and removed for nothing. */
 static int make_home(sbx_workspace *ws)
 {
 	_cleanup_close_ int fd = -1;
@@ -460,7 +462,8 @@ static int make_home(sbx_workspace *ws)
 
 	if (r < 0)
 		return r;
-	exclude_journal_from_git(fd);
+	if (!ws->workdir_temporary)
+		exclude_journal_from_git(fd);
 	if (asprintf(&ws->home_path, "%s/" HOME_SUBDIR, ws->state_path) < 0)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	return 0;

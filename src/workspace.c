@@ -145,14 +145,16 @@ static int empty_except_state(int root)
 /* The journal of what the library makes in the workdir (util/journal.h), beside the state
  * folder: what an earlier host that died left noted there (placeholders, temporary files)
  * goes before anything new is made. A workdir the library cannot write (its state folder a
- * temporary one) gets nothing made in it, and so no journal. */
+ * temporary one) gets nothing made in it, and so no journal. Nor does a temporary workdir:
+ * nothing reopens it, so nothing would sweep it, and whatever a crash leaves in it is left
+ * with the whole folder anyway; its temporary names of atomic writes go unnoted. */
 static int open_journal(sbx_workspace *ws)
 {
 	_cleanup_close_ int dir = -1;
 	char msg[512];
 	int r;
 
-	if (!ws->workdir_writable)
+	if (!ws->workdir_writable || ws->workdir_temporary)
 		return 0;
 	/* The journal's folder, <workdir>/.agentsbx, by the state folder's rules: a link or a
 	 * file planted there fails the open, naming it. */

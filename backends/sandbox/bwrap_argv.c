@@ -64,10 +64,24 @@ static char *without_dir_mark(const char *p)
 	return strndup(p, n && p[n - 1] == '/' ? n - 1 : n);
 }
 
+/* What the sandbox guards. Of the default list, only the library's own folder guards
+ * anything in a temporary workdir: the folder is empty when the sandbox starts (so the
+ * entries inside .git have no parent, and protect nothing), nothing on the host ever reads
+ * its shell rc files or .mcp.json, and the whole folder goes at close. Their placeholders
+ * were 5 directories made and removed per run, each a synchronous discard on some disks.
+ * A list the caller gave is kept as given. */
+static const char *const temporary_workdir_list[] = { SBX_STATE_DIR "/", NULL };
+
+static bool guards_temporary_defaults(const struct sbx_sandbox *sb)
+{
+	return !sb->opts->protected_paths && sb->cfg.workdir_is_temporary;
+}
+
 const char *const *sbx_sandbox_protected_list(const struct sbx_sandbox *sb)
 {
-	return sb->opts->protected_paths ? (const char *const *)sb->opts->protected_paths
-	                                 : sbx_default_protected_paths;
+	if (sb->opts->protected_paths)
+		return (const char *const *)sb->opts->protected_paths;
+	return guards_temporary_defaults(sb) ? temporary_workdir_list : sbx_default_protected_paths;
 }
 
 /* Protected entries missing when the sandbox starts get empty read-only placeholders, which
@@ -84,6 +98,13 @@ void sbx_sandbox_make_placeholders(struct sbx_sandbox *sb)
 	sbx_journal *j = NULL;
 
 	free(SBX_TAKE_PTR(sb->placeholders));
+	/* A temporary workdir's one placeholder needs no note: nothing of the user's can have
+	 * its name (the folder is the core's, and nothing in it is trusted), and it goes with
+	 * the folder, however the host ends. mkdirat follows no link at the name. */
+	if (guards_temporary_defaults(sb)) {
+		(void)mkdirat(sb->root_fd, SBX_STATE_DIR, 0755);
+		return;
+	}
 	while (list[n])
 		n++;
 	_cleanup_free_ char **paths = calloc(n + 1, sizeof *paths);

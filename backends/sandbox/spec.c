@@ -179,10 +179,14 @@ char *sbx_sandbox_build_spec(const struct sbx_sandbox *sb, bool prestart)
 	}
 	sbx_buf_puts(&b, "],");
 	spec_users(&b, sb);
-	if (o->protected_paths) {
+	/* Absent, the init guards its defaults. A temporary workdir's list is empty
+	 * (sbx_sandbox_protected_list), but not a spare's: it serves any workdir. */
+	if (o->protected_paths || (!prestart && sb->cfg.workdir_is_temporary)) {
+		const char *const *list = sbx_sandbox_protected_list(sb);
+
 		sbx_buf_puts(&b, "\"protected\":[");
-		for (char **p = o->protected_paths; *p; p++) {
-			sbx_buf_puts(&b, p == o->protected_paths ? "" : ",");
+		for (const char *const *p = list; *p; p++) {
+			sbx_buf_puts(&b, p == list ? "" : ",");
 			sbx_buf_json_string(&b, *p, strlen(*p));
 		}
 		sbx_buf_puts(&b, "],");

@@ -213,6 +213,56 @@ START_TEST(test_tools_home_is_private_and_kept)
 }
 END_TEST
 
+/* The one folder the core made for this workspace under TMPDIR with this prefix, or NULL. */
+static char *temporary_folder(const char *prefix, const sbx_workspace *ws)
+{
+	const char *tmp = getenv("TMPDIR");
+	const char *found = host_out(bt_tmp("ls -d '%s'/%s-%s-* 2>/dev/null || true",
+	                                    tmp && tmp[0] == '/' ? tmp : "/tmp", prefix,
+	                                    sbx_workspace_id(ws)));
+	size_t n = strcspn(found, "\n");
+
+	return n ? strndup(found, n) : NULL;
+}
+
+/* A temporary workdir is never reopened and goes whole at close: while its command runs it
+ * holds no journal, no placeholder of the shell rc files or .mcp.json (in a sandbox only the
+ * library's own folder, empty and guarded), and its HOME no git excludes file for the journal:
+ * 14 host folders per one-shot run were 5 (issue 18). Nothing stays after close. */
+START_TEST(test_temporary_workdir_holds_no_notes)
+{
+	sbx_workspace *ws = bt_open_ok(NULL, NULL);
+	char *workdir = temporary_folder("agentsbx", ws);
+	char *state = temporary_folder("agentsbx-state", ws);
+	char *inside = bt_shell_out(ws, "ls -A; echo agent > agent.txt");
+	char *forged = bt_shell_out(ws, "(touch .agentsbx/forged) 2>/dev/null && echo written; true");
+	char *listing = NULL, *journal = NULL, *tools_home = NULL;
+
+	if (workdir && state) {
+		listing = strdup(host_out(bt_tmp("ls -A '%s'", workdir)));
+		journal = strdup(host_out(bt_tmp("ls -A '%s/.agentsbx' 2>/dev/null || true", workdir)));
+		tools_home = strdup(host_out(bt_tmp("ls -A '%s/home'", state)));
+	}
+	/* Closed before the checks: its temporary folders must not outlive a failure. */
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	ck_assert_msg(workdir && state, "no temporary workdir or state folder");
+	ck_assert_str_eq(inside, sandboxed() ? ".agentsbx\n" : "");
+	ck_assert_str_eq(listing, sandboxed() ? ".agentsbx\nagent.txt\n" : "agent.txt\n");
+	ck_assert_str_eq(journal, "");
+	ck_assert_str_eq(forged, "");
+	ck_assert_msg(!strstr(tools_home, ".config"), "the temporary HOME has %s", tools_home);
+	ck_assert_msg(!test_exists(workdir) && !test_exists(state), "left after close: %s, %s",
+	              workdir, state);
+	free(inside);
+	free(forged);
+	free(listing);
+	free(journal);
+	free(tools_home);
+	free(workdir);
+	free(state);
+}
+END_TEST
+
 /* A workspace from before 1.7: state in <workdir>/.agentsbx (made here by the old layout,
  * "state_dir": "workdir", with real records: an MCP declaration, a skill, the audit log).
  * The next open with the default layout migrates it and keeps all of it. */
@@ -265,6 +315,7 @@ static Suite *clean_tree_suite(void)
 	tcase_add_test(tc, test_identity_through_global_config);
 	tcase_add_test(tc, test_tools_home_is_private_and_kept);
 	tcase_add_test(tc, test_legacy_state_folder_is_migrated);
+	tcase_add_test(tc, test_temporary_workdir_holds_no_notes);
 	/* Only where the git guard keeps existing repositories' config read-only. */
 	if (sandboxed())
 		tcase_add_test(tc, test_local_identity_refused_with_reason);

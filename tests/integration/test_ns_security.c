@@ -1741,6 +1741,43 @@ START_TEST(test_spare_serves_other_state_folders)
 }
 END_TEST
 
+/* A temporary workdir guards only .agentsbx/ (backends/sandbox/bwrap_argv.c); a spare that
+ * the close of one starts serves any workdir next, and must guard the whole default list
+ * there: the served persistent workdir's .bashrc and .mcp.json cannot be created. */
+START_TEST(test_spare_after_a_temporary_workspace_guards_the_defaults)
+{
+	const char *marker = bt_mkdtemp();
+	char *dir = bt_fmt("%s", bt_mkdtemp());
+	int spare[8], serving[8], n_spare, n_serving;
+	sbx_workspace *w;
+	char *out;
+
+	/* The first open of the shape wants no spare; the second does, and its close starts it. */
+	sbx_workspace_close(bt_open_ok(NULL, prestart_state_options(marker, bt_mkdtemp())));
+	w = bt_open_ok(NULL, prestart_state_options(marker, bt_mkdtemp()));
+	out = bt_shell_out(w, "ls -A");
+	ck_assert_str_eq(out, ".agentsbx\n");
+	free(out);
+	sbx_workspace_close(w);
+	ck_assert_int_eq(wait_for_marked(marker, 2), 2);   /* the spare: outer and init */
+	n_spare = sorted_pids(marker, spare, 8);
+
+	w = bt_open_ok(dir, prestart_state_options(marker, bt_mkdtemp()));
+	n_serving = sorted_pids(dir, serving, 8);
+	ck_assert_msg(n_spare == 2 && n_serving == 2 && serving[0] == spare[0] &&
+	              serving[1] == spare[1], "the workspace was not served by the spare");
+	out = bt_shell_out(w, "for f in .bashrc .mcp.json .agentsbx/x; do "
+	                      "(echo planted > $f) 2>/dev/null && echo $f-written; done; true");
+	ck_assert_str_eq(out, "");
+	free(out);
+	sbx_workspace_close(w);
+	ck_assert(!test_exists(test_path_at(dir, ".bashrc")));
+	ck_assert_int_eq(wait_for_no_zombies(), 0);
+	test_rm_rf(dir);
+	free(dir);
+}
+END_TEST
+
 /* The spare is no child of the host, yet it dies with it like any sandbox. */
 START_TEST(test_prestarted_sandbox_dies_with_host)
 {
@@ -2150,6 +2187,7 @@ static Suite *security_suite(void)
 		tcase_add_checked_fixture(pre, setup, teardown);
 		tcase_add_test(pre, test_prestarted_sandboxes_stay_apart);
 		tcase_add_test(pre, test_spare_serves_other_state_folders);
+		tcase_add_test(pre, test_spare_after_a_temporary_workspace_guards_the_defaults);
 		tcase_add_test(pre, test_prestarted_sandbox_dies_with_host);
 		tcase_add_test(pre, test_no_spare_when_prestart_is_off);
 		tcase_add_test(pre, test_spares_start_when_the_caller_is_idle);
