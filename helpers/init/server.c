@@ -278,9 +278,27 @@ static bool forward_request(int chan, const struct spawn_request *req)
 	return n == (ssize_t)(sizeof req->head + req->inline_len);
 }
 
+/* A kept runner's byte: idle again; end-of-file: it is gone (reaped as any child). */
+static void note_kept_runner(size_t i)
+{
+	char byte;
+	ssize_t n = recv(kept[i].chan, &byte, 1, MSG_DONTWAIT);
+
+	if (n == 1)
+		kept[i].idle = true;
+	else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+		forget_kept(i);
+}
+
+/* The init does not poll the kept runners' channels: a runner's idle byte, sent before its
+ * report and so before the host's next request, is read here when a request needs a
+ * runner, which spares the init a wake-up per command (on two cores it competed with the
+ * host's thread for the report). A runner found gone here (end-of-file) frees its slot. */
 static bool hand_to_idle_runner(const struct spawn_request *req)
 {
 	for (size_t i = 0; i < KEPT_MAX; i++) {
+		if (kept[i].chan >= 0 && !kept[i].idle)
+			note_kept_runner(i);
 		if (kept[i].chan < 0 || !kept[i].idle)
 			continue;
 		if (forward_request(kept[i].chan, req)) {
@@ -337,18 +355,6 @@ static int new_kept_slot(int *runner_end)
 		return i;
 	}
 	return -1;
-}
-
-/* A kept runner's byte: idle again; end-of-file: it is gone (reaped as any child). */
-static void note_kept_runner(size_t i)
-{
-	char byte;
-	ssize_t n = recv(kept[i].chan, &byte, 1, MSG_DONTWAIT);
-
-	if (n == 1)
-		kept[i].idle = true;
-	else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-		forget_kept(i);
 }
 
 /* RLIMIT_NPROC counts every process of the sandbox's user, idle runners too: a command with
@@ -511,25 +517,22 @@ int sbx_init_serve(int ctl, uint64_t idle_ttl_ms, bool may_keep_runners)
 	/* Without a listener (the default) the channel is the only client, and its closing
 	 * ends the sandbox; a detached sandbox lives until SHUTDOWN or its idle TTL. */
 	while (sbx_init_peers_alive(&peers)) {
-		struct pollfd fds[KEPT_MAX + 1 + SBX_INIT_MAX_CLIENTS + 2];
-		size_t n = KEPT_MAX + 1, first_client = n;
+		/* The signals, then the clients; not the kept runners' channels, which are read
+		 * when a request needs a runner (hand_to_idle_runner). */
+		struct pollfd fds[1 + SBX_INIT_MAX_CLIENTS + 2];
+		size_t n = 1, first_client = n;
 		int timeout = idle_timeout(&idle, &peers), ready;
 
 		n += sbx_init_peers_pollfds(&peers, fds + first_client);
-		for (size_t i = 0; i < KEPT_MAX; i++)   /* poll ignores a negative fd */
-			fds[i] = (struct pollfd){ .fd = kept[i].chan, .events = POLLIN };
 
 		if (timeout == 0)
 			return 0;         /* idle past the TTL, nobody holding it: stop */
-		fds[KEPT_MAX] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+		fds[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
 		if ((ready = poll(fds, n, timeout)) < 0 && errno != EINTR)
 			return -errno;
 		if (ready <= 0)
 			continue;
-		for (size_t i = 0; i < KEPT_MAX; i++)
-			if (fds[i].revents && kept[i].chan == fds[i].fd)
-				note_kept_runner(i);
-		if (fds[KEPT_MAX].revents) {
+		if (fds[0].revents) {
 			struct signalfd_siginfo si;
 			while (read(sigfd, &si, sizeof si) > 0)
 				;
