@@ -98,13 +98,15 @@ void sbx_sandbox_make_placeholders(struct sbx_sandbox *sb)
 	sbx_journal *j = NULL;
 
 	free(SBX_TAKE_PTR(sb->placeholders));
-	/* A temporary workdir's one placeholder needs no note: nothing of the user's can have
-	 * its name (the folder is the core's, and nothing in it is trusted), and it goes with
-	 * the folder, however the host ends. mkdirat follows no link at the name. */
-	if (guards_temporary_defaults(sb)) {
+	/* A temporary workdir's own folder needs no note: nothing of the user's can have its
+	 * name (the folder is the core's, and nothing in it is trusted), and it goes with the
+	 * folder, however the host ends. It is made whatever the list: with no journal in a
+	 * temporary workdir nothing else makes it, and a disk-capped sandbox binds the state
+	 * folder there (init/quota.c). mkdirat follows no link at the name. */
+	if (sb->cfg.workdir_is_temporary)
 		(void)mkdirat(sb->root_fd, SBX_STATE_DIR, 0755);
+	if (guards_temporary_defaults(sb))
 		return;
-	}
 	while (list[n])
 		n++;
 	_cleanup_free_ char **paths = calloc(n + 1, sizeof *paths);
