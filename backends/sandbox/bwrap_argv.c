@@ -67,8 +67,9 @@ static char *without_dir_mark(const char *p)
 /* What the sandbox guards. Of the default list, only the library's own folder guards
  * anything in a temporary workdir: the folder is empty when the sandbox starts (so the
  * entries inside .git have no parent, and protect nothing), nothing on the host ever reads
- * its shell rc files or .mcp.json, and the whole folder goes at close. Their placeholders
- * were 5 directories made and removed per run, each a synchronous discard on some disks.
+ * its shell rc files or .mcp.json, and the whole folder goes at close. Placeholders for
+ * them would be 5 directories made and removed per run, each a synchronous discard on
+ * some disks.
  * A list the caller gave is kept as given. */
 static const char *const temporary_workdir_list[] = { SBX_STATE_DIR "/", NULL };
 

@@ -12,8 +12,27 @@
 #ifndef SBX_INIT_MOUNT_UTIL_H
 #define SBX_INIT_MOUNT_UTIL_H
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+/* open_tree(2) and move_mount(2) (5.2) flags, for C libraries whose headers lack them;
+ * mount_util.c and quota.c both make detached trees. */
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
 
 /* Tests set this to take the paths for kernels without open_tree (5.2), openat2 (5.6) and
  * mount_setattr (5.12) on a kernel that has them. */

@@ -42,19 +42,6 @@
 #include "init/rootfs_internal.h"
 #include "util/cleanup.h"
 
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef OPEN_TREE_CLOEXEC
-#define OPEN_TREE_CLOEXEC O_CLOEXEC
-#endif
-#ifndef AT_RECURSIVE
-#define AT_RECURSIVE 0x8000
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-
 #define TMPFS_FLAGS (MS_NOSUID | MS_NODEV)
 
 uint64_t sbx_quota_inodes(uint64_t bytes)
