@@ -90,8 +90,8 @@ const char *const *sbx_sandbox_protected_list(const struct sbx_sandbox *sb)
  * inside. They are made here, for both, and noted in the workspace's journal before they
  * exist (util/journal.h): they go when the sandbox stops — here at close, by the sandbox's
  * tidier when it ends otherwise (its host killed, its idle TTL), or, when both died, at the
- * next open — and only while they are still the empty entries made here. They are empty
- * directories (sbx_placeholder_is_dir), which git neither shows nor commits. */
+ * next open — and only while they are still the empty entries made here. They are sockets
+ * or empty directories (sbx_placeholder_kind_of), which git neither shows nor commits. */
 void sbx_sandbox_make_placeholders(struct sbx_sandbox *sb)
 {
 	const char *const *list = sbx_sandbox_protected_list(sb);
@@ -111,18 +111,18 @@ void sbx_sandbox_make_placeholders(struct sbx_sandbox *sb)
 	while (list[n])
 		n++;
 	_cleanup_free_ char **paths = calloc(n + 1, sizeof *paths);
-	_cleanup_free_ bool *dirs = calloc(n + 1, sizeof *dirs);
-	if (!paths || !dirs || sbx_journal_open(sb->root_fd, SBX_JOURNAL_WORKSPACE, &j) < 0) {
+	_cleanup_free_ enum sbx_placeholder_kind *kinds = calloc(n + 1, sizeof *kinds);
+	if (!paths || !kinds || sbx_journal_open(sb->root_fd, SBX_JOURNAL_WORKSPACE, &j) < 0) {
 		sbx_error_clear();    /* best effort: the sandbox makes them itself then */
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		paths[i] = without_dir_mark(list[i]);
-		dirs[i] = sbx_placeholder_is_dir(list[i]);
+		kinds[i] = sbx_placeholder_kind_of(list[i]);
 		if (!paths[i])
 			break;
 	}
-	if (sbx_journal_make_placeholders(j, (const char *const *)paths, dirs, sb->opts->detached,
+	if (sbx_journal_make_placeholders(j, (const char *const *)paths, kinds, sb->opts->detached,
 	                                  &sb->placeholders) < 0)
 		sbx_error_clear();
 	for (size_t i = 0; i < n; i++)

@@ -60,15 +60,31 @@ const char *const sbx_default_protected_paths[] = {
 	NULL,
 };
 
-/* A missing protected entry gets an empty directory as its placeholder, even where a file
- * is protected (.bashrc, .mcp.json): git shows and commits no empty directory, so the
- * placeholders leave nothing in the user's repository, inside or on the host, and a
- * directory blocks the name as well as a file (nothing can be created under it, written to
- * it, removed or renamed: it is a read-only mount point). Only entries inside .git stay
- * files: git itself reads them (.git/config) and does not list them. */
+/* A missing protected entry made inside the sandbox (the race path of protect.c) gets an
+ * empty directory as its placeholder, even where a file is protected (.bashrc, .mcp.json):
+ * git shows and commits no empty directory, so the placeholders leave nothing in the user's
+ * repository, inside or on the host, and a directory blocks the name as well as a file
+ * (nothing can be created under it, written to it, removed or renamed: it is a read-only
+ * mount point). Only entries inside .git stay files: git itself reads them (.git/config)
+ * and does not list them. */
 bool sbx_placeholder_is_dir(const char *entry)
 {
 	size_t len = strlen(entry);
 
 	return (len > 0 && entry[len - 1] == '/') || strncmp(entry, ".git/", 5) != 0;
+}
+
+/* What the library makes on the host before the sandbox starts: where a file is protected
+ * outside .git, a socket inode, which git neither shows nor commits either and which costs a
+ * fraction of a directory to make and remove (no block to allocate, none to discard); the
+ * init covers it with an empty read-only file (protect.c), so inside the name can be neither
+ * created, written, removed nor renamed. A protected directory ("/" at the end) stays a
+ * directory, an entry inside .git a file, as above. */
+enum sbx_placeholder_kind sbx_placeholder_kind_of(const char *entry)
+{
+	size_t len = strlen(entry);
+
+	if (!sbx_placeholder_is_dir(entry))
+		return SBX_PLACEHOLDER_FILE;
+	return len > 0 && entry[len - 1] == '/' ? SBX_PLACEHOLDER_DIR : SBX_PLACEHOLDER_SOCKET;
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "util/journal.h"
+
 #define SBX_SANDBOX_ROOT "/workspace"
 #define SBX_STATE_DIR ".agentsbx"     /* the library's state folder inside the workspace */
 
@@ -140,8 +142,11 @@ extern const char *const sbx_layout_writable[];
 /* The default protected paths (".git/hooks/", ".git/config", ".agentsbx/", shell rc files,
  * ".mcp.json"); policy.c says why each. */
 extern const char *const sbx_default_protected_paths[];
-/* Whether a missing protected entry gets an empty directory as its placeholder (policy.c). */
+/* Whether a missing protected entry the init makes itself gets an empty directory as its
+ * placeholder (policy.c). */
 bool sbx_placeholder_is_dir(const char *entry);
+/* What the library makes on the host for a missing protected entry (policy.c). */
+enum sbx_placeholder_kind sbx_placeholder_kind_of(const char *entry);
 
 /* net.c --------------------------------------------------------------------------------- */
 

@@ -157,6 +157,17 @@ bool sbx_journal_generation(int fd, uint64_t *gen)
 	return true;
 }
 
+bool sbx_journal_birth(int dirfd, const char *name, uint64_t *born)
+{
+	struct statx stx;
+
+	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 : AT_EMPTY_PATH), STATX_BTIME,
+	          &stx) < 0 || !(stx.stx_mask & STATX_BTIME))
+		return false;
+	*born = (uint64_t)stx.stx_btime.tv_sec * 1000000000u + stx.stx_btime.tv_nsec;
+	return true;
+}
+
 void sbx_journal_random_hex(char *out, size_t bytes)
 {
 	unsigned char raw[16];
@@ -370,8 +381,8 @@ static char *relative_dir(const sbx_journal *j, int dirfd)
 }
 
 struct identity {
-	uint64_t dev, ino, gen;
-	bool has_gen;
+	uint64_t dev, ino, gen, born;
+	bool has_gen, has_born;
 };
 
 /* What a note says of the entry's inode, from an fd of it (-1: not made yet, all 0). */
@@ -385,11 +396,12 @@ static struct identity identity_of(int fd)
 	id.dev = (uint64_t)st.st_dev;
 	id.ino = (uint64_t)st.st_ino;
 	id.has_gen = sbx_journal_generation(fd, &id.gen);
+	id.has_born = sbx_journal_birth(fd, "", &id.born);
 	return id;
 }
 
-static void item_json(sbx_buf *b, const char *at, const char *name, const char *tmp, bool dir,
-                      const struct identity *id)
+static void item_json(sbx_buf *b, const char *at, const char *name, const char *tmp,
+                      enum sbx_placeholder_kind kind, const struct identity *id)
 {
 	sbx_buf_puts(b, "{\"at\":");
 	sbx_buf_json_string(b, at, strlen(at));
@@ -399,10 +411,15 @@ static void item_json(sbx_buf *b, const char *at, const char *name, const char *
 	}
 	sbx_buf_puts(b, ",\"tmp\":");
 	sbx_buf_json_string(b, tmp, strlen(tmp));
-	sbx_buf_printf(b, ",\"dir\":%s,\"dev\":%llu,\"ino\":%llu", dir ? "true" : "false",
-	               (unsigned long long)id->dev, (unsigned long long)id->ino);
+	sbx_buf_printf(b, ",\"dir\":%s,", kind == SBX_PLACEHOLDER_DIR ? "true" : "false");
+	if (kind == SBX_PLACEHOLDER_SOCKET)
+		sbx_buf_puts(b, "\"sock\":true,");
+	sbx_buf_printf(b, "\"dev\":%llu,\"ino\":%llu", (unsigned long long)id->dev,
+	               (unsigned long long)id->ino);
 	if (id->has_gen)
 		sbx_buf_printf(b, ",\"gen\":%llu", (unsigned long long)id->gen);
+	if (id->has_born)
+		sbx_buf_printf(b, ",\"born\":%llu", (unsigned long long)id->born);
 	sbx_buf_puts(b, "}");
 }
 
@@ -422,7 +439,7 @@ static void *temp_note(void *ctx, int dirfd, const char *tmp, int fd)
 	sbx_buf_puts(&b, "{\"kind\":\"temp\",");
 	sbx_journal_owner_json(&b, &me);
 	sbx_buf_puts(&b, ",\"items\":[");
-	item_json(&b, at, NULL, tmp, false, &id);
+	item_json(&b, at, NULL, tmp, SBX_PLACEHOLDER_FILE, &id);
 	sbx_buf_puts(&b, "]}");
 	r = sbx_journal_put_note(j->dir_fd, name, &b, false);
 	sbx_buf_free(&b);
@@ -441,7 +458,7 @@ static void temp_forget(void *ctx, void *handle)
 
 struct placeholder {
 	const char *path;
-	bool dir;
+	enum sbx_placeholder_kind kind;
 	char *at;                     /* its directory (relative) */
 	char *name;
 	char tmp[NAME_MAX + 1];
@@ -474,9 +491,21 @@ static int parent_of(const sbx_journal *j, const struct placeholder *p, int *own
 	return sbx_path_open_parent(j->root_fd, p->path, false, owned, &name) < 0 ? -1 : *owned;
 }
 
+/* A socket where the directory's file system tells birth times (a socket cannot be opened
+ * for its generation, and its noted inode must not be mistaken for a later one's), else a
+ * directory, which blocks the name as well. */
+static enum sbx_placeholder_kind kind_in(int dirfd, enum sbx_placeholder_kind wanted)
+{
+	uint64_t born;
+
+	if (wanted == SBX_PLACEHOLDER_SOCKET && !sbx_journal_birth(dirfd, "", &born))
+		return SBX_PLACEHOLDER_DIR;
+	return wanted;
+}
+
 /* The missing ones whose parent exists, with their directories split off. */
-static size_t find_missing(const sbx_journal *j, const char *const *paths, const bool *dirs,
-                           struct placeholder **out)
+static size_t find_missing(const sbx_journal *j, const char *const *paths,
+                           const enum sbx_placeholder_kind *kinds, struct placeholder **out)
 {
 	size_t n = 0, cap = 0;
 	struct placeholder *v = NULL;
@@ -498,7 +527,7 @@ static size_t find_missing(const sbx_journal *j, const char *const *paths, const
 				break;
 			v = nv;
 		}
-		v[n] = (struct placeholder){ .path = paths[i], .dir = dirs[i],
+		v[n] = (struct placeholder){ .path = paths[i], .kind = kind_in(dirfd, kinds[i]),
 		                             .name = SBX_TAKE_PTR(name),
 		                             .parent = n < PARENTS_KEPT ? SBX_TAKE_FD(dirfd) : -1,
 		                             .unnamed = -1,
@@ -532,7 +561,7 @@ static int note_placeholders(const sbx_journal *j, const char *record, bool deta
 	sbx_buf_printf(&b, ",\"detached\":%s,\"items\":[", detached ? "true" : "false");
 	for (size_t i = 0; i < n; i++) {
 		sbx_buf_puts(&b, i ? "," : "");
-		item_json(&b, v[i].at, v[i].name, v[i].tmp, v[i].dir, &v[i].id);
+		item_json(&b, v[i].at, v[i].name, v[i].tmp, v[i].kind, &v[i].id);
 	}
 	sbx_buf_puts(&b, "]}");
 	r = sbx_journal_put_note(j->dir_fd, record, &b, replace);
@@ -543,10 +572,10 @@ static int note_placeholders(const sbx_journal *j, const char *record, bool deta
 /* A file placeholder whose directory is kept open is made as an unnamed file (O_TMPFILE):
  * its inode is known before it has any name, and linking it as its name refuses anything
  * that appeared meanwhile. No temporary name, no rename. False where the file system has no
- * unnamed files (or the placeholder is a directory): the temporary name's way then. */
+ * unnamed files (or the placeholder is no file): the temporary name's way then. */
 static bool make_unnamed(struct placeholder *p)
 {
-	if (p->dir || p->parent < 0)
+	if (p->kind != SBX_PLACEHOLDER_FILE || p->parent < 0)
 		return false;
 	p->unnamed = openat(p->parent, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0444);
 	if (p->unnamed < 0)
@@ -563,14 +592,30 @@ static void make_temporary(const sbx_journal *j, struct placeholder *p)
 
 	if (dirfd < 0)
 		return;
-	/* 0755 / 0444: the sandbox binds it read-only; the host keeps the right to remove it. */
-	if (p->dir ? mkdirat(dirfd, p->tmp, 0755) < 0
-	           : (fd = openat(dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	                                     O_CLOEXEC, 0444)) < 0)
-		return;
-	if (p->dir)
+	/* 0755 / 0444: the sandbox binds it read-only; the host keeps the right to remove it.
+	 * mkdirat and mknodat never follow a link at the name. */
+	switch (p->kind) {
+	case SBX_PLACEHOLDER_DIR:
+		if (mkdirat(dirfd, p->tmp, 0755) < 0)
+			return;
 		fd = openat(dirfd, p->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		break;
+	case SBX_PLACEHOLDER_SOCKET:
+		if (mknodat(dirfd, p->tmp, S_IFSOCK | 0444, 0) < 0)
+			return;
+		fd = openat(dirfd, p->tmp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		break;
+	case SBX_PLACEHOLDER_FILE:
+	default:
+		fd = openat(dirfd, p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		            0444);
+		break;
+	}
 	p->id = identity_of(fd);
+	if (p->kind == SBX_PLACEHOLDER_SOCKET && p->id.ino && !p->id.has_born) {
+		unlinkat(dirfd, p->tmp, 0);   /* could not be told from a later inode: not made */
+		p->id = (struct identity){ 0 };
+	}
 }
 
 /* Renames it into place, never over anything: what appeared meanwhile is not ours to
@@ -588,18 +633,20 @@ static void move_into_place(const sbx_journal *j, const struct placeholder *p)
 	}
 	if (renameat2(dirfd, p->tmp, dirfd, p->name, RENAME_NOREPLACE) == 0)
 		return;
-	if (errno == EINVAL && !p->dir && linkat(dirfd, p->tmp, dirfd, p->name, 0) == 0) {
+	const bool dir = p->kind == SBX_PLACEHOLDER_DIR;
+	if (errno == EINVAL && !dir && linkat(dirfd, p->tmp, dirfd, p->name, 0) == 0) {
 		unlinkat(dirfd, p->tmp, 0);   /* a file system without RENAME_NOREPLACE */
 		return;
 	}
-	unlinkat(dirfd, p->tmp, p->dir ? AT_REMOVEDIR : 0);
+	unlinkat(dirfd, p->tmp, dir ? AT_REMOVEDIR : 0);
 }
 
-int sbx_journal_make_placeholders(sbx_journal *j, const char *const *paths, const bool *dirs,
-                                  bool detached, char **record)
+int sbx_journal_make_placeholders(sbx_journal *j, const char *const *paths,
+                                  const enum sbx_placeholder_kind *kinds, bool detached,
+                                  char **record)
 {
 	struct placeholder *v = NULL;
-	size_t n = find_missing(j, paths, dirs, &v);
+	size_t n = find_missing(j, paths, kinds, &v);
 	char name[3 + 32 + 1] = "p-";
 	int r;
 
@@ -632,7 +679,8 @@ int sbx_journal_make_placeholders(sbx_journal *j, const char *const *paths, cons
 				_cleanup_close_ int owned = -1;
 				int dirfd = parent_of(j, &v[i], &owned);
 				if (dirfd >= 0)
-					unlinkat(dirfd, v[i].tmp, v[i].dir ? AT_REMOVEDIR : 0);
+					unlinkat(dirfd, v[i].tmp,
+					         v[i].kind == SBX_PLACEHOLDER_DIR ? AT_REMOVEDIR : 0);
 			}
 		unlinkat(j->dir_fd, name, 0);
 		free_placeholders(v, n);

@@ -10,7 +10,8 @@
  * pid and start time: an identity no reused pid can take) and, for every item, where it is
  * (a directory relative to the root, opened beneath it, never through a link), its names and
  * the device, inode and inode generation it got (the generation tells a reused inode number
- * apart, where the file system keeps one). A sweep removes an item only when its maker has provably
+ * apart, where the file system keeps one; the birth time does so for a socket, which cannot be
+ * opened to ask for a generation). A sweep removes an item only when its maker has provably
  * ended and the entry there still is what was noted: the same inode (a placeholder: still
  * empty), or, where the inode was not known yet, an empty entry under the random name that
  * was noted before it was created. It reads only the journal, never walks the tree. */
@@ -50,9 +51,12 @@ struct sbx_journal_item {
 	char *name;               /* a placeholder's name, NULL for a temporary file */
 	char *tmp;                /* the temporary name it had (a placeholder before its rename) */
 	bool dir;                 /* a placeholder directory */
+	bool sock;                /* a placeholder socket (never with dir) */
 	uint64_t dev, ino;        /* 0, 0 until known */
 	bool has_gen;             /* the file system told its inode generation (FS_IOC_GETVERSION) */
 	uint64_t gen;
+	bool has_born;            /* the file system told its birth time (statx STATX_BTIME) */
+	uint64_t born;            /* in ns since the epoch */
 };
 
 struct sbx_journal_note {
@@ -78,18 +82,32 @@ void sbx_journal_free(sbx_journal *j);
  * in this journal; NULL for a NULL journal. Valid while j is. */
 const struct sbx_fs_temp_notes *sbx_journal_temp_notes(sbx_journal *j);
 
-/* The placeholders of one sandbox start. For each of paths (relative to the root; dirs[i]:
- * a directory) that is missing while its parent exists, an empty read-only file (0444) or
- * directory (0755) is made and given its name without replacing anything: a file as an
- * unnamed file (O_TMPFILE), noted with its inode, then linked; a directory (or a file where
- * there are no unnamed files) under a random temporary name that is noted before it exists,
- * noted again with its inode, then renamed. None missing: no note (*record NULL). *record is the note's name in
- * the journal (caller frees), for sbx_journal_undo. Best effort: what cannot be made is left
- * to the sandbox (which then cannot make it either, or makes it itself). */
-int sbx_journal_make_placeholders(sbx_journal *j, const char *const *paths, const bool *dirs,
-                                  bool detached, char **record);
+/* What a placeholder is made as. */
+enum sbx_placeholder_kind {
+	SBX_PLACEHOLDER_FILE,     /* an empty read-only file (0444) */
+	SBX_PLACEHOLDER_DIR,      /* an empty directory (0755) */
+	/* A socket inode (0444): no data block to allocate or discard, so it is the cheapest
+	 * entry to make and remove; git and host tools skip it (git status does not list it,
+	 * open() fails at once with ENXIO). Made as a directory instead where the file system
+	 * tells no birth time: without it a socket's inode could not be told from a later one
+	 * that got the same number. */
+	SBX_PLACEHOLDER_SOCKET,
+};
 
-/* Removes what the note `record` lists (still the noted inode, still empty) and the note.
+/* The placeholders of one sandbox start. For each of paths (relative to the root; kinds[i]:
+ * what to make) that is missing while its parent exists, an empty entry of that kind is made
+ * and given its name without replacing anything: a file as an unnamed file (O_TMPFILE),
+ * noted with its inode, then linked; a directory or a socket (or a file where there are no
+ * unnamed files) under a random temporary name that is noted before it exists, noted again
+ * with its inode, then renamed. None missing: no note (*record NULL). *record is the note's
+ * name in the journal (caller frees), for sbx_journal_undo. Best effort: what cannot be made
+ * is left to the sandbox (which then cannot make it either, or makes it itself). */
+int sbx_journal_make_placeholders(sbx_journal *j, const char *const *paths,
+                                  const enum sbx_placeholder_kind *kinds, bool detached,
+                                  char **record);
+
+/* Removes what the note `record` lists (still the noted inode, still empty; never a socket
+ * the note does not call one) and the note.
  * Whoever made it calls this when its sandbox has ended: the library at close, the sandbox's
  * tidier (helpers/init/tidy.c) when it ends otherwise. */
 void sbx_journal_undo(int root_fd, const char *journal_rel, const char *record);

@@ -19,6 +19,10 @@ int sbx_journal_proc_start(int64_t pid, uint64_t *start, char *state);
 /* The inode generation of the file open as fd, where the file system keeps one. */
 bool sbx_journal_generation(int fd, uint64_t *gen);
 
+/* The birth time (ns since the epoch) of name in dirfd, not following a link ("": dirfd
+ * itself), where the file system keeps one. */
+bool sbx_journal_birth(int dirfd, const char *name, uint64_t *born);
+
 /* 2 * bytes hex digits of randomness (bytes <= 16) into out (NUL-terminated). */
 void sbx_journal_random_hex(char *out, size_t bytes);
 void sbx_journal_owner_json(sbx_buf *b, const struct sbx_journal_owner *o);

@@ -125,8 +125,9 @@ static int take_owner(const sbx_json *v, struct sbx_journal_owner *o)
 
 static int take_item(const sbx_json *v, enum sbx_journal_kind kind, struct sbx_journal_item *it)
 {
-	static const char *const keys[] = { "at", "name", "tmp", "dir", "dev", "ino", "gen", NULL };
-	const sbx_json *at, *name, *tmp, *dir;
+	static const char *const keys[] = { "at", "name", "tmp", "dir", "sock", "dev", "ino", "gen",
+	                                    "born", NULL };
+	const sbx_json *at, *name, *tmp, *dir, *sock;
 	int r;
 
 	if (v->type != SBX_JSON_OBJECT)
@@ -137,6 +138,7 @@ static int take_item(const sbx_json *v, enum sbx_journal_kind kind, struct sbx_j
 	name = sbx_json_get(v, "name");
 	tmp = sbx_json_get(v, "tmp");
 	dir = sbx_json_get(v, "dir");
+	sock = sbx_json_get(v, "sock");
 	if (!is_string(at) || !relative_dir_ok(at->str))
 		return bad("items.at", "expected a relative directory without '..'");
 	if (!is_string(tmp) || !temp_name(tmp->str))
@@ -150,10 +152,19 @@ static int take_item(const sbx_json *v, enum sbx_journal_kind kind, struct sbx_j
 	it->dir = dir && dir->b;
 	if (kind == SBX_NOTE_TEMP && it->dir)
 		return bad("items.dir", "a temporary file is no directory");
+	if (sock && sock->type != SBX_JSON_BOOL)
+		return bad("items.sock", "expected true or false");
+	it->sock = sock && sock->b;
+	if (it->sock && (kind == SBX_NOTE_TEMP || it->dir))
+		return bad("items.sock", "only a placeholder that is no directory is a socket");
 	if ((r = take_u64(v, "dev", false, &it->dev)) < 0 || (r = take_u64(v, "ino", false, &it->ino)) < 0 ||
-	    (r = take_u64(v, "gen", false, &it->gen)) < 0)
+	    (r = take_u64(v, "gen", false, &it->gen)) < 0 || (r = take_u64(v, "born", false, &it->born)) < 0)
 		return r;
 	it->has_gen = sbx_json_get(v, "gen") != NULL;
+	it->has_born = sbx_json_get(v, "born") != NULL;
+	/* A socket has no generation to ask for: its birth time alone tells a reused number. */
+	if (it->sock && it->ino && !it->has_born)
+		return bad("items.born", "a socket's inode is noted with its birth time");
 	it->at = strdup(at->str);
 	it->tmp = strdup(tmp->str);
 	it->name = name ? strdup(name->str) : NULL;
@@ -227,15 +238,20 @@ void sbx_journal_note_free(struct sbx_journal_note *n)
 
 /* ---- taking things away ----------------------------------------------------------------- */
 
-/* The same inode as noted: its number, and its generation where one was noted (an inode
- * number freed and given to a new file is not ours). */
+/* The same inode as noted: its number, and its birth time and generation where they were
+ * noted (an inode number freed and given to a new file is not ours). A socket cannot be
+ * opened for its generation: its birth time must match. */
 static bool same_inode(int dirfd, const char *name, const struct stat *st,
                        const struct sbx_journal_item *it)
 {
-	uint64_t gen;
+	uint64_t gen, born;
 
 	if (!it->ino || (uint64_t)st->st_ino != it->ino || (uint64_t)st->st_dev != it->dev)
 		return false;
+	if (it->has_born && (!sbx_journal_birth(dirfd, name, &born) || born != it->born))
+		return false;
+	if (S_ISSOCK(st->st_mode))
+		return it->has_born;
 	if (!it->has_gen)
 		return true;
 	_cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
@@ -245,7 +261,9 @@ static bool same_inode(int dirfd, const char *name, const struct stat *st,
 
 /* Removes name in dirfd if it is still what the item noted: the same inode, or, for the
  * temporary name of an item noted before its inode was known, an empty entry (the name was
- * random and noted before it existed). A placeholder must still be empty. */
+ * random and noted before it existed). A placeholder must still be empty, and of the noted
+ * type: a directory only where a directory was noted, a socket only where a socket was
+ * (never a user's socket of the same name, which is another inode). */
 static bool remove_entry(int dirfd, const char *name, const struct sbx_journal_item *it,
                          bool placeholder, bool is_tmp)
 {
@@ -253,13 +271,18 @@ static bool remove_entry(int dirfd, const char *name, const struct sbx_journal_i
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return false;
-	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISSOCK(st.st_mode))
+		return false;
+	if (S_ISSOCK(st.st_mode) && !(placeholder && it->sock))
 		return false;
 	bool same = same_inode(dirfd, name, &st, it);
-	if (!same && !(is_tmp && !it->ino && (S_ISDIR(st.st_mode) || st.st_size == 0)))
+	bool empty = S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode) || st.st_size == 0;
+	if (!same && !(is_tmp && !it->ino && empty))
 		return false;
 	if (S_ISDIR(st.st_mode))          /* rmdir refuses a directory that is not empty */
 		return placeholder && it->dir && unlinkat(dirfd, name, AT_REMOVEDIR) == 0;
+	if (S_ISSOCK(st.st_mode))
+		return unlinkat(dirfd, name, 0) == 0;
 	if (!S_ISREG(st.st_mode) || (placeholder && st.st_size != 0))
 		return false;
 	return unlinkat(dirfd, name, 0) == 0;

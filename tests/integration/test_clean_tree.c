@@ -9,6 +9,9 @@
  *    after a close and reopen, /home/<user> inside a sandbox, as `id -un` and getent say;
  *  - a workdir with a .agentsbx from before 1.7 keeps its MCP declarations, its skills and
  *    its audit log, migrated into the new state folder;
+ *  - while a sandbox runs, the placeholders of the missing protected files are sockets on
+ *    the host (where its file system tells birth times), which the host's git neither
+ *    shows nor adds;
  *  - in a repository that existed before the command, `git config user.name` still fails (the
  *    git guard keeps .git/config read-only) and the instructions say why and what works. */
 #include <check.h>
@@ -17,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -112,6 +117,30 @@ START_TEST(test_git_sees_only_the_agents_work)
 	ck_assert_str_eq(host_git(dir, "status --porcelain --ignored=no"), "");
 	ck_assert_str_eq(host_git(dir, "log -1 --name-only --format=%an"), "Agent Smith\n\nagent.txt\n");
 	ck_assert_str_eq(host_out(bt_tmp("ls -A '%s'", dir)), ".git\nREADME\nagent.txt\n");
+}
+END_TEST
+
+/* The placeholders cost the host little and show nowhere: sockets, which git skips. Only the
+ * library's own folder is there for the host's git while the sandbox runs. */
+START_TEST(test_placeholders_are_sockets_git_skips)
+{
+	static const char *const files[] = { ".bashrc", ".bash_profile", ".profile", ".zshrc",
+		                             ".mcp.json", NULL };
+	char *dir = make_repo();
+	sbx_workspace *ws = bt_open_ok(dir, NULL);
+	struct statx stx;
+
+	ck_assert_int_eq(statx(AT_FDCWD, dir, 0, STATX_BTIME, &stx), 0);
+	for (size_t i = 0; files[i] && (stx.stx_mask & STATX_BTIME); i++) {
+		struct stat st;
+		ck_assert_int_eq(lstat(test_path_at(dir, files[i]), &st), 0);
+		ck_assert_msg(S_ISSOCK(st.st_mode), "%s is no socket (mode %o)", files[i],
+		              st.st_mode);
+	}
+	ck_assert_str_eq(host_git(dir, "status --porcelain --ignored=no"), "?? .agentsbx/\n");
+	ck_assert_str_eq(host_git(dir, "add -A -n -- . ':!.agentsbx'"), "");
+	ck_assert_int_eq(sbx_workspace_close(ws), 0);
+	ck_assert_str_eq(host_out(bt_tmp("ls -A '%s'", dir)), ".git\nREADME\n");
 }
 END_TEST
 
@@ -316,6 +345,8 @@ static Suite *clean_tree_suite(void)
 	tcase_add_test(tc, test_tools_home_is_private_and_kept);
 	tcase_add_test(tc, test_legacy_state_folder_is_migrated);
 	tcase_add_test(tc, test_temporary_workdir_holds_no_notes);
+	if (sandboxed())
+		tcase_add_test(tc, test_placeholders_are_sockets_git_skips);
 	/* Only where the git guard keeps existing repositories' config read-only. */
 	if (sandboxed())
 		tcase_add_test(tc, test_local_identity_refused_with_reason);

@@ -13,6 +13,7 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,8 +40,11 @@ static char *fmt(const char *format, ...)
 }
 
 static const char *const paths[] = { ".bashrc", ".profile", "sub/.mcp.json", "missing/x",
-                                     "hooks", NULL };
-static const bool dirs[] = { false, false, false, false, true };
+                                     "hooks", ".zshrc", NULL };
+static const enum sbx_placeholder_kind kinds[] = {
+	SBX_PLACEHOLDER_FILE, SBX_PLACEHOLDER_SOCKET, SBX_PLACEHOLDER_FILE, SBX_PLACEHOLDER_FILE,
+	SBX_PLACEHOLDER_DIR, SBX_PLACEHOLDER_SOCKET,
+};
 
 static void setup(void)
 {
@@ -207,7 +211,7 @@ START_TEST(placeholders_made_and_undone)
 
 	test_put_file(dir, ".profile", "mine\n", 0644);
 	ck_assert_int_eq(sbx_journal_open(root, SBX_JOURNAL_WORKSPACE, &j), 0);
-	ck_assert_int_eq(sbx_journal_make_placeholders(j, paths, dirs, false, &record), 0);
+	ck_assert_int_eq(sbx_journal_make_placeholders(j, paths, kinds, false, &record), 0);
 	ck_assert_ptr_nonnull(record);
 	/* Made: the missing ones whose parent exists; left: the user's .profile. */
 	ck_assert_int_eq(stat(test_path_at(dir, ".bashrc"), &st), 0);
@@ -215,6 +219,8 @@ START_TEST(placeholders_made_and_undone)
 	ck_assert_int_eq(stat(test_path_at(dir, "sub/.mcp.json"), &st), 0);
 	ck_assert_int_eq(stat(test_path_at(dir, "hooks"), &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(lstat(test_path_at(dir, ".zshrc"), &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode) && (st.st_mode & 0777) == 0444);
 	ck_assert(!test_exists(test_path_at(dir, "missing")));
 	ck_assert_str_eq(test_slurp(test_path_at(dir, ".profile")), "mine\n");
 	ck_assert(!test_has_temp_files(dir));
@@ -226,6 +232,7 @@ START_TEST(placeholders_made_and_undone)
 	test_put_file(dir, "hooks/pre-commit", "#!/bin/sh\n", 0755);
 	sbx_journal_undo(root, SBX_JOURNAL_WORKSPACE, record);
 	ck_assert(!test_exists(test_path_at(dir, ".bashrc")));
+	ck_assert(!test_exists(test_path_at(dir, ".zshrc")));
 	ck_assert(test_exists(test_path_at(dir, "sub/.mcp.json")));
 	ck_assert(test_exists(test_path_at(dir, "hooks/pre-commit")));
 	ck_assert_str_eq(test_slurp(test_path_at(dir, ".profile")), "mine\n");
@@ -233,7 +240,7 @@ START_TEST(placeholders_made_and_undone)
 	/* Nothing missing: no note. */
 	free(record);
 	const char *none[] = { ".profile", NULL };
-	ck_assert_int_eq(sbx_journal_make_placeholders(j, none, dirs, false, &record), 0);
+	ck_assert_int_eq(sbx_journal_make_placeholders(j, none, kinds, false, &record), 0);
 	ck_assert_ptr_null(record);
 	sbx_journal_free(j);
 }
@@ -329,7 +336,7 @@ START_TEST(sweep_leaves_detached_placeholders_to_their_lock_holder)
 	pid_t pid = fork();
 	if (pid == 0) {
 		if (sbx_journal_open(root, SBX_JOURNAL_WORKSPACE, &j) < 0 ||
-		    sbx_journal_make_placeholders(j, paths, dirs, true, &record) < 0)
+		    sbx_journal_make_placeholders(j, paths, kinds, true, &record) < 0)
 			_exit(1);
 		_exit(0);
 	}
@@ -341,11 +348,127 @@ START_TEST(sweep_leaves_detached_placeholders_to_their_lock_holder)
 	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED), 0);
 	ck_assert(test_exists(test_path_at(dir, ".bashrc")));
 	/* ...until the caller knows that none runs. */
-	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_DETACHED), 4);
+	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_DETACHED), 5);
 	ck_assert(!test_exists(test_path_at(dir, ".bashrc")));
+	ck_assert(!test_exists(test_path_at(dir, ".zshrc")));
 	ck_assert(!test_exists(test_path_at(dir, "hooks")));
 	ck_assert(!test_exists(test_path_at(dir, "sub/.mcp.json")));
 	ck_assert_int_eq(notes(), 0);
+}
+END_TEST
+
+/* Makes the placeholders of paths in a child that then ends: a crashed host's note. */
+static void placeholders_of_an_ended_maker(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		sbx_journal *j = NULL;
+		char *record = NULL;
+		_exit(sbx_journal_open(root, SBX_JOURNAL_WORKSPACE, &j) < 0 ||
+		      sbx_journal_make_placeholders(j, paths, kinds, false, &record) < 0 || !record);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static bool is_socket(const char *rel)
+{
+	struct stat st;
+
+	return lstat(test_path_at(dir, rel), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+static void make_socket(const char *rel)
+{
+	ck_assert_int_eq(mknod(test_path_at(dir, rel), S_IFSOCK | 0644, 0), 0);
+}
+
+/* Socket placeholders left by a crash go at the next sweep; a socket the user made under
+ * the same name afterwards (it may even get the freed inode number) stays. */
+START_TEST(sweep_takes_socket_placeholders_and_no_user_socket)
+{
+	placeholders_of_an_ended_maker();
+	ck_assert(is_socket(".zshrc") && is_socket(".profile"));
+	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED), 5);
+	ck_assert(!test_exists(test_path_at(dir, ".zshrc")));
+	ck_assert(!test_exists(test_path_at(dir, ".profile")));
+	ck_assert_int_eq(notes(), 0);
+
+	placeholders_of_an_ended_maker();
+	ck_assert_int_eq(unlink(test_path_at(dir, ".zshrc")), 0);
+	make_socket(".zshrc");
+	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED), 4);
+	ck_assert(is_socket(".zshrc"));
+	ck_assert_int_eq(notes(), 0);
+}
+END_TEST
+
+/* A note naming a socket's inode must also give its birth time, and a socket is removed
+ * only where the note says socket and the birth time matches. A note of 1.7.0 (directory
+ * placeholders, no birth times) is still swept. */
+START_TEST(sweep_checks_a_socket_by_type_and_birth)
+{
+	struct sbx_journal_owner gone;
+	struct sbx_journal_note n;
+	struct statx stx;
+	sbx_journal *j = NULL;
+
+	ck_assert_int_eq(sbx_journal_open(root, SBX_JOURNAL_WORKSPACE, &j), 0);
+	sbx_journal_free(j);
+	ended_owner(&gone);
+	make_socket(".mcp.json");
+	ck_assert_int_eq(statx(AT_FDCWD, test_path_at(dir, ".mcp.json"), AT_SYMLINK_NOFOLLOW,
+	                       STATX_BTIME | STATX_INO, &stx), 0);
+	if (!(stx.stx_mask & STATX_BTIME))
+		return;           /* no birth times here: no socket placeholders either */
+	unsigned long long born = (unsigned long long)stx.stx_btime.tv_sec * 1000000000ull +
+	                          stx.stx_btime.tv_nsec;
+	char *dev = fmt("%llu", (unsigned long long)makedev(stx.stx_dev_major, stx.stx_dev_minor));
+#define ITEM "{\"kind\":\"placeholders\",\"owner\":$O,\"items\":[{\"at\":\"$A\"," \
+	     "\"name\":\".mcp.json\",\"tmp\":\"..mcp.json.sbx-abcdef\",%s\"dev\":%s,\"ino\":$I%s}]}"
+	char *no_born = fmt(ITEM, "\"sock\":true,", dev, "");
+	char *owner = owner_json(&gone);
+	char *text = expand(no_born, owner, "", 1);
+	ck_assert_int_lt(sbx_journal_parse(text, strlen(text), &n), 0);
+	ck_assert_ptr_nonnull(strstr(sbx_last_error(), "items.born"));
+	free(text);
+	free(owner);
+	char *born_s = fmt(",\"born\":%llu", born), *born_wrong = fmt(",\"born\":%llu", born + 1);
+	char *not_sock = fmt(ITEM, "", dev, born_s);
+	char *wrong = fmt(ITEM, "\"sock\":true,", dev, born_wrong);
+	char *right = fmt(ITEM, "\"sock\":true,", dev, born_s);
+#undef ITEM
+	/* Not noted as a socket, or born at another time: the user's. */
+	put_note("p-1", not_sock, &gone, "", (unsigned long long)stx.stx_ino);
+	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED), 0);
+	ck_assert(is_socket(".mcp.json"));
+	put_note("p-2", wrong, &gone, "", (unsigned long long)stx.stx_ino);
+	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED), 0);
+	ck_assert(is_socket(".mcp.json"));
+	put_note("p-3", right, &gone, "", (unsigned long long)stx.stx_ino);
+	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED), 1);
+	ck_assert(!test_exists(test_path_at(dir, ".mcp.json")));
+	/* 1.7.0's note of an empty directory placeholder. */
+	struct stat st;
+	ck_assert_int_eq(mkdir(test_path_at(dir, ".bashrc"), 0755), 0);
+	ck_assert_int_eq(stat(test_path_at(dir, ".bashrc"), &st), 0);
+	char *old = fmt("{\"kind\":\"placeholders\",\"owner\":$O,\"detached\":false,\"items\":["
+	                "{\"at\":\"$A\",\"name\":\".bashrc\",\"tmp\":\"..bashrc.sbx-abcdef\","
+	                "\"dir\":true,\"dev\":%llu,\"ino\":$I}]}", (unsigned long long)st.st_dev);
+	put_note("p-4", old, &gone, "", (unsigned long long)st.st_ino);
+	ck_assert_int_eq(sbx_journal_sweep(root, SBX_JOURNAL_WORKSPACE, SBX_SWEEP_ENDED), 1);
+	ck_assert(!test_exists(test_path_at(dir, ".bashrc")));
+	ck_assert_int_eq(notes(), 0);
+	free(old);
+	free(dev);
+	free(no_born);
+	free(born_s);
+	free(born_wrong);
+	free(not_sock);
+	free(wrong);
+	free(right);
 }
 END_TEST
 
@@ -372,6 +495,8 @@ int main(void)
 	tcase_add_test(tc, placeholders_made_and_undone);
 	tcase_add_test(tc, sweep_takes_only_what_is_provably_ours);
 	tcase_add_test(tc, sweep_leaves_detached_placeholders_to_their_lock_holder);
+	tcase_add_test(tc, sweep_takes_socket_placeholders_and_no_user_socket);
+	tcase_add_test(tc, sweep_checks_a_socket_by_type_and_birth);
 	tcase_add_test(tc, journal_refuses_a_link);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
