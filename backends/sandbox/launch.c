@@ -39,13 +39,29 @@ static bool in_our_mount_ns(pid_t pid)
  * which stays in the host's namespaces, or the outer process itself when there is no tidier.
  * The outer, in the sandbox's user and mount namespaces, is the tidier's only child. Opened
  * while READY says the sandbox lives, so the pid names it and no later process. */
-static int open_outer_pidfd(pid_t ready_pid)
+static int open_outer_pidfd(pid_t ready_pid, pid_t *outer_pid)
 {
 	pid_t outer = in_our_mount_ns(ready_pid) ? sbx_warden_first_child(ready_pid) : ready_pid;
 
+	*outer_pid = outer;
 	if (outer <= 0 || in_our_mount_ns(outer))
 		return -1;
 	return (int)syscall(SYS_pidfd_open, outer, 0);
+}
+
+/* The init is the outer process's only child. Its pid is read, then a pidfd opened and the
+ * pid read again: had the init ended in between (and the pid gone to another process), the
+ * outer, which only waits for it, would list no child any more. -1 when it cannot be told. */
+static int open_init_pidfd(pid_t outer)
+{
+	pid_t init = outer > 0 ? sbx_warden_first_child(outer) : -1;
+	int fd = init > 0 ? (int)syscall(SYS_pidfd_open, init, 0) : -1;
+
+	if (fd >= 0 && sbx_warden_first_child(outer) != init) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* Waits for READY (0), ERROR or the init's early death (negative, with the message). */
@@ -70,8 +86,14 @@ static int wait_ready(struct sbx_sandbox *sb, int err_fd)
 		sb->flags = msg.ready.flags;
 		if (sb->outer_pidfd >= 0)
 			close(SBX_TAKE_FD(sb->outer_pidfd));
-		if (sb->mode == SBX_SANDBOX_DIRECT && msg.ready.init_pid > 0)
-			sb->outer_pidfd = open_outer_pidfd(msg.ready.init_pid);
+		if (sb->init_pidfd >= 0)
+			close(SBX_TAKE_FD(sb->init_pidfd));
+		if (sb->mode == SBX_SANDBOX_DIRECT && msg.ready.init_pid > 0) {
+			pid_t outer = -1;
+			sb->outer_pidfd = open_outer_pidfd(msg.ready.init_pid, &outer);
+			if (sb->outer_pidfd >= 0)
+				sb->init_pidfd = open_init_pidfd(outer);
+		}
 		memcpy(sb->cgroup_note, msg.ready.cgroup_note, sizeof sb->cgroup_note);
 		sb->cgroup_note[sizeof sb->cgroup_note - 1] = '\0';
 		return 0;
@@ -385,10 +407,38 @@ static void stop_init(struct sbx_sandbox *sb)
 	sbx_pidfd_wait_or_kill(SBX_TAKE_FD(sb->pidfd), STOP_TIMEOUT_MS);
 }
 
+/* Closes the init's channel and waits until every process of the sandbox is gone: the init's
+ * pidfd reads as ended only after the kernel has reaped the rest of its PID namespace. The
+ * outer process is still ending then (its exit releases the sandbox's mount namespace, most
+ * of the time a close waits for). False when that cannot be known here (bubblewrap, no
+ * pidfd) or in time: the caller waits for the outer process, as before. */
+static bool end_init(struct sbx_sandbox *sb)
+{
+	struct pollfd pfd[2] = { { .fd = sb->init_pidfd, .events = POLLIN },
+	                         { .fd = sb->outer_pidfd, .events = POLLIN } };
+	long long deadline = sbx_now_ms() + STOP_TIMEOUT_MS;
+	int n;
+
+	if (sb->init_pidfd < 0 || sb->outer_pidfd < 0)
+		return false;
+	if (sb->ctl >= 0)
+		close(SBX_TAKE_FD(sb->ctl));
+	do
+		n = poll(pfd, 2, (int)(deadline > sbx_now_ms() ? deadline - sbx_now_ms() : 0));
+	while (n < 0 && errno == EINTR);
+	return n > 0;
+}
+
 /* After the init is gone: the placeholders, and the cgroup the outer process made (under this
- * process's own cgroup, which the outer process shared; it cannot remove it while in it). */
+ * process's own cgroup, which the outer process shared; it cannot remove it while in it).
+ * The placeholders go as soon as nothing of the sandbox runs, while the outer process still
+ * tears its mount namespace down (a placeholder that is a mount point there can be removed
+ * from here: the kernel detaches the mount); close returns only once that process has
+ * ended too, so the workdir is mounted nowhere any more. */
 static void stop_and_tidy(struct sbx_sandbox *sb)
 {
+	if (end_init(sb))
+		sbx_sandbox_remove_placeholders(sb);
 	stop_init(sb);
 	sbx_sandbox_remove_placeholders(sb);
 	if (sb->flags & SBX_INIT_HAS_CGROUP)
@@ -581,6 +631,8 @@ static void free_sandbox(struct sbx_sandbox *sb)
 		close(sb->pidfd);
 	if (sb->outer_pidfd >= 0)
 		close(sb->outer_pidfd);
+	if (sb->init_pidfd >= 0)
+		close(sb->init_pidfd);
 	sbx_netproxy_stop(sb->proxy);
 	sbx_runclient_set_destroy(&sb->live);
 	free(sb->placeholders);
@@ -794,6 +846,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	sb->pid = -1;
 	sb->pidfd = -1;
 	sb->outer_pidfd = -1;
+	sb->init_pidfd = -1;
 	sb->root_fd = -1;
 	sb->files_root = -1;
 	sb->ws_tree = -1;

@@ -68,6 +68,9 @@ struct sbx_sandbox {
 	                                 init_pid, opened while READY says it lives: the warden
 	                                 joins the sandbox's namespaces through it (a pid alone
 	                                 could be reused once the tidier reaps the outer) */
+	int init_pidfd;               /* direct mode: a pidfd of the init (the outer's child), from
+	                                 READY too: it reads as ended only once the kernel has
+	                                 reaped every process of the sandbox's PID namespace */
 	uint32_t flags;
 	char cgroup_note[244];
 	struct sbx_runclient_set live;
