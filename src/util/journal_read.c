@@ -288,6 +288,19 @@ static bool remove_entry(int dirfd, const char *name, const struct sbx_journal_i
 	return unlinkat(dirfd, name, 0) == 0;
 }
 
+/* Whether the item's own name holds its noted inode and no other name does: then its
+ * temporary name is gone (renamed, or unlinked once linked) and is not looked up. A lookup of
+ * a name that is not there leaves a negative dentry in the directory for as long as the
+ * kernel keeps it, one per session with random names; an inotify watch with child events on
+ * the directory (the git guard's, at every open) walks them all. */
+static bool named_alone(int dirfd, const struct sbx_journal_item *it)
+{
+	struct stat st;
+
+	return it->name && it->ino && fstatat(dirfd, it->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       (S_ISDIR(st.st_mode) || st.st_nlink == 1) && same_inode(dirfd, it->name, &st, it);
+}
+
 static int remove_items(int root_fd, const struct sbx_journal_note *n)
 {
 	int removed = 0;
@@ -301,7 +314,8 @@ static int remove_items(int root_fd, const struct sbx_journal_note *n)
 
 		if (dirfd < 0)
 			continue;         /* the directory went: so did what was in it */
-		removed += remove_entry(dirfd, it->tmp, it, placeholder, true);
+		if (!named_alone(dirfd, it))
+			removed += remove_entry(dirfd, it->tmp, it, placeholder, true);
 		if (it->name)
 			removed += remove_entry(dirfd, it->name, it, placeholder, false);
 	}
