@@ -411,15 +411,18 @@ static void stop_init(struct sbx_sandbox *sb)
  * pidfd reads as ended only after the kernel has reaped the rest of its PID namespace. The
  * outer process is still ending then (its exit releases the sandbox's mount namespace, most
  * of the time a close waits for). False when that cannot be known here (bubblewrap, no
- * pidfd) or in time: the caller waits for the outer process, as before. */
+ * pidfd) or in time: the caller waits for the outer process, as before. The pidfd is used
+ * once: a later stop (a restart that failed before its READY) must not take the ended init
+ * of this start for its own. */
 static bool end_init(struct sbx_sandbox *sb)
 {
-	struct pollfd pfd[2] = { { .fd = sb->init_pidfd, .events = POLLIN },
+	_cleanup_close_ int init = SBX_TAKE_FD(sb->init_pidfd);
+	struct pollfd pfd[2] = { { .fd = init, .events = POLLIN },
 	                         { .fd = sb->outer_pidfd, .events = POLLIN } };
 	long long deadline = sbx_now_ms() + STOP_TIMEOUT_MS;
 	int n;
 
-	if (sb->init_pidfd < 0 || sb->outer_pidfd < 0)
+	if (init < 0 || sb->outer_pidfd < 0)
 		return false;
 	if (sb->ctl >= 0)
 		close(SBX_TAKE_FD(sb->ctl));
