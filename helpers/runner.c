@@ -154,6 +154,7 @@ static NORETURN void refuse_to_start(const struct runner *r, const char *what, i
 	struct sbx_run_report rep = { SBX_RUN_EXITED, code, 0 };
 
 	write_cannot_run(r->argv[0], what, err);
+	sbx_runner_drop_direct();   /* before the report: this runner takes no next command */
 	send(SBX_RUN_CONTROL_FD, &rep, sizeof rep, MSG_NOSIGNAL);
 	/* _exit: fd 2 is still the command's stderr, and whatever runs at exit (a sanitizer
 	 * build's leak check, which cannot ptrace inside the sandbox and says so) would write
@@ -674,6 +675,89 @@ static void tell_idle(int idle_fd)
 		send(idle_fd, "", 1, MSG_NOSIGNAL);   /* the init gone: the next read ends the runner */
 }
 
+static bool direct_open, channel_wanted;
+
+void sbx_runner_offer_channel(void)
+{
+	channel_wanted = true;
+}
+
+bool sbx_runner_has_direct(void)
+{
+	return direct_open;
+}
+
+void sbx_runner_drop_direct(void)
+{
+	if (direct_open)
+		close(SBX_RUNNER_DIRECT_FD);
+	direct_open = false;
+}
+
+/* The fixed fd of a channel the runner may offer stays taken while the command runs (by
+ * /dev/null until then), so that nothing the runner opens meanwhile (its signalfd) lands
+ * there and is replaced by the channel later. */
+static void reserve_direct_fd(void)
+{
+	int fd;
+
+	if (direct_open || !channel_wanted || (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if (fd != SBX_RUNNER_DIRECT_FD) {
+		if (dup3(fd, SBX_RUNNER_DIRECT_FD, O_CLOEXEC) < 0)
+			channel_wanted = false;   /* nothing reserved: no channel is offered */
+		close(fd);
+	}
+}
+
+/* Sends the report with one end of a new channel of the runner's own (run_proto.h), the other
+ * kept on SBX_RUNNER_DIRECT_FD. False when none could be made or sent: the report is still
+ * to be sent then. */
+static bool report_offering_channel(const struct runner *r)
+{
+	int sv[2], host;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return false;
+	/* Either end may have come out on the fixed fd (it was free): the host's moves above
+	 * it first. */
+	host = fcntl(sv[0], F_DUPFD_CLOEXEC, SBX_RUNNER_DIRECT_FD + 1);
+	close(sv[0]);
+	if (host < 0 || (sv[1] != SBX_RUNNER_DIRECT_FD &&
+	                 dup3(sv[1], SBX_RUNNER_DIRECT_FD, O_CLOEXEC) < 0)) {
+		if (host >= 0)
+			close(host);
+		close(sv[1]);
+		return false;
+	}
+	if (sv[1] != SBX_RUNNER_DIRECT_FD)
+		close(sv[1]);
+	direct_open = true;
+	if (sbx_send_with_fds(SBX_RUN_CONTROL_FD, &r->report, sizeof r->report, &host, 1) < 0) {
+		close(host);
+		sbx_runner_drop_direct();
+		return false;
+	}
+	close(host);
+	return true;
+}
+
+/* The end of a command: the report (unless the host is gone), and a kept runner becomes idle
+ * -- the host's through a channel of its own where it can, else the init's (runner.h). One
+ * that is its host's already stays so: the host takes it back with the report, or closes
+ * the channel, which the caller reads as the runner being the init's again. */
+static void end_command(const struct runner *r, int idle_fd, bool report)
+{
+	bool offered = false;
+
+	if (idle_fd >= 0 && !direct_open && report && channel_wanted)
+		offered = report_offering_channel(r);
+	if (idle_fd >= 0 && !direct_open)
+		tell_idle(idle_fd);
+	if (report && !offered)
+		send_report(r);
+}
+
 /* Runs one command; fds from first_to_close up are closed before (fds between the control
  * socket and it are the caller's, close-on-exec). */
 static int run_command(char **argv, unsigned first_to_close, int idle_fd)
@@ -686,6 +770,8 @@ static int run_command(char **argv, unsigned first_to_close, int idle_fd)
 		return -1;
 	/* A host may leak fds without close-on-exec; holding them would keep its pipes open. */
 	close_fds_from(first_to_close);
+	if (idle_fd >= 0)
+		reserve_direct_fd();
 	r.subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
 	/* EINVAL: a kernel that keeps the role for PID 1 (see the top); anything else is not
 	 * a kernel we know how to run under. */
@@ -701,16 +787,14 @@ static int run_command(char **argv, unsigned first_to_close, int idle_fd)
 	r.hostfd = watch_host(&host_gone);
 	if (host_gone) {
 		detach_stdio(); /* nobody to run it for */
-		tell_idle(idle_fd);
+		end_command(&r, idle_fd, false);
 	} else {
 		if (pty_opt.wanted)
 			open_terminal(&r);
 		start_command(&r);
 		how = serve(&r);
 		kill_tree(&r);
-		tell_idle(idle_fd);
-		if (how != END_HOST_GONE)
-			send_report(&r);
+		end_command(&r, idle_fd, how != END_HOST_GONE);
 	}
 	close(r.sigfd);
 	if (r.hostfd >= 0)
@@ -730,6 +814,7 @@ static void forget_command(void)
 	for (size_t i = 0; i < sizeof rlimit_opts / sizeof rlimit_opts[0]; i++)
 		rlimit_opts[i].set = false;
 	pty_opt.wanted = false;
+	channel_wanted = false;
 	/* fd 3 stays taken (by /dev/null, which fds 0-2 are now), so that the next command's
 	 * fds, received meanwhile, land above the runner's fixed ones. */
 	dup2(STDIN_FILENO, SBX_RUN_CONTROL_FD);
@@ -741,7 +826,8 @@ static void forget_command(void)
 
 int sbx_runner_run_kept(char **argv)
 {
-	int r = run_command(argv, SBX_RUNNER_KEPT_FD + 1, SBX_RUNNER_KEPT_FD);
+	int r = run_command(argv, (direct_open ? SBX_RUNNER_DIRECT_FD : SBX_RUNNER_KEPT_FD) + 1,
+	                    SBX_RUNNER_KEPT_FD);
 
 	forget_command();
 	return r;

@@ -23,10 +23,26 @@ int sbx_runner_run(char **argv);
  * own channel on this fd, close-on-exec, across the commands. */
 #define SBX_RUNNER_KEPT_FD 4
 
-/* As sbx_runner_run, but leaves fd SBX_RUNNER_KEPT_FD open and says it is idle there (one
- * byte) once the command's tree is gone, before the report; after the report it forgets the
- * command: its limits and terminal are reset, fds 0-3 (the control socket included) are
- * /dev/null and the working directory is /. The caller may then read the next command. */
+/* As sbx_runner_run, but leaves fd SBX_RUNNER_KEPT_FD open and, once the command's tree is
+ * gone, becomes idle: it offers the host a channel of its own with the report (run_proto.h),
+ * kept on SBX_RUNNER_DIRECT_FD, when the host asked (sbx_runner_offer_channel); where it
+ * holds one already it stays the host's; otherwise it says it is
+ * idle on SBX_RUNNER_KEPT_FD (one byte) before the report, as ever. After the report it
+ * forgets the command: its limits and terminal are reset, fds 0-3 (the control socket
+ * included) are /dev/null and the working directory is /. The caller may then read the next
+ * command: from the direct channel while the runner holds one, else from its own. */
 int sbx_runner_run_kept(char **argv);
+
+/* The host takes a channel (the "channel=1" runner setting): only then is one offered. */
+void sbx_runner_offer_channel(void);
+
+/* The host's channel to a kept runner, while it holds one (close-on-exec, never seen by a
+ * command). */
+#define SBX_RUNNER_DIRECT_FD 5
+bool sbx_runner_has_direct(void);
+/* Closes it: the host closed its end (the runner is the init's again: the caller says it is
+ * idle), or the runner will exit (before its last report, so that the host's next request
+ * fails to send rather than being lost). */
+void sbx_runner_drop_direct(void);
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -111,18 +112,55 @@ static void judge_silent_runner(struct sbx_runclient *p)
 	}
 }
 
+/* The report, and the channel a kept runner of a sandbox init may offer with it
+ * (run_proto.h): *offered is that fd or -1. recv's return value and errno. */
+static ssize_t receive_report(int ctrl, struct sbx_run_report *rep, int *offered)
+{
+	char control[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = rep, .iov_len = sizeof *rep };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+	                      .msg_controllen = sizeof control };
+	ssize_t n;
+
+	do
+		n = recvmsg(ctrl, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(offered, CMSG_DATA(c), sizeof(int));
+	return n;
+}
+
+/* After a report the runner is idle: its channel (the one the command came on, or one it
+ * offers now) serves the next command. Without one it is gone or not to be trusted. */
+static void settle_channels(struct sbx_runclient *p, bool reported, int offered)
+{
+	if (reported && p->pool) {
+		if (p->channel >= 0)
+			sbx_runclient_pool_give(p->pool, p->channel);
+		if (offered >= 0)
+			sbx_runclient_pool_give(p->pool, offered);
+	} else {
+		if (p->channel >= 0)
+			close(p->channel);
+		if (offered >= 0)
+			close(offered);
+	}
+	p->channel = -1;
+}
+
 /* Takes the report, or notices the runner ended without one, then reaps the runner.
  * Returns false when there was nothing to read yet. */
 static bool collect(struct sbx_runclient *p)
 {
 	struct sbx_run_report rep;
-	ssize_t n;
+	int offered = -1;
+	ssize_t n = receive_report(p->ctrl, &rep, &offered);
 
-	do
-		n = recv(p->ctrl, &rep, sizeof rep, MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return false;
+	settle_channels(p, n == (ssize_t)sizeof rep && rep.kind == SBX_RUN_EXITED, offered);
 	if (n > 0 && (n != (ssize_t)sizeof rep || rep.kind != SBX_RUN_EXITED)) {
 		kill_runner(p); /* it speaks nonsense: it cannot be trusted to end by itself */
 		reap_runner(p);
@@ -305,6 +343,9 @@ void sbx_runclient_release(void *proc)
 	close(p->ctrl);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
+	if (p->channel >= 0)
+		close(p->channel);
+	sbx_runclient_pool_unref(p->pool);
 	free(p);
 }
 
@@ -354,17 +395,115 @@ struct sbx_runclient *sbx_runclient_new(pid_t pid, int ctrl, const char *who)
 #endif
 	p->ctrl = ctrl;
 	p->who = who;
+	p->channel = -1;
 	return p;
+}
+
+void sbx_runclient_set_pool(struct sbx_runclient *p, struct sbx_runclient_pool *pool,
+                            int channel)
+{
+	p->pool = sbx_runclient_pool_ref(pool);
+	p->channel = channel;
+}
+
+/* ---- the runners' channels ---- */
+
+struct sbx_runclient_pool {
+	atomic_int refs;
+	pthread_mutex_t lock;
+	bool closed;                  /* keeps nothing any more */
+	size_t n;
+	int fds[SBX_RUNCLIENT_POOL_MAX];
+};
+
+struct sbx_runclient_pool *sbx_runclient_pool_new(void)
+{
+	struct sbx_runclient_pool *pool = calloc(1, sizeof *pool);
+
+	if (!pool)
+		return NULL;
+	atomic_init(&pool->refs, 1);
+	pthread_mutex_init(&pool->lock, NULL);
+	return pool;
+}
+
+struct sbx_runclient_pool *sbx_runclient_pool_ref(struct sbx_runclient_pool *pool)
+{
+	if (pool)
+		atomic_fetch_add(&pool->refs, 1);
+	return pool;
+}
+
+void sbx_runclient_pool_unref(struct sbx_runclient_pool *pool)
+{
+	if (!pool || atomic_fetch_sub(&pool->refs, 1) != 1)
+		return;
+	sbx_runclient_pool_close(pool);
+	pthread_mutex_destroy(&pool->lock);
+	free(pool);
+}
+
+int sbx_runclient_pool_take(struct sbx_runclient_pool *pool)
+{
+	int fd = -1;
+
+	if (!pool)
+		return -1;
+	pthread_mutex_lock(&pool->lock);
+	if (pool->n)
+		fd = pool->fds[--pool->n];
+	pthread_mutex_unlock(&pool->lock);
+	return fd;
+}
+
+void sbx_runclient_pool_give(struct sbx_runclient_pool *pool, int fd)
+{
+	bool kept = false;
+
+	pthread_mutex_lock(&pool->lock);
+	if (!pool->closed && pool->n < SBX_RUNCLIENT_POOL_MAX) {
+		pool->fds[pool->n++] = fd;
+		kept = true;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	if (!kept)
+		close(fd);
+}
+
+static void close_channels(struct sbx_runclient_pool *pool, bool for_good)
+{
+	if (!pool)
+		return;
+	pthread_mutex_lock(&pool->lock);
+	pool->closed = pool->closed || for_good;
+	while (pool->n)
+		close(pool->fds[--pool->n]);
+	pthread_mutex_unlock(&pool->lock);
+}
+
+void sbx_runclient_pool_clear(struct sbx_runclient_pool *pool)
+{
+	close_channels(pool, false);
+}
+
+void sbx_runclient_pool_close(struct sbx_runclient_pool *pool)
+{
+	close_channels(pool, true);
 }
 
 void sbx_runclient_set_init(struct sbx_runclient_set *set)
 {
 	pthread_mutex_init(&set->lock, NULL);
 	set->live = NULL;
+	set->pool = NULL;
 }
 
 void sbx_runclient_set_destroy(struct sbx_runclient_set *set)
 {
+	/* Commands may outlive the set (and hold the pool): nothing they give back is kept. */
+	sbx_runclient_pool_close(set->pool);
+	sbx_runclient_pool_unref(set->pool);
+	set->pool = NULL;
 	pthread_mutex_destroy(&set->lock);
 }
 

@@ -15,6 +15,28 @@
 struct sbx_runclient_set;
 struct sbx_backend_limits;
 
+/* Channels straight to idle runners of a sandbox init (run_proto.h, SBX_RUN_EXITED with a
+ * channel): a command sent on one skips the init's hop (its wake-up, the fds passed twice).
+ * A runner offers its channel with a report and is its host's until the host closes it; the
+ * host takes one per command and gives it back with the command's report. Shared by a set and
+ * the commands it started (which may outlive it), so it is counted: the last unref frees it.
+ * Every function is thread-safe; NULL is an empty pool. */
+#define SBX_RUNCLIENT_POOL_MAX 32
+struct sbx_runclient_pool;
+struct sbx_runclient_pool *sbx_runclient_pool_new(void);
+struct sbx_runclient_pool *sbx_runclient_pool_ref(struct sbx_runclient_pool *pool);
+void sbx_runclient_pool_unref(struct sbx_runclient_pool *pool);
+/* A channel, or -1 when none is idle. The caller sends one request on it and hands it to
+ * the command's client (sbx_runclient_use_channel) or gives it back. */
+int sbx_runclient_pool_take(struct sbx_runclient_pool *pool);
+/* Keeps fd for the next command (closes it when the pool is full or closed). */
+void sbx_runclient_pool_give(struct sbx_runclient_pool *pool, int fd);
+/* Closes the channels it holds: their init is stopping (or restarting). */
+void sbx_runclient_pool_clear(struct sbx_runclient_pool *pool);
+/* The same, and keeps none from now on: its set is gone, the commands that outlive it are
+ * the last of the sandbox's. */
+void sbx_runclient_pool_close(struct sbx_runclient_pool *pool);
+
 /* The runner limits (runner.h names) a workspace's limits turn into: fills text with
  * "name=value" strings for the limits that are set and returns how many. */
 #define SBX_RUNCLIENT_MAX_RLIMITS 5
@@ -34,16 +56,26 @@ struct sbx_runclient {
 	int exit_code, term_signal;
 	int error;                    /* 0, or why the runner broke its protocol */
 	int runner_status;            /* waitpid status, for the error message */
+	struct sbx_runclient_pool *pool; /* where a runner's channel goes after the report */
+	int channel;                  /* the runner's channel the command was sent on, or -1 */
 };
 
 struct sbx_runclient_set {
 	pthread_mutex_t lock;
 	struct sbx_runclient *live;
+	struct sbx_runclient_pool *pool; /* the runners' channels (sandbox inits); may be NULL */
 };
 
 /* A new client for a runner (pid 0 when it is not our child) on control socket ctrl, which
  * it then owns. NULL when out of memory. */
 struct sbx_runclient *sbx_runclient_new(pid_t pid, int ctrl, const char *who);
+
+/* p's runner is a sandbox init's (sbx_runclient_pool): a channel its runner offers with the
+ * report goes to pool, and so does channel, the runner's channel the command was sent on (-1:
+ * it went through the init), which p takes; p closes it instead when the runner ends without
+ * a report. */
+void sbx_runclient_set_pool(struct sbx_runclient *p, struct sbx_runclient_pool *pool,
+                            int channel);
 
 /* A runner asked for a terminal (run_proto.h, --pty) sends its master before anything else:
  * waits up to timeout_ms for it and stores it in *fd (close-on-exec, the caller's). On

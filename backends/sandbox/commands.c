@@ -9,7 +9,7 @@ static bool wants_pty(const sbx_backend_spawn *req)
 
 /* The spawn message: the header, then the payload (init_proto.h); *len counts both. */
 static char *build_message(const sbx_backend_spawn *req, const sbx_backend_limits *limits,
-                           size_t *len)
+                           bool takes_channel, size_t *len)
 {
 	sbx_rlimit_text rl[SBX_RUNCLIENT_MAX_RLIMITS];
 	size_t nrl = sbx_runclient_rlimits(limits, rl);
@@ -30,6 +30,11 @@ static char *build_message(const sbx_backend_spawn *req, const sbx_backend_limit
 		sbx_runclient_pty_text(req->rows, req->cols, size);
 		sbx_buf_printf(&b, "pty=%s", size);
 		sbx_buf_append(&b, "", 1);
+		head.nlimits++;
+	}
+	if (takes_channel) {
+		/* A runner setting as "pty=" is: a kept runner may offer its own channel. */
+		sbx_buf_append(&b, "channel=1", sizeof "channel=1");
 		head.nlimits++;
 	}
 	if (b.oom || b.len - sizeof head > SBX_INIT_PAYLOAD_MAX) {
@@ -60,6 +65,26 @@ static int send_spawn(int ctl, const char *msg, size_t len,
 	return sbx_send_with_fds(ctl, msg, head_len, fds, SBX_INIT_SPAWN_FDS);
 }
 
+/* An idle runner's own channel (run_proto.h) takes the request where one is kept: a warm
+ * command then costs the init nothing. A channel whose runner has gone fails to send (its
+ * runner closed it before its last report) and the next is tried; the init takes the request
+ * when none is left. *channel: the one used, or -1. */
+static int send_to_runner_or_init(int ctl, struct sbx_runclient_pool *pool, const char *msg,
+                                  size_t len, const int fds[SBX_INIT_SPAWN_FDS - 1],
+                                  int *channel)
+{
+	int fd;
+
+	while ((fd = sbx_runclient_pool_take(pool)) >= 0) {
+		if (send_spawn(fd, msg, len, fds) == 0) {
+			*channel = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	return send_spawn(ctl, msg, len, fds);
+}
+
 int sbx_init_channel_spawn(int ctl, const char *who, const sbx_backend_spawn *req,
                            const sbx_backend_limits *limits, struct sbx_runclient_set *live,
                            void **proc, int *wait_fd)
@@ -68,11 +93,16 @@ int sbx_init_channel_spawn(int ctl, const char *who, const sbx_backend_spawn *re
 	_cleanup_close_ int host_end = -1, runner_end = -1;
 	struct sbx_runclient *p;
 	size_t len = 0;
-	int sv[2], r;
+	int sv[2], r, channel = -1;
 
 	if (ctl < 0)
 		return sbx_fail(-SBX_ESTATE, "%s: the sandbox is not running", who);
-	if (!(msg = build_message(req, limits, &len)))
+	/* A command limited in processes goes to the init, which gives it a runner of its own
+	 * that leaves with it (helpers/init/server.c): it neither takes nor offers a channel. */
+	struct sbx_runclient_pool *pool = live && !(limits && limits->processes) ? live->pool
+	                                                                          : NULL;
+
+	if (!(msg = build_message(req, limits, pool != NULL, &len)))
 		return sbx_fail(-SBX_E2BIG, "%s: command, environment and cwd exceed %u bytes",
 		                who, SBX_INIT_PAYLOAD_MAX);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -81,16 +111,20 @@ int sbx_init_channel_spawn(int ctl, const char *who, const sbx_backend_spawn *re
 	runner_end = sv[1];
 	const int fds[SBX_INIT_SPAWN_FDS - 1] = { req->stdin_fd, req->stdout_fd, req->stderr_fd,
 	                                          runner_end };
-	if ((r = send_spawn(ctl, msg, len, fds)) < 0)
+	if ((r = send_to_runner_or_init(ctl, pool, msg, len, fds, &channel)) < 0)
 		return sbx_fail(-SBX_EIO, "%s: the sandbox init does not answer: %s", who,
 		                strerror(-r));
 	/* The runner's end is on its way (the message holds it): ours would keep the channel
 	 * open, so that a runner that ends before its first report (a refusal before the
 	 * terminal) could only be seen by a timeout. */
 	close(SBX_TAKE_FD(runner_end));
-	if (!(p = sbx_runclient_new(0, host_end, who)))
+	if (!(p = sbx_runclient_new(0, host_end, who))) {
+		if (channel >= 0)
+			close(channel);   /* the runner serves the request and ends with its host */
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
+	}
 	host_end = -1;
+	sbx_runclient_set_pool(p, pool, channel);
 	if (live)
 		sbx_runclient_track(live, p);
 	if (wants_pty(req) &&

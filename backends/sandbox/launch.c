@@ -400,6 +400,7 @@ out:
  * before the outer process can see it gone), then kills the outer process if it lingers. */
 static void stop_init(struct sbx_sandbox *sb)
 {
+	sbx_runclient_pool_clear(sb->live.pool);
 	if (sb->ctl >= 0)
 		close(SBX_TAKE_FD(sb->ctl));
 	sbx_reap_or_kill(sb->pid, STOP_TIMEOUT_MS);
@@ -842,6 +843,7 @@ int sbx_sandbox_start(const char *who, const sbx_backend_config *cfg,
 	if (!sb)
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
 	sbx_runclient_set_init(&sb->live);
+	sb->live.pool = sbx_runclient_pool_new();   /* none: every command goes through the init */
 	sb->who = who;
 	sb->mode = mode;
 	sb->opts = o;

@@ -180,6 +180,8 @@ static void apply_limits(char **limits)
 		/* "pty=ROWSxCOLS" rides with the limits: a runner setting of the same shape. */
 		if (eq && eq - *l == 3 && strncmp(*l, "pty", 3) == 0)
 			sbx_runner_set_pty(eq + 1);
+		else if (eq && eq - *l == 7 && strncmp(*l, "channel", 7) == 0)
+			sbx_runner_offer_channel();   /* the host takes one (runner.h) */
 		else if (eq)
 			sbx_runner_set_rlimit(*l, (size_t)(eq - *l), strtoull(eq + 1, NULL, 10));
 	}
@@ -209,6 +211,7 @@ static void run_request(struct spawn_request *req, char **argv, const char *cwd,
 	if (chdir(cwd) < 0) {
 		char why[300];
 		snprintf(why, sizeof why, "chdir %s: %s", cwd, strerror(errno));
+		sbx_runner_drop_direct();   /* before the report: this runner ends */
 		refuse(SBX_RUN_CONTROL_FD, 2, why);
 		_exit(0);
 	}
@@ -310,8 +313,35 @@ static bool hand_to_idle_runner(const struct spawn_request *req)
 	return false;
 }
 
-/* A kept runner's life: the command it was forked for, then each one the init hands it,
- * until the init goes (its channel reads end-of-file). */
+/* A kept runner's next command: its host's, on the runner's own channel, while the host
+ * holds that (runner.h); once the host closes it the runner is the init's again and says so.
+ * False when the init is gone (or speaks nonsense): the runner ends. */
+static bool next_request(struct spawn_request *req)
+{
+	while (sbx_runner_has_direct()) {
+		struct pollfd pfd[2] = { { .fd = SBX_RUNNER_DIRECT_FD, .events = POLLIN },
+		                         { .fd = SBX_RUNNER_KEPT_FD, .events = POLLIN } };
+
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return false;
+		}
+		if (pfd[1].revents)   /* the init's end-of-file, or (never sent) a request */
+			break;
+		if (receive_request(SBX_RUNNER_DIRECT_FD, req) == 1 &&
+		    req->head.kind == SBX_INIT_SPAWN)
+			return true;
+		/* Closed, or not a request: the channel goes, the runner is the init's. */
+		close_request_fds(req);
+		sbx_runner_drop_direct();
+		send(SBX_RUNNER_KEPT_FD, "", 1, MSG_NOSIGNAL);
+	}
+	return receive_request(SBX_RUNNER_KEPT_FD, req) == 1 && req->head.kind == SBX_INIT_SPAWN;
+}
+
+/* A kept runner's life: the command it was forked for, then each one its host or the init
+ * hands it, until the init goes (its channel reads end-of-file). */
 static _Noreturn void serve_as_kept_runner(int chan, struct spawn_request *req, char **vec,
                                            char *cwd, char **envp, char **limits)
 {
@@ -328,12 +358,13 @@ static _Noreturn void serve_as_kept_runner(int chan, struct spawn_request *req, 
 		if (vec)
 			run_request(req, vec + 1, cwd, envp, limits, true);
 		else {
-			send(SBX_RUNNER_KEPT_FD, "", 1, MSG_NOSIGNAL);   /* failed: the read ends us */
+			if (!sbx_runner_has_direct())   /* its host's: it stays so */
+				send(SBX_RUNNER_KEPT_FD, "", 1, MSG_NOSIGNAL);   /* failed: the read ends us */
 			refuse(req->fds[FD_RUNNER], req->fds[FD_STDERR], "malformed spawn request");
 		}
 		close_request_fds(req);
 		free(vec);
-		if (receive_request(SBX_RUNNER_KEPT_FD, req) != 1 || req->head.kind != SBX_INIT_SPAWN)
+		if (!next_request(req))
 			_exit(0);
 		vec = unpack_payload(req, &cwd, &envp, &limits);
 	}

@@ -32,7 +32,9 @@
  * memfd with the payload — or, for a payload of at most SBX_INIT_INLINE_MAX bytes, only the
  * first four, the payload following the header in the message itself. The payload is NUL-terminated strings: cwd, argc arguments, envc
  * environment entries, nlimits "name=value" runner limits (names as in runner.h; since 1.7
- * also "pty=ROWSxCOLS", the runner's terminal of run_proto.h).
+ * also "pty=ROWSxCOLS", the runner's terminal of run_proto.h; and "channel=1": the host
+ * takes the channel a kept runner may offer with its report, run_proto.h, and may send the
+ * next request there instead of here).
  * When the control channel closes, the init exits, and with it every process of the sandbox.
  */
 #ifndef SBX_INIT_PROTO_H

@@ -33,6 +33,18 @@
  * command with the terminal's slave as its controlling terminal and as fds 0-2, the fds it
  * was given being unused. The host talks to the command through the master, and resizes it
  * there (TIOCSWINSZ, which signals SIGWINCH to the command's foreground process group).
+ *
+ * A runner the sandbox init keeps, asked with the runner setting "channel=1" (init_proto.h),
+ * may carry one fd (SCM_RIGHTS) with its SBX_RUN_EXITED report: one end of a SOCK_SEQPACKET
+ * channel of the runner's own. The host may then send its next SBX_INIT_SPAWN request
+ * (init_proto.h: the same message, fds included) there instead of to the init, which spares
+ * the init's wake-up and the fds' second passing; the runner serves it as if the init had
+ * handed it over and reports on the request's own control socket as ever. The runner stays
+ * the host's, busy in the init's eyes, until the host closes the channel (then it is the
+ * init's again), and offers no second one. A host that reads the report without the fd has
+ * closed it, which gives the runner back at once. A runner that will exit closes its channel
+ * before its last report, so a request sent after that report fails to send (EPIPE) and goes
+ * to the init instead.
  */
 #ifndef SBX_RUN_PROTO_H
 #define SBX_RUN_PROTO_H

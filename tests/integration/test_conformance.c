@@ -742,6 +742,85 @@ START_TEST(test_concurrent_commands_keep_their_runners)
 }
 END_TEST
 
+/* The init's voluntary context switches so far, read inside the sandbox: the init is the
+ * parent of the command's runner. */
+static long init_wakeups(void)
+{
+	char *out = bt_shell_out(ws, "init=$(cut -d' ' -f4 /proc/$PPID/stat); "
+	                             "sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' "
+	                             "/proc/$init/status");
+	long n = strtol(out, NULL, 10);
+
+	ck_assert_msg(n > 0, "no count of the init's wake-ups: '%s'", out);
+	free(out);
+	return n;
+}
+
+/* A warm command goes straight to its idle runner, on a channel the runner offered with its
+ * last report (run_proto.h): the sandbox's init is not woken for it. Through the init, each
+ * command cost it a wake-up at least (it reads the request and hands it on). */
+START_TEST(test_warm_commands_leave_the_init_asleep)
+{
+	long before, after;
+
+	if (strcmp(bt_backend(), "ns") != 0 && strcmp(bt_backend(), "bwrap") != 0)
+		return;   /* no sandbox init: local runs agentsbx-run, docker its exec server */
+	before = init_wakeups();
+	for (int i = 0; i < 40; i++)
+		free(bt_shell_out(ws, "true"));
+	after = init_wakeups();
+	ck_assert_msg(after - before < 10, "40 warm commands woke the init %ld times",
+	              after - before);
+}
+END_TEST
+
+static void *exec_until_go_in(void *arg)
+{
+	sbx_exec_opts o = { .size = sizeof o, .timeout_ms = SAFETY_TIMEOUT_MS };
+
+	return bt_shell(arg, "while [ ! -e go ]; do sleep 0.01; done", &o);
+}
+
+/* A runner that is the host's (idle, its channel in the host's pool) can be killed by any
+ * command of the workspace (same user): the host's next requests find its channel dead and go
+ * to another runner or to the init, and every command still runs. (A workspace of its own:
+ * the command kills every child of the init but its own runner.) */
+START_TEST(test_killed_idle_runners_are_replaced)
+{
+	const char *kill_others =
+		"init=$(cut -d' ' -f4 /proc/$PPID/stat); n=0; "
+		"for d in /proc/[0-9]*; do p=${d#/proc/}; "
+		"[ \"$(cut -d' ' -f4 $d/stat 2>/dev/null)\" = \"$init\" ] || continue; "
+		"[ \"$p\" = \"$PPID\" ] && continue; kill -9 $p && n=$((n+1)); done; echo $n";
+	char *dir, *killed;
+	sbx_workspace *w;
+	pthread_t t;
+	void *first;
+
+	if (strcmp(bt_backend(), "ns") != 0 && strcmp(bt_backend(), "bwrap") != 0)
+		return;
+	dir = bt_mkdtemp();
+	w = bt_open_ok(dir, NULL);
+	/* Two runners at once, so that one is idle and the host's while the other kills it. */
+	ck_assert_int_eq(pthread_create(&t, NULL, exec_until_go_in, w), 0);
+	free(bt_shell_out(w, "true"));
+	ck_assert_int_eq(sbx_file_write(w, "go", "", 0, 0, 0), 0);
+	ck_assert_int_eq(pthread_join(t, &first), 0);
+	ck_assert_int_eq(sbx_result_exit_code(first), 0);
+	sbx_result_free(first);
+	killed = bt_shell_out(w, kill_others);
+	ck_assert_msg(atoi(killed) >= 1, "no other runner to kill: %s", killed);
+	free(killed);
+	for (int i = 0; i < 20; i++) {
+		char *out = bt_shell_out(w, "echo ok");
+
+		ck_assert_str_eq(out, "ok\n");
+		free(out);
+	}
+	sbx_workspace_close(w);
+}
+END_TEST
+
 /* A command that stops its runner (or any process of the workspace that stops one, idle or
  * busy: they are of the same user) does not stall the workspace: the sandbox's init
  * continues it, and the command is reported as usual, well within its timeout. */
@@ -1606,6 +1685,8 @@ static Suite *conformance_suite(void)
 	tcase_add_test(tree, test_second_exec_ends_while_the_first_waits);
 	tcase_add_test(tree, test_sandbox_runners_serve_again);
 	tcase_add_test(tree, test_concurrent_commands_keep_their_runners);
+	tcase_add_test(tree, test_warm_commands_leave_the_init_asleep);
+	tcase_add_test(tree, test_killed_idle_runners_are_replaced);
 	tcase_add_test(tree, test_runners_not_kept_under_a_process_limit);
 	tcase_add_test(tree, test_a_stopped_runner_is_woken);
 	tcase_add_test(tree, test_a_command_inherits_nothing_of_the_last);
