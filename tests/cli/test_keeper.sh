@@ -201,7 +201,7 @@ if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
   fi
   # The same context, from another folder with another environment: served, and nothing of
   # the first caller (its variable, its folder) is in the sandbox.
-  out=$(cd "$work/cwd-b" && FIRST_CALLER= run -- sh -c 'echo "[$FIRST_CALLER]"; pwd; tr "\0" "\n" </proc/1/environ 2>/dev/null | grep -c FIRST_CALLER')
+  out=$(cd "$work/cwd-b" && FIRST_CALLER= run -- sh -c 'echo "[$FIRST_CALLER]"; pwd; { tr "\0" "\n" </proc/1/environ; } 2>/dev/null | grep -c FIRST_CALLER')
   check "the same context from elsewhere: nothing of the first caller" "[]
 /workspace
 0" "$out"
