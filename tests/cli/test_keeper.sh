@@ -288,6 +288,61 @@ EOF
   check "the planted listener got no request (connected, then refused)" 0 "$(cat "$work/report/planted" 2>/dev/null)"
   check "a planted socket: no keeper started beside it" "" "$(keepers "$XDG_RUNTIME_DIR")"
   : "$ks"
+
+  # The keeper's own check: a take replayed by another user (a request that the same keeper
+  # serves when root sends it) gets nothing, even where that user can reach the socket.
+  export XDG_RUNTIME_DIR=$(runtime rt-replay)
+  run -- true
+  wait_spare "$XDG_RUNTIME_DIR" >/dev/null
+  sock=$XDG_RUNTIME_DIR/agentsbx/$(ls "$XDG_RUNTIME_DIR/agentsbx" | grep 'keeper-.*\.sock$')
+  stop_keepers "$XDG_RUNTIME_DIR"
+  for i in $(seq 50); do [ -z "$(keepers "$XDG_RUNTIME_DIR")" ] && break; sleep 0.1; done
+  # A listener of root's in the keeper's place records what the CLI asks.
+  python3 - "$sock" "$work/report/request" <<'PY' &
+import os, socket, sys
+try:
+    os.unlink(sys.argv[1])
+except FileNotFoundError:
+    pass
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1])
+s.listen(8)
+open(sys.argv[2] + ".ready", "w").close()
+s.settimeout(15)
+c, _ = s.accept()
+open(sys.argv[2], "wb").write(c.recv(1 << 20))
+PY
+  recorder=$!
+  for i in $(seq 50); do [ -e "$work/report/request.ready" ] && break; sleep 0.1; done
+  run -- true
+  wait "$recorder"
+  run -- true                                # starts the real keeper, over the stale socket
+  if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
+    read -r keeper spare <<<"$ks"
+    chmod 711 "$XDG_RUNTIME_DIR" "$XDG_RUNTIME_DIR/agentsbx"
+    chmod 666 "$sock"
+    chmod 644 "$work/report/request"
+    cat >"$work/replay.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.settimeout(3)
+s.send(open(sys.argv[2], "rb").read())
+try:
+    data, anc, _, _ = s.recvmsg(64, socket.CMSG_SPACE(16))
+except (socket.timeout, ConnectionResetError):
+    data, anc = b"", []
+print(len(data), sum(len(d) // 4 for _, _, d in anc))
+PY
+    out=$(su "$other" -s /bin/sh -c "python3 '$work/replay.py' '$sock' '$work/report/request'" 2>&1)
+    check "a replayed take from another user gets no spare" "0 0" "$out"
+    check "the spare is still parked" yes "$(alive "$spare" && echo yes || echo no)"
+    check "the same take from root is served (the replay is a valid take)" "12 3" \
+      "$(python3 "$work/replay.py" "$sock" "$work/report/request")"
+  else
+    check "a keeper parks a spare (replay case)" yes no
+  fi
+  stop_keepers "$XDG_RUNTIME_DIR"
 else
   skip "planted folder and socket of another user (needs root, $other and python3)"
 fi
