@@ -515,6 +515,16 @@ static int send_activation(struct sbx_sandbox *sb, const struct sbx_init_spawn *
 	return r;
 }
 
+/* A keeper's spare was started without a tidier (helpers/init/tidy.c), as every spare is;
+ * a process's own spare dies with the process that would tidy after it, but a keeper serves
+ * one-shot processes, often killed: only a sandbox that leaves nothing to tidy is served,
+ * a temporary workdir with the default list (no placeholders, no journal; it goes whole). */
+static bool keeper_may_serve(const struct sbx_sandbox *sb)
+{
+	return sb->opts->keeper && sb->cfg.workdir_is_temporary && !sb->opts->protected_paths &&
+	       sbx_keeper_allowed();
+}
+
 /* Hands the workspace to a parked spare of this shape and waits for it. 0 when it is ready;
  * negative when there is none or it failed (it is stopped then, and an ordinary start,
  * which reports whatever is wrong, follows). */
@@ -526,7 +536,7 @@ static int launch_from_spare(struct sbx_sandbox *sb, const char *init, const cha
 
 	/* None parked in this process (a one-shot CLI never has one): this user's keeper's. */
 	if (!sbx_spare_take(shape, &s) &&
-	    !(sb->opts->keeper && sbx_keeper_allowed() && sbx_keeper_take(init, shape, &s)))
+	    !(keeper_may_serve(sb) && sbx_keeper_take(init, shape, &s)))
 		return -SBX_ENOENT;
 	if ((r = sbx_spare_receive_outer(&s, READY_TIMEOUT_MS)) < 0) {
 		sbx_spare_discard(&s);
