@@ -327,10 +327,11 @@ import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(sys.argv[1])
 s.settimeout(3)
-s.send(open(sys.argv[2], "rb").read())
+# A refusal may come before the request is even sent (the keeper closes at once).
 try:
+    s.send(open(sys.argv[2], "rb").read())
     data, anc, _, _ = s.recvmsg(64, socket.CMSG_SPACE(16))
-except (socket.timeout, ConnectionResetError):
+except (socket.timeout, ConnectionResetError, BrokenPipeError):
     data, anc = b"", []
 print(len(data), sum(len(d) // 4 for _, _, d in anc))
 PY
