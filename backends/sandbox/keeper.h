@@ -25,6 +25,7 @@
 #include "backends/sandbox/spare.h"
 
 #define SBX_KEEPER_NAME "agentsbx-keeper"
+#define SBX_KEEPER_INIT_NAME "agentsbx-init"   /* whose build is part of the context */
 #define SBX_KEEPER_MAGIC 0x6b656570u   /* "keep" */
 #define SBX_KEEPER_MAX_REQUEST (256 * 1024)
 /* Idle this long without a take, the keeper exits with its spare (AGENTSBX_KEEPER_IDLE_MS). */
@@ -60,5 +61,9 @@ bool sbx_keeper_allowed(void);
  * then). When no keeper runs, starts one (detached, building a spare of this shape at once)
  * and returns false. Never an error: any failure is a false. */
 bool sbx_keeper_take(const char *init, const char *shape, struct sbx_spare *out);
+
+/* For `agentsbx doctor`: whether a keeper runs for this process's context, where, or that
+ * it is off, as a sentence in out. 0, or -1 when this host cannot have one (with why). */
+int sbx_keeper_describe(char *out, size_t len);
 
 #endif

@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -295,4 +296,48 @@ bool sbx_keeper_take(const char *init, const char *shape, struct sbx_spare *out)
 		return false;
 	}
 	return send_request(fd, context, shape) == 0 && receive_spare(fd, shape, out);
+}
+
+/* Whether a process holds the flock of the file at fd: /proc/locks names it by inode, so the
+ * question takes no lock (which would make a keeper starting just then give up). */
+static bool lock_held(int fd)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/locks", "re");
+	char line[256];
+	struct stat st;
+
+	if (!f || fstat(fd, &st) < 0)
+		return false;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long ino;
+		unsigned maj, min;
+
+		/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's line has "->". */
+		if (strstr(line, "FLOCK") && !strstr(line, "->") &&
+		    sscanf(line, "%*s %*s %*s %*s %*d %x:%x:%llu", &maj, &min, &ino) == 3 &&
+		    ino == (unsigned long long)st.st_ino && makedev(maj, min) == st.st_dev)
+			return true;
+	}
+	return false;
+}
+
+int sbx_keeper_describe(char *out, size_t len)
+{
+	_cleanup_free_ char *init = NULL, *context = NULL;
+	_cleanup_close_ int dir = -1, lock_fd = -1;
+	char path[PATH_MAX], sock[64], lock[64];
+
+	if (!sbx_keeper_allowed())
+		return snprintf(out, len, "off (AGENTSBX_KEEPER)"), 0;
+	if (sbx_helper_path(SBX_KEEPER_INIT_NAME, &init) < 0 || !(context = sbx_keeper_context(init)) ||
+	    sbx_runtime_dir(&dir, path, sizeof path) < 0)
+		return snprintf(out, len, "unusable here: %s", sbx_last_error()), -1;
+	sbx_keeper_names(context, sock, lock, sizeof sock);
+	lock_fd = openat(dir, lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (lock_fd >= 0 && lock_held(lock_fd))
+		snprintf(out, len, "running for this process's context (%s/%s)", path, sock);
+	else
+		snprintf(out, len, "none running for this process's context (an ns exec with a "
+		         "temporary workdir starts one in %s)", path);
+	return 0;
 }

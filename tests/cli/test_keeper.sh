@@ -96,6 +96,8 @@ if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
   check "the spare ends with its command" yes "$(gone_within "$spare" 50 && echo yes || echo no)"
   check "the keeper lives on" yes "$(alive "$keeper" && echo yes || echo no)"
   out=$(run -- echo again); check "a third exec" again "$out"
+  "$cli" doctor | grep -q "^ns keeper *running for this process's context"
+  check "doctor: the keeper runs" 0 $?
 else
   check "a keeper parks a spare after the first exec" yes no
 fi
@@ -235,6 +237,8 @@ run --config '{"ns":{"prestart":false}}' -- true; check "prestart false: exec wo
 sleep 0.3
 check "opted out: no keeper" "" "$(keepers "$XDG_RUNTIME_DIR")"
 check "opted out: no keeper file" "" "$(ls "$XDG_RUNTIME_DIR/agentsbx" 2>/dev/null | grep keeper-)"
+"$cli" doctor | grep -q "^ns keeper *none running"; check "doctor: none runs" 0 $?
+AGENTSBX_KEEPER=0 "$cli" doctor | grep -q "^ns keeper *off"; check "doctor: the keeper is off" 0 $?
 run --config '{"ns":{"prestart":"sometimes"}}' -- true 2>"$work/err"
 check "a bad prestart value" 125 $?
 grep -q "ns.prestart" "$work/err"; check "the message names the key" 0 $?
