@@ -1,6 +1,7 @@
 /* Starting the init (directly, through bubblewrap, or by activating a pre-started spare),
  * attaching to a detached one, and stopping it. See sandbox.h and src/proto/init_proto.h. */
 #include "backends/sandbox/sandbox_int.h"
+#include "backends/sandbox/keeper.h"
 
 /* Reads what bubblewrap said on stderr, for the error message. */
 static void read_stderr(int fd, char *out, size_t len)
@@ -472,24 +473,20 @@ static char *spare_shape(const struct sbx_sandbox *sb)
 	return shape;
 }
 
-/* Starts an init of this shape and parks it: it builds itself while the caller goes on. A
- * failure costs only the next start its head start. Runs on the spare's starter thread
- * (spare.h). Takes shape. */
-static void prestart(char *shape)
+int sbx_sandbox_prestart(const char *init, char *shape, struct sbx_spare *out)
 {
 	struct sbx_spare s = { .shape = shape, .pidfd = -1, .ctl = -1, .err_fd = -1 };
 	_cleanup_close_ int spec_fd = -1, child_ctl = -1, err_write = -1;
-	_cleanup_free_ char *init = NULL;
-	int sv[2], p[2];
+	struct fd_list trees = { 0 };
+	int sv[2], p[2], status;
 	pid_t first;
 
 	const char *spec = strchr(shape, '{');   /* after the "uid:gid " of spare_shape */
 
-	if (sbx_helper_path(INIT_NAME, &init) < 0 ||
-	    (spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0 ||
+	if (!spec || (spec_fd = sbx_memfd_with("agentsbx-spec", spec, strlen(spec))) < 0 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		sbx_spare_discard(&s);
-		return;
+		return -SBX_EBACKEND;
 	}
 	s.ctl = sv[0];
 	child_ctl = sv[1];
@@ -497,7 +494,6 @@ static void prestart(char *shape)
 		s.err_fd = p[0];
 		err_write = p[1];
 	}
-	struct fd_list trees = { 0 };
 	const struct init_fds fds = { .ctl = child_ctl, .spec = spec_fd, .workspace = -1,
 	                              .bridge = -1, .tree = -1, .state = -1, .extra = &trees };
 
@@ -506,14 +502,30 @@ static void prestart(char *shape)
 		sbx_sandbox_fd_list_close(&trees);
 		close(SBX_TAKE_FD(child_ctl));   /* no spare holds it: the discard need not wait */
 		sbx_spare_discard(&s);
-		return;
+		return -SBX_EBACKEND;
 	}
 	sbx_sandbox_fd_list_close(&trees);
-	/* The first process forks the outer one and exits at once; this thread is the one to
+	/* The first process forks the outer one and exits at once; the starter is the one to
 	 * wait for that, not the caller. The outer's pidfd is read when the spare is taken. */
-	int status;
 	reap(first, &status);
-	sbx_spare_park(&s);
+	*out = s;
+	return 0;
+}
+
+/* Starts an init of this shape and parks it: it builds itself while the caller goes on. A
+ * failure costs only the next start its head start. Runs on the spare's starter thread
+ * (spare.h). Takes shape. */
+static void prestart(char *shape)
+{
+	_cleanup_free_ char *init = NULL;
+	struct sbx_spare s;
+
+	if (sbx_helper_path(INIT_NAME, &init) < 0) {
+		free(shape);
+		return;
+	}
+	if (sbx_sandbox_prestart(init, shape, &s) == 0)
+		sbx_spare_park(&s);
 }
 
 /* The sources of a spare's binds from the state folder, in the spec's order (init_proto.h,
@@ -557,16 +569,28 @@ static int send_activation(struct sbx_sandbox *sb, const struct sbx_init_spawn *
 	return r;
 }
 
+/* A keeper's spare was started without a tidier (helpers/init/tidy.c), as every spare is;
+ * a process's own spare dies with the process that would tidy after it, but a keeper serves
+ * one-shot processes, often killed: only a sandbox that leaves nothing to tidy is served,
+ * a temporary workdir with the default list (no placeholders, no journal; it goes whole). */
+static bool keeper_may_serve(const struct sbx_sandbox *sb)
+{
+	return sb->opts->keeper && sb->cfg.workdir_is_temporary && !sb->opts->protected_paths &&
+	       sbx_keeper_allowed();
+}
+
 /* Hands the workspace to a parked spare of this shape and waits for it. 0 when it is ready;
  * negative when there is none or it failed (it is stopped then, and an ordinary start,
  * which reports whatever is wrong, follows). */
-static int launch_from_spare(struct sbx_sandbox *sb, const char *shape)
+static int launch_from_spare(struct sbx_sandbox *sb, const char *init, const char *shape)
 {
 	const struct sbx_init_spawn activate = { .kind = SBX_INIT_ACTIVATE };
 	struct sbx_spare s;
 	int r;
 
-	if (!sbx_spare_take(shape, &s))
+	/* None parked in this process (a one-shot CLI never has one): this user's keeper's. */
+	if (!sbx_spare_take(shape, &s) &&
+	    !(keeper_may_serve(sb) && sbx_keeper_take(init, shape, &s)))
 		return -SBX_ENOENT;
 	if ((r = sbx_spare_receive_outer(&s, READY_TIMEOUT_MS)) < 0) {
 		sbx_spare_discard(&s);
@@ -620,7 +644,7 @@ static int launch(struct sbx_sandbox *sb)
 	}
 	if (can_prestart(sb) && !(shape = spare_shape(sb)))
 		return sbx_fail(-SBX_ENOMEM, "out of memory");
-	if ((!shape || launch_from_spare(sb, shape) < 0) && (r = launch_fresh(sb, init)) < 0)
+	if ((!shape || launch_from_spare(sb, init, shape) < 0) && (r = launch_fresh(sb, init)) < 0)
 		return r;
 	if ((r = take_files_root(sb)) < 0)
 		return r;

@@ -178,9 +178,12 @@ static int parse_option(const char *backend, const char *key, const sbx_json *v,
 		return 0;
 	}
 	if (allow_mode && !strcmp(key, "prestart")) {
-		if (v->type != SBX_JSON_BOOL)
-			return option_error(backend, key, "expected true or false");
-		o->prestart = v->b;
+		bool process_only = v->type == SBX_JSON_STRING && !strcmp(v->str, "process");
+
+		if (v->type != SBX_JSON_BOOL && !process_only)
+			return option_error(backend, key, "expected true, false or \"process\"");
+		o->prestart = process_only || v->b;
+		o->keeper = !process_only && v->b;
 		return 0;
 	}
 	if (!strcmp(key, "landlock")) {
@@ -221,6 +224,7 @@ int sbx_sandbox_parse_options(const char *backend, const char *options_json, boo
 	o->mode = allow_mode ? SBX_SANDBOX_AUTO : SBX_SANDBOX_BWRAP;
 	o->landlock = true;
 	o->prestart = allow_mode;     /* ns only: bubblewrap builds its sandboxes itself */
+	o->keeper = allow_mode;
 	if (sbx_json_parse(text, strlen(text), &root, err, sizeof err) < 0)
 		return sbx_fail(-SBX_ECONFIG, "config: key '%s': %s", backend, err);
 	if (root->type != SBX_JSON_OBJECT)

@@ -63,6 +63,8 @@ struct sbx_sandbox_options {
 	bool idle_ttl_set;
 	bool prestart;                /* direct mode: keep the next sandbox half-built when the
 	                                 process opens them one after another (default on) */
+	bool keeper;                  /* and ask the per-user keeper for one a process of its own
+	                                 has not got (keeper.h; prestart true, the default) */
 	char *subid_user;             /* as root: whose /etc/subuid range the sandbox runs as
 	                                 (NULL: SBX_IDMAP_DEFAULT_USER; util/idmap.h) */
 	bool allow_host_root;         /* root_inside "allow-host-root": where the workdir cannot be

@@ -128,5 +128,9 @@ const char *sbx_sandbox_view_root(const struct sbx_sandbox_options *o, const cha
 bool sbx_sandbox_bind_needs_tree(const struct sbx_sandbox *sb, size_t i);
 const char *sbx_sandbox_bind_in_state(const struct sbx_sandbox *sb, size_t i);
 char *sbx_sandbox_build_spec(const struct sbx_sandbox *sb, bool prestart);
+/* Starts a spare of shape ("uid:gid spec", spare_shape in launch.c) with the init helper at
+ * init, unparked, into *out (which then owns shape); 0, or a negative code with shape freed.
+ * Waits only for the first process, which forks the outer one and exits. */
+int sbx_sandbox_prestart(const char *init, char *shape, struct sbx_spare *out);
 
 #endif

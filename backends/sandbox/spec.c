@@ -180,8 +180,10 @@ char *sbx_sandbox_build_spec(const struct sbx_sandbox *sb, bool prestart)
 	sbx_buf_puts(&b, "],");
 	spec_users(&b, sb);
 	/* Absent, the init guards its defaults. A temporary workdir's list is empty
-	 * (sbx_sandbox_protected_list), but not a spare's: it serves any workdir. */
-	if (o->protected_paths || (!prestart && sb->cfg.workdir_is_temporary)) {
+	 * (sbx_sandbox_protected_list), a spare's too when it is started for one: the list is
+	 * part of its shape, so it serves only temporary workdirs, and a spare with the defaults
+	 * never serves one (which a keeper's spare, there before any open, would). */
+	if (o->protected_paths || sb->cfg.workdir_is_temporary) {
 		const char *const *list = sbx_sandbox_protected_list(sb);
 
 		sbx_buf_puts(&b, "\"protected\":[");

@@ -24,6 +24,7 @@
 #include "util/cleanup.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "backends/sandbox/keeper.h"
 
 #define EXIT_LIBRARY_ERROR 125
 #define EXIT_TIMED_OUT 124
@@ -599,6 +600,15 @@ static int print_config_exposure(const struct ws_options *o, const sbx_json *lis
 	return 0;
 }
 
+/* The keeper that serves this user's one-shot ns execs (backends/ns/README.md). */
+static void print_keeper(void)
+{
+	char what[PATH_MAX + 160];
+
+	sbx_keeper_describe(what, sizeof what);
+	printf("%-12s %s\n", "ns keeper", what);
+}
+
 /* Who the sandbox's processes are on the host (cli/users.c). */
 static int print_users(const struct ws_options *o)
 {
@@ -635,6 +645,7 @@ static int cmd_doctor(int argc, char **argv)
 		printf("%-12s %-13s %s\n", name ? name->str : "?",
 		       ok && ok->b ? "available" : "unavailable", detail ? detail->str : "");
 	}
+	print_keeper();
 	print_seccomp();
 	print_network(list);
 	if (o.config || o.backend)

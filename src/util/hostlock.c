@@ -149,21 +149,30 @@ static void base_of(char *parent, size_t plen, char *name, size_t nlen)
 	snprintf(name, nlen, "agentsbx-%u", (unsigned)geteuid());
 }
 
-static int make_folder(void)
+int sbx_runtime_dir(int *out, char *path, size_t len)
 {
-	char parent[PATH_MAX - 64], name[64], path[PATH_MAX];
-	_cleanup_close_ int pfd = -1, base = -1;
-	int locks, r;
+	char parent[PATH_MAX - 64], name[64];
+	_cleanup_close_ int pfd = -1;
 
 	base_of(parent, sizeof parent, name, sizeof name);
 	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return sbx_fail(sbx_errno_code(errno), "open %s: %s", parent, strerror(errno));
-	if (snprintf(path, sizeof path, "%s/%s", parent, name) >= (int)sizeof path)
-		return sbx_fail(-SBX_ENAMETOOLONG, "the lock folder's path is too long");
-	if ((r = private_dir(pfd, name, path, &base)) < 0)
+	if (snprintf(path, len, "%s/%s", parent, name) >= (int)len)
+		return sbx_fail(-SBX_ENAMETOOLONG, "the runtime folder's path is too long");
+	return private_dir(pfd, name, path, out);
+}
+
+static int make_folder(void)
+{
+	char path[PATH_MAX];
+	_cleanup_close_ int base = -1;
+	int locks, r;
+
+	if ((r = sbx_runtime_dir(&base, path, sizeof path)) < 0)
 		return r;
-	if (snprintf(path, sizeof path, "%s/%s/" LOCKS_NAME, parent, name) >= (int)sizeof path)
+	if (strlen(path) + sizeof "/" LOCKS_NAME > sizeof path)
 		return sbx_fail(-SBX_ENAMETOOLONG, "the lock folder's path is too long");
+	strcat(path, "/" LOCKS_NAME);
 	if ((r = private_dir(base, LOCKS_NAME, path, &locks)) < 0)
 		return r;
 	folder_fd = locks;

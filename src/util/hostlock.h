@@ -22,6 +22,8 @@
 #ifndef SBX_UTIL_HOSTLOCK_H
 #define SBX_UTIL_HOSTLOCK_H
 
+#include <stddef.h>
+
 /* Takes the exclusive lock of the object object_fd refers to (any fd: O_PATH will do) for
  * the purpose tag ([a-z], a few letters), waiting at most timeout_ms for another holder.
  * 0 with the lock's fd in *lock_fd (release it with sbx_hostlock_release); -SBX_ETIMEDOUT when another
@@ -43,6 +45,12 @@ static inline void sbx_cleanup_hostlock_(int *fd)
 /* The folder the lock files are in (for messages and tests), or NULL when it cannot be made;
  * valid until the next call. */
 const char *sbx_hostlock_dir(void);
+
+/* The private folder of this user's host-side state, the lock folder's parent (the choice of
+ * $XDG_RUNTIME_DIR/agentsbx, /run/agentsbx, /tmp/agentsbx-<uid> described above): made 0700
+ * when missing, accepted only as a directory of the euid's that nobody else may enter. 0 with
+ * its fd in *out and its path in path; or a negative code, with the message. */
+int sbx_runtime_dir(int *out, char *path, size_t len);
 
 /* Removes the lock files nobody holds now (done once per process by itself; for tests). */
 void sbx_hostlock_sweep(void);

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -200,12 +202,118 @@ struct cold_ctx {
 struct process_ctx {
 	const char *argv[12];
 	const char *cwd;
+	bool keeper;                  /* served by the keeper: its CPU is counted (keeper_cpu) */
 };
+
+/* The bench's own runtime folder (XDG_RUNTIME_DIR): the keeper there is the bench's. */
+static char runtime_dir[] = "/tmp/sbx-bench-run-XXXXXX";
+
+/* Whether process pid holds a file in the bench's runtime folder (the keeper its lock). */
+static bool holds_runtime_file(const char *pid)
+{
+	char path[300], target[PATH_MAX];
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof path, "/proc/%s/fd", pid);
+	if (!(d = opendir(path)))
+		return false;
+	while (!found && (e = readdir(d))) {
+		ssize_t n;
+
+		snprintf(path, sizeof path, "/proc/%s/fd/%s", pid, e->d_name);
+		n = readlink(path, target, sizeof target - 1);
+		found = n > 0 && (target[n] = '\0', strncmp(target, runtime_dir,
+		                                            strlen(runtime_dir)) == 0);
+	}
+	closedir(d);
+	return found;
+}
+
+/* The bench's keeper goes with the bench (SIGTERM: it stops as after its idle time). */
+static void stop_keeper(void)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *e;
+
+	while (proc && (e = readdir(proc))) {
+		char path[300], comm[64] = "";
+		FILE *f;
+
+		snprintf(path, sizeof path, "/proc/%s/comm", e->d_name);
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' || !(f = fopen(path, "r")))
+			continue;
+		if (fgets(comm, sizeof comm, f) && !strcmp(comm, "agentsbx-keeper\n") &&
+		    holds_runtime_file(e->d_name))
+			kill(atoi(e->d_name), SIGTERM);
+		fclose(f);
+	}
+	if (proc)
+		closedir(proc);
+}
+
+/* The CPU the bench's keeper used so far, its own and its reaped children's (the spares it
+ * built, and the sandboxes it served: it is their subreaper); -1 when none runs. */
+static double keeper_cpu_ms(void)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *e;
+	double ms = -1;
+
+	while (proc && ms < 0 && (e = readdir(proc))) {
+		char path[300], stat[1024], comm[64] = "";
+		unsigned long long ut, st;
+		long long cut, cst;
+		FILE *f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/comm", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (!fgets(comm, sizeof comm, f))
+			comm[0] = '\0';
+		fclose(f);
+		if (strcmp(comm, "agentsbx-keeper\n") != 0 || !holds_runtime_file(e->d_name))
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		char *p = fgets(stat, sizeof stat, f) ? strrchr(stat, ')') : NULL;
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+		                &ut, &st, &cut, &cst) == 4)
+			ms = (double)(ut + st + (unsigned long long)cut + (unsigned long long)cst) *
+			     1e3 / (double)sysconf(_SC_CLK_TCK);
+		fclose(f);
+	}
+	if (proc)
+		closedir(proc);
+	return ms;
+}
+
+/* The keeper's CPU between one served CLI run and the next goes to the run: it builds the
+ * next spare once the served sandbox ends, after the CLI returned. */
+static double keeper_last = -1, keeper_sum;
+static int keeper_runs;
+
+static void count_keeper_cpu(void)
+{
+	double now = keeper_cpu_ms();
+
+	if (now >= 0 && keeper_last >= 0 && now >= keeper_last) {
+		keeper_sum += now - keeper_last;
+		keeper_runs++;
+	}
+	keeper_last = now;
+}
 
 static int run_process(void *ctx)
 {
 	struct process_ctx *p = ctx;
 
+	if (p->keeper)
+		count_keeper_cpu();
 	return spawn_in_and_wait(p->argv, p->cwd, true);
 }
 
@@ -346,7 +454,7 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
  * workdir), `agentsbx version`, and a fresh process with and without a dlopen of the
  * library. They run every 4th round, like the cold starts, so they get the same settling. */
 struct process_set {
-	struct process_ctx cli_ns, cli_local, version, empty, dlopen;
+	struct process_ctx cli_ns, cli_ns_process, cli_local, version, empty, dlopen;
 };
 
 static size_t add_processes(struct contender *c, size_t nc, struct process_set *p,
@@ -354,7 +462,10 @@ static size_t add_processes(struct contender *c, size_t nc, struct process_set *
                             const char *dir)
 {
 	*p = (struct process_set){
-		.cli_ns = { { cli, "exec", "--backend", "ns", "--", "/bin/true", NULL }, dir },
+		.cli_ns = { { cli, "exec", "--backend", "ns", "--", "/bin/true", NULL }, dir, true },
+		.cli_ns_process = { { cli, "exec", "--backend", "ns", "--config",
+		                      "{\"ns\":{\"prestart\":\"process\"}}", "--", "/bin/true",
+		                      NULL }, dir, false },
 		.cli_local = { { cli, "exec", "--backend", "local", "--", "/bin/true", NULL }, dir },
 		.version = { { cli, "version", NULL }, NULL },
 		.empty = { { bench_load, NULL }, NULL },
@@ -362,6 +473,8 @@ static size_t add_processes(struct contender *c, size_t nc, struct process_set *
 	};
 	c[nc++] = (struct contender){ "agentsbx exec --backend ns -- /bin/true", run_process,
 	                              &p->cli_ns, 4 };
+	c[nc++] = (struct contender){ "  the same, no keeper (prestart \"process\")", run_process,
+	                              &p->cli_ns_process, 4 };
 	c[nc++] = (struct contender){ "agentsbx exec --backend local -- /bin/true", run_process,
 	                              &p->cli_local, 4 };
 	c[nc++] = (struct contender){ "agentsbx version", run_process, &p->version, 4 };
@@ -407,6 +520,10 @@ static void print_table(struct contender *c, size_t nc)
 		}
 		line(c[i].what, median_of(&c[i]), base, base_name, median_cpu_of(&c[i]));
 	}
+	if (keeper_runs > 0)
+		printf("%-44s %8.3f ms   (its own and its children's: the spares it built, the "
+		       "sandboxes it served; %d runs)\n", "  the keeper's CPU per served CLI run",
+		       keeper_sum / keeper_runs, keeper_runs);
 	if (empty > 0)
 		printf("%-44s %8.3f ms\n", "  the load alone (dlopen - nothing loaded)",
 		       median_named(c, nc, "fresh process, dlopen(libagentsbx.so.1)") - empty);
@@ -429,8 +546,11 @@ int main(int argc, char **argv)
 	struct process_set procs;
 	size_t nc = 0, nws = 0;
 
-	if (runs < 1 || runs > MAX_RUNS || !mkdtemp(dir) || !mkdtemp(state) || !mkdtemp(fresh))
+	if (runs < 1 || runs > MAX_RUNS || !mkdtemp(dir) || !mkdtemp(state) || !mkdtemp(fresh) ||
+	    !mkdtemp(runtime_dir))
 		return 2;
+	/* A keeper of the bench's own, whose CPU it can find and count. */
+	setenv("XDG_RUNTIME_DIR", runtime_dir, 1);
 	/* Every workspace's state folder, the CLI's included, goes where the bench removes it. */
 	setenv("XDG_STATE_HOME", state, 1);
 	printf("libagentsbx %s exec benchmark: %d rounds, each contender once per round in turn "
@@ -505,6 +625,8 @@ int main(int argc, char **argv)
 	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	nftw(state, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	nftw(fresh, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	stop_keeper();
+	nftw(runtime_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	printf("\ntargets (ns): one-shot CLI <= 1.0x bwrap; load <= 3 ms; warm exec <= 1.2x bare "
 	       "spawn; cold open+exec+close <= 0.5x bwrap; concurrent throughput >= 0.8x bare "
 	       "spawns at 8 and 32; <= 2 MiB resident per workspace\n");

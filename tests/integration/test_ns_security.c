@@ -1516,20 +1516,23 @@ END_TEST
 
 /* Options that make this test's sandboxes (and spares) recognisable among all others on the
  * host: a bind of a fresh directory, which every process of theirs has in its mount table.
- * bt_count_sandbox_processes(marker) then counts them: two per sandbox (outer and init). */
+ * bt_count_sandbox_processes(marker) then counts them: two per sandbox (outer and init).
+ * These cases count the spares of this process's own slot: "process" keeps the keeper's
+ * (which would be counted too) out; tests/cli/test_keeper.sh covers the keeper's. */
 static const char *prestart_options(const char *marker, bool prestart)
 {
 	/* The old layout ("state_dir": "workdir"): HOME is the workspace's root. A state folder
 	 * outside the workdir: test_spare_serves_other_state_folders. */
 	return bt_tmp("\"state_dir\":\"workdir\",\"ns\":{\"prestart\":%s,\"binds\":[{\"source\":"
-	              "\"%s\",\"dest\":\"/opt/sbx-marker\"}]}", prestart ? "true" : "false", marker);
+	              "\"%s\",\"dest\":\"/opt/sbx-marker\"}]}", prestart ? "\"process\"" : "false",
+	              marker);
 }
 
 /* The same with a state folder of its own outside the workdir (the default layout). */
 static const char *prestart_state_options(const char *marker, const char *state_dir)
 {
-	return bt_tmp("\"state_dir\":\"%s\",\"ns\":{\"prestart\":true,\"binds\":[{\"source\":"
-	              "\"%s\",\"dest\":\"/opt/sbx-marker\"}]}", state_dir, marker);
+	return bt_tmp("\"state_dir\":\"%s\",\"ns\":{\"prestart\":\"process\",\"binds\":[{"
+	              "\"source\":\"%s\",\"dest\":\"/opt/sbx-marker\"}]}", state_dir, marker);
 }
 
 /* A workspace made outside /tmp: a pre-started init resolves /tmp paths differently. */
@@ -1741,14 +1744,24 @@ START_TEST(test_spare_serves_other_state_folders)
 }
 END_TEST
 
-/* A temporary workdir guards only .agentsbx/ (backends/sandbox/bwrap_argv.c); a spare that
- * the close of one starts serves any workdir next, and must guard the whole default list
- * there: the served persistent workdir's .bashrc and .mcp.json cannot be created. */
+static bool ends_within(pid_t pid, int ms)
+{
+	int64_t deadline = bt_now_ms() + ms;
+
+	while (kill(pid, 0) == 0 && bt_now_ms() < deadline)
+		usleep(10000);
+	return kill(pid, 0) != 0;
+}
+
+/* A temporary workdir guards only .agentsbx/ (backends/sandbox/bwrap_argv.c). The spare that
+ * the close of one starts has that list in its shape (spec.c): it serves the next temporary
+ * workdir, which holds nothing but .agentsbx then either, and no persistent workdir, which
+ * guards the whole default list: its .bashrc and .mcp.json cannot be created. */
 START_TEST(test_spare_after_a_temporary_workspace_guards_the_defaults)
 {
 	const char *marker = bt_mkdtemp();
 	char *dir = bt_fmt("%s", bt_mkdtemp());
-	int spare[8], serving[8], n_spare, n_serving;
+	int spare[8], n_spare;
 	sbx_workspace *w;
 	char *out;
 
@@ -1761,15 +1774,25 @@ START_TEST(test_spare_after_a_temporary_workspace_guards_the_defaults)
 	sbx_workspace_close(w);
 	ck_assert_int_eq(wait_for_marked(marker, 2), 2);   /* the spare: outer and init */
 	n_spare = sorted_pids(marker, spare, 8);
+	ck_assert_int_eq(n_spare, 2);
 
+	w = bt_open_ok(NULL, prestart_state_options(marker, bt_mkdtemp()));
+	out = bt_shell_out(w, "ls -A");
+	ck_assert_str_eq(out, ".agentsbx\n");
+	free(out);
+	sbx_workspace_close(w);
+	ck_assert_msg(ends_within(spare[0], 5000), "the temporary workspace was not served by "
+	              "the spare (it lives on after the close)");
+
+	ck_assert_int_eq(wait_for_marked(marker, 2), 2);   /* the next spare, of the same shape */
+	n_spare = sorted_pids(marker, spare, 8);
 	w = bt_open_ok(dir, prestart_state_options(marker, bt_mkdtemp()));
-	n_serving = sorted_pids(dir, serving, 8);
-	ck_assert_msg(n_spare == 2 && n_serving == 2 && serving[0] == spare[0] &&
-	              serving[1] == spare[1], "the workspace was not served by the spare");
 	out = bt_shell_out(w, "for f in .bashrc .mcp.json .agentsbx/x; do "
 	                      "(echo planted > $f) 2>/dev/null && echo $f-written; done; true");
 	ck_assert_str_eq(out, "");
 	free(out);
+	ck_assert_msg(n_spare == 2 && kill(spare[0], 0) == 0, "a temporary workdir's spare served "
+	              "a persistent workdir");
 	sbx_workspace_close(w);
 	ck_assert(!test_exists(test_path_at(dir, ".bashrc")));
 	ck_assert_int_eq(wait_for_no_zombies(), 0);
