@@ -197,22 +197,6 @@ static bool hand_over(struct keeper *k, int fd)
 	return true;
 }
 
-/* The request's shape, when it is well formed and of this keeper's context; else NULL. */
-static char *request_shape(const struct keeper *k, const char *msg, size_t n)
-{
-	struct sbx_keeper_request req;
-	const char *context = msg + sizeof req;
-
-	if (n < sizeof req)
-		return NULL;
-	memcpy(&req, msg, sizeof req);
-	if (req.magic != SBX_KEEPER_MAGIC || req.kind != SBX_KEEPER_TAKE ||
-	    (size_t)req.context_len + 1 + req.shape_len != n - sizeof req ||
-	    context[req.context_len] != '\0' || strcmp(context, k->context) != 0)
-		return NULL;
-	return strndup(context + req.context_len + 1, req.shape_len);
-}
-
 /* One take: the peer must be of our uid and context. */
 static void serve(struct keeper *k, int fd)
 {
@@ -225,7 +209,7 @@ static void serve(struct keeper *k, int fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != geteuid() ||
 	    poll(&pfd, 1, REQUEST_TIMEOUT_MS) <= 0 || !(msg = malloc(SBX_KEEPER_MAX_REQUEST)) ||
 	    (n = recv(fd, msg, SBX_KEEPER_MAX_REQUEST, MSG_DONTWAIT)) <= 0 ||
-	    !(shape = request_shape(k, msg, (size_t)n)))
+	    !(shape = sbx_keeper_parse_take(msg, (size_t)n, k->context)))
 		return;
 	k->last_take = sbx_now_ms();
 	if (spare_ready_for(k, shape) && hand_over(k, fd))

@@ -20,6 +20,7 @@
 #define SBX_BACKENDS_SANDBOX_KEEPER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backends/sandbox/spare.h"
@@ -46,6 +47,10 @@ struct sbx_keeper_reply {
 	uint32_t kind;
 	uint32_t has_err_fd;        /* the fds: ctl, pidfd[, err_fd] */
 };
+
+/* A take's shape (malloc'd), when msg (n bytes, as received) is a well-formed take of this
+ * context; else NULL. The keeper's parser of what a peer sends (keeper_proto.c). */
+char *sbx_keeper_parse_take(const char *msg, size_t n, const char *context);
 
 /* What a spare inherits from the process that starts it, as text (see above); init is the
  * init helper's path, whose build is part of it. NULL when out of memory. */
