@@ -84,6 +84,10 @@ SBX_IMAGE_TOOLS="curl bash perl getent git" bash tests/docker/build-image.sh age
 # The docker suites must run here: a missing engine fails them instead of skipping them.
 export_require="SBX_TEST_REQUIRE=docker"
 
+step "the ordinary user"
+# The root suites use it as another user (keeper-root, users-ns); the second run is its own.
+id sbxtest >/dev/null 2>&1 || useradd --create-home --shell /bin/sh sbxtest
+
 step "strict build and test suite"
 rm -rf "$out"
 meson setup "$out/main" -Dwerror=true -Dbuildtype=debugoptimized >/dev/null
@@ -92,7 +96,6 @@ env "$export_require" meson test -C "$out/main" --print-errorlogs
 count_results "$out/main" strict
 
 step "the suite again as an ordinary user"
-id sbxtest >/dev/null 2>&1 || useradd --create-home --shell /bin/sh sbxtest
 chmod -R a+rwX "$out"
 chmod a+x "$src" "$out" "$(dirname "$src")" 2>/dev/null || true
 runuser -u sbxtest -- env HOME=/home/sbxtest TMPDIR=/tmp \

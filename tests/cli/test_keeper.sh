@@ -4,20 +4,19 @@
 # user and process context, and is not started when opted out. Each case has a runtime folder
 # of its own (XDG_RUNTIME_DIR), so each has keepers of its own.
 set -u
-cli=${1:?usage: test_keeper.sh path/to/agentsbx}
+cli=${1:?usage: test_keeper.sh path/to/agentsbx [root]}
+mode=${2:-}
 work=$(mktemp -d)
 chmod 755 "$work"
 export XDG_STATE_HOME="$work/xdg-state" XDG_CONFIG_HOME="$work/xdg-config"
 unset AGENTSBX_KEEPER AGENTSBX_KEEPER_IDLE_MS
 passed=0
 failed=0
-skipped=0
 
 check() { # name expected actual
   if [ "$2" == "$3" ]; then passed=$((passed + 1)); else
     failed=$((failed + 1)); echo "FAIL $1: expected [$2], got [$3]"; fi
 }
-skip() { skipped=$((skipped + 1)); echo "SKIP $1"; }
 
 run() { "$cli" exec --backend ns "$@"; }
 
@@ -82,171 +81,36 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 1. The second CLI is served by the spare the keeper parked before it started.
-export XDG_RUNTIME_DIR=$(runtime rt-served)
-run -- true; check "first exec" 0 $?
-if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
-  read -r keeper spare <<<"$ks"
-  "$cli" exec --backend ns -- sleep 3 &
-  served=$!
-  sleep_pid=$(wait_sleep_under "$spare" 3)
-  check "the second exec runs in the spare parked before it started" yes \
-    "$([ -n "$sleep_pid" ] && echo yes || echo no)"
-  wait "$served"; check "the served exec exits 0" 0 $?
-  check "the spare ends with its command" yes "$(gone_within "$spare" 50 && echo yes || echo no)"
-  check "the keeper lives on" yes "$(alive "$keeper" && echo yes || echo no)"
-  out=$(run -- echo again); check "a third exec" again "$out"
-  "$cli" doctor | grep -q "^ns keeper *running for this process's context"
-  check "doctor: the keeper runs" 0 $?
-else
-  check "a keeper parks a spare after the first exec" yes no
-fi
-stop_keepers "$XDG_RUNTIME_DIR"
-
-# 2. $(agentsbx exec ...) returns at once although the CLI started a keeper: the keeper
-# holds no fd of its starter (its stdout pipe would keep the substitution waiting).
-export XDG_RUNTIME_DIR=$(runtime rt-pipe)
-start=$(date +%s%N)
-out=$(timeout 20 "$cli" exec --backend ns -- echo hi)
-ms=$(( ($(date +%s%N) - start) / 1000000 ))
-check "\$(exec) prints" hi "$out"
-check "\$(exec) returns within 5 s" yes "$([ "$ms" -lt 5000 ] && echo yes || echo "no ($ms ms)")"
-keeper=$(keepers "$XDG_RUNTIME_DIR" | head -1)
-check "the exec started a keeper" yes "$([ -n "$keeper" ] && echo yes || echo no)"
-if [ -n "$keeper" ]; then
-  check "the keeper's stdin is /dev/null" /dev/null "$(readlink "/proc/$keeper/fd/0")"
-  check "the keeper is in a session of its own" yes \
-    "$([ "$(ps -o sid= -p "$keeper")" != "$(ps -o sid= -p $$)" ] && echo yes || echo no)"
-fi
-stop_keepers "$XDG_RUNTIME_DIR"
-# The same through a named pipe: its reader ends as soon as the CLI is done with it.
-export XDG_RUNTIME_DIR=$(runtime rt-fifo)
-mkfifo "$work/fifo"
-cat "$work/fifo" >"$work/fifo-out" &
-reader=$!
-run -- echo through >"$work/fifo"
-check "the pipe's reader ends with the CLI" yes "$(gone_within "$reader" 30 && echo yes || echo no)"
-check "the keeper holds no copy of the pipe" "" \
-  "$(for k in $(keepers "$XDG_RUNTIME_DIR"); do ls -l /proc/$k/fd/; done | grep -F "$work/fifo")"
-check "the pipe carried the output" through "$(cat "$work/fifo-out")"
-check "the CLI started a keeper there" 1 "$(keepers "$XDG_RUNTIME_DIR" | wc -l)"
-stop_keepers "$XDG_RUNTIME_DIR"
-
-# 3. Idle past its TTL, the keeper exits with its spare and leaves no file.
-export XDG_RUNTIME_DIR=$(runtime rt-ttl)
-AGENTSBX_KEEPER_IDLE_MS=3000 run -- true
-if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
-  read -r keeper spare <<<"$ks"
-  check "the keeper exits after its idle time" yes \
-    "$(gone_within "$keeper" 80 && echo yes || echo no)"
-  check "its spare ends with it" yes "$(gone_within "$spare" 30 && echo yes || echo no)"
-  check "no socket or lock file remains" "" "$(ls "$XDG_RUNTIME_DIR/agentsbx" | grep keeper-)"
-else
-  check "a keeper parks a spare (short TTL)" yes no
-fi
-
-# 4. A served CLI killed mid-command: nothing of its sandbox remains, only the keeper and
-# its next spare.
-export XDG_RUNTIME_DIR=$(runtime rt-kill)
-run -- true
-if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
-  read -r keeper spare <<<"$ks"
-  "$cli" exec --backend ns -- sleep 30 &
-  victim=$!
-  sleep_pid=$(wait_sleep_under "$spare" 30)
-  check "the killed CLI was served by the spare" yes "$([ -n "$sleep_pid" ] && echo yes || echo no)"
-  kill -KILL "$victim"
-  wait "$victim" 2>/dev/null
-  check "its command ends" yes "$([ -n "$sleep_pid" ] && gone_within "$sleep_pid" 50 && echo yes || echo no)"
-  check "its sandbox ends" yes "$(gone_within "$spare" 50 && echo yes || echo no)"
-  check "the keeper lives on" yes "$(alive "$keeper" && echo yes || echo no)"
-  next=
-  for i in $(seq 50); do next=$(spares "$keeper" | grep -vx "$spare" | head -1); [ -n "$next" ] && break; sleep 0.1; done
-  check "the keeper parks its next spare" yes "$([ -n "$next" ] && echo yes || echo no)"
-  left=$(spares "$keeper" | grep -vx "${next:-none}" | wc -l)
-  check "nothing else is left under the keeper" 0 "$left"
-else
-  check "a keeper parks a spare (kill case)" yes no
-fi
-stop_keepers "$XDG_RUNTIME_DIR"
-
-# 5. Another context gets nothing of the first caller's: a spare started under other rlimits,
-# umask, namespaces or cgroup does not serve, and the sandbox has the caller's own.
-export XDG_RUNTIME_DIR=$(runtime rt-context)
-mkdir "$work/cwd-a" "$work/cwd-b"
-(cd "$work/cwd-a" && FIRST_CALLER=leaked run -- true)
-if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
-  read -r keeper spare <<<"$ks"
-  out=$(ulimit -Sn 900; run -- sh -c 'ulimit -n')
-  check "another rlimit: the caller's own" 900 "$out"
-  check "another rlimit: the first caller's spare is not used" yes "$(alive "$spare" && echo yes || echo no)"
-  out=$(umask 077; run -- sh -c umask)
-  check "another umask: the caller's own" 0077 "$out"
-  check "another umask: the first caller's spare is not used" yes "$(alive "$spare" && echo yes || echo no)"
-  if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
-    unshare -m "$cli" exec --backend ns -- true
-    check "another mount namespace: exec works" 0 $?
-    check "another mount namespace: the spare is not used" yes "$(alive "$spare" && echo yes || echo no)"
-  else
-    skip "another mount namespace (needs root)"
+# As root: a spare started in one mount namespace or cgroup does not serve a caller in another.
+root_namespace_and_cgroup_cases() {
+  local ks keeper spare cg cgdir
+  export XDG_RUNTIME_DIR=$(runtime rt-root-context)
+  run -- true
+  if ! ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
+    check "a keeper parks a spare (root context case)" yes no
+    return
   fi
+  read -r keeper spare <<<"$ks"
+  unshare -m "$cli" exec --backend ns -- true
+  check "another mount namespace: exec works" 0 $?
+  check "another mount namespace: the spare is not used" yes "$(alive "$spare" && echo yes || echo no)"
   cg=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup)
   cgdir=/sys/fs/cgroup/memory$cg/agentsbx-keeper-test-$$
   [ -n "$cg" ] || cgdir=/sys/fs/cgroup$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup)/agentsbx-keeper-test-$$
-  if [ "$(id -u)" = 0 ] && mkdir "$cgdir" 2>/dev/null; then
-    sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" exec --backend ns -- true' sh "$cgdir" "$cli"
-    check "another cgroup: exec works" 0 $?
-    check "another cgroup: the spare is not used" yes "$(alive "$spare" && echo yes || echo no)"
-    rmdir "$cgdir" 2>/dev/null
-  else
-    skip "another cgroup (needs root and a writable cgroup)"
-  fi
-  # The same context, from another folder with another environment: served, and nothing of
-  # the first caller (its variable, its folder) is in the sandbox.
-  out=$(cd "$work/cwd-b" && FIRST_CALLER= run -- sh -c 'echo "[$FIRST_CALLER]"; pwd; { tr "\0" "\n" </proc/1/environ; } 2>/dev/null | grep -c FIRST_CALLER')
-  check "the same context from elsewhere: nothing of the first caller" "[]
-/workspace
-0" "$out"
-  check "the same context: the spare is used" yes "$(gone_within "$spare" 50 && echo yes || echo no)"
-else
-  check "a keeper parks a spare (context case)" yes no
-fi
-stop_keepers "$XDG_RUNTIME_DIR"
+  mkdir "$cgdir"
+  check "another cgroup: made" 0 $?
+  sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" exec --backend ns -- true' sh "$cgdir" "$cli"
+  check "another cgroup: exec works" 0 $?
+  check "another cgroup: the spare is not used" yes "$(alive "$spare" && echo yes || echo no)"
+  rmdir "$cgdir" 2>/dev/null
+  stop_keepers "$XDG_RUNTIME_DIR"
+}
 
-# 6. Eight CLIs at once, none with a keeper yet: all work, and one keeper wins.
-export XDG_RUNTIME_DIR=$(runtime rt-race)
-for i in 1 2 3 4 5 6 7 8; do run -- echo "ok-$i" >"$work/race-$i" 2>&1 & done
-wait
-ok=0
-for i in 1 2 3 4 5 6 7 8; do [ "$(cat "$work/race-$i")" = "ok-$i" ] && ok=$((ok + 1)); done
-check "8 CLIs at once all work" 8 "$ok"
-sleep 0.5
-check "one keeper for the context" 1 "$(keepers "$XDG_RUNTIME_DIR" | wc -l)"
-for i in 1 2 3 4 5 6 7 8; do run -- echo "again-$i" >"$work/race-$i" 2>&1 & done
-wait
-ok=0
-for i in 1 2 3 4 5 6 7 8; do [ "$(cat "$work/race-$i")" = "again-$i" ] && ok=$((ok + 1)); done
-check "8 CLIs at once taking from a keeper all work" 8 "$ok"
-stop_keepers "$XDG_RUNTIME_DIR"
-
-# 7. Opted out, no keeper starts: the variable, and ns.prestart false or "process".
-export XDG_RUNTIME_DIR=$(runtime rt-optout)
-AGENTSBX_KEEPER=0 run -- true; check "AGENTSBX_KEEPER=0: exec works" 0 $?
-run --config '{"ns":{"prestart":"process"}}' -- true; check "prestart process: exec works" 0 $?
-run --config '{"ns":{"prestart":false}}' -- true; check "prestart false: exec works" 0 $?
-sleep 0.3
-check "opted out: no keeper" "" "$(keepers "$XDG_RUNTIME_DIR")"
-check "opted out: no keeper file" "" "$(ls "$XDG_RUNTIME_DIR/agentsbx" 2>/dev/null | grep keeper-)"
-"$cli" doctor | grep -q "^ns keeper *none running"; check "doctor: none runs" 0 $?
-AGENTSBX_KEEPER=0 "$cli" doctor | grep -q "^ns keeper *off"; check "doctor: the keeper is off" 0 $?
-run --config '{"ns":{"prestart":"sometimes"}}' -- true 2>"$work/err"
-check "a bad prestart value" 125 $?
-grep -q "ns.prestart" "$work/err"; check "the message names the key" 0 $?
-
-# 8. As root: a runtime folder that is another user's is refused, and so is a socket in our
-# own folder whose listener runs as another user; the CLI works without them.
+# As root: a runtime folder that is another user's is refused, and so is a socket in our own
+# folder whose listener runs as another user; the CLI works without them. And a take replayed
+# by another user is refused by the keeper itself.
 other=sbxtest
-if [ "$(id -u)" = 0 ] && id "$other" >/dev/null 2>&1 && command -v python3 >/dev/null; then
+root_user_cases() {
   export XDG_RUNTIME_DIR=$(runtime rt-planted-dir)
   install -d -m 700 -o "$other" "$XDG_RUNTIME_DIR/agentsbx"
   out=$(run -- echo works); check "another user's runtime folder: exec works" works "$out"
@@ -348,9 +212,171 @@ PY
     check "a keeper parks a spare (replay case)" yes no
   fi
   stop_keepers "$XDG_RUNTIME_DIR"
-else
-  skip "planted folder and socket of another user (needs root, $other and python3)"
+}
+
+# `test_keeper.sh CLI root`: the cases that need root (meson's keeper-root). They must run
+# where the suite runs as root; only another user skips them.
+if [ "$mode" = root ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: the keeper's root cases need root (another mount namespace, another cgroup," \
+      "another user's runtime folder, socket and replayed take)"
+    exit 77
+  fi
+  for need in unshare python3 su; do
+    command -v "$need" >/dev/null || check "$need is installed" yes no
+  done
+  id sbxtest >/dev/null 2>&1 || check "the user sbxtest exists" yes no
+  root_namespace_and_cgroup_cases
+  root_user_cases
+  echo "keeper-root: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
 fi
 
-echo "keeper: $passed passed, $failed failed, $skipped skipped"
+
+# 1. The second CLI is served by the spare the keeper parked before it started.
+export XDG_RUNTIME_DIR=$(runtime rt-served)
+run -- true; check "first exec" 0 $?
+if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
+  read -r keeper spare <<<"$ks"
+  "$cli" exec --backend ns -- sleep 3 &
+  served=$!
+  sleep_pid=$(wait_sleep_under "$spare" 3)
+  check "the second exec runs in the spare parked before it started" yes \
+    "$([ -n "$sleep_pid" ] && echo yes || echo no)"
+  wait "$served"; check "the served exec exits 0" 0 $?
+  check "the spare ends with its command" yes "$(gone_within "$spare" 50 && echo yes || echo no)"
+  check "the keeper lives on" yes "$(alive "$keeper" && echo yes || echo no)"
+  out=$(run -- echo again); check "a third exec" again "$out"
+  "$cli" doctor | grep -q "^ns keeper *running for this process's context"
+  check "doctor: the keeper runs" 0 $?
+else
+  check "a keeper parks a spare after the first exec" yes no
+fi
+stop_keepers "$XDG_RUNTIME_DIR"
+
+# 2. $(agentsbx exec ...) returns at once although the CLI started a keeper: the keeper
+# holds no fd of its starter (its stdout pipe would keep the substitution waiting).
+export XDG_RUNTIME_DIR=$(runtime rt-pipe)
+start=$(date +%s%N)
+out=$(timeout 20 "$cli" exec --backend ns -- echo hi)
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+check "\$(exec) prints" hi "$out"
+check "\$(exec) returns within 5 s" yes "$([ "$ms" -lt 5000 ] && echo yes || echo "no ($ms ms)")"
+keeper=$(keepers "$XDG_RUNTIME_DIR" | head -1)
+check "the exec started a keeper" yes "$([ -n "$keeper" ] && echo yes || echo no)"
+if [ -n "$keeper" ]; then
+  check "the keeper's stdin is /dev/null" /dev/null "$(readlink "/proc/$keeper/fd/0")"
+  check "the keeper is in a session of its own" yes \
+    "$([ "$(ps -o sid= -p "$keeper")" != "$(ps -o sid= -p $$)" ] && echo yes || echo no)"
+fi
+stop_keepers "$XDG_RUNTIME_DIR"
+# The same through a named pipe: its reader ends as soon as the CLI is done with it.
+export XDG_RUNTIME_DIR=$(runtime rt-fifo)
+mkfifo "$work/fifo"
+cat "$work/fifo" >"$work/fifo-out" &
+reader=$!
+run -- echo through >"$work/fifo"
+check "the pipe's reader ends with the CLI" yes "$(gone_within "$reader" 30 && echo yes || echo no)"
+check "the keeper holds no copy of the pipe" "" \
+  "$(for k in $(keepers "$XDG_RUNTIME_DIR"); do ls -l /proc/$k/fd/; done | grep -F "$work/fifo")"
+check "the pipe carried the output" through "$(cat "$work/fifo-out")"
+check "the CLI started a keeper there" 1 "$(keepers "$XDG_RUNTIME_DIR" | wc -l)"
+stop_keepers "$XDG_RUNTIME_DIR"
+
+# 3. Idle past its TTL, the keeper exits with its spare and leaves no file.
+export XDG_RUNTIME_DIR=$(runtime rt-ttl)
+AGENTSBX_KEEPER_IDLE_MS=3000 run -- true
+if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
+  read -r keeper spare <<<"$ks"
+  check "the keeper exits after its idle time" yes \
+    "$(gone_within "$keeper" 80 && echo yes || echo no)"
+  check "its spare ends with it" yes "$(gone_within "$spare" 30 && echo yes || echo no)"
+  check "no socket or lock file remains" "" "$(ls "$XDG_RUNTIME_DIR/agentsbx" | grep keeper-)"
+else
+  check "a keeper parks a spare (short TTL)" yes no
+fi
+
+# 4. A served CLI killed mid-command: nothing of its sandbox remains, only the keeper and
+# its next spare.
+export XDG_RUNTIME_DIR=$(runtime rt-kill)
+run -- true
+if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
+  read -r keeper spare <<<"$ks"
+  "$cli" exec --backend ns -- sleep 30 &
+  victim=$!
+  sleep_pid=$(wait_sleep_under "$spare" 30)
+  check "the killed CLI was served by the spare" yes "$([ -n "$sleep_pid" ] && echo yes || echo no)"
+  kill -KILL "$victim"
+  wait "$victim" 2>/dev/null
+  check "its command ends" yes "$([ -n "$sleep_pid" ] && gone_within "$sleep_pid" 50 && echo yes || echo no)"
+  check "its sandbox ends" yes "$(gone_within "$spare" 50 && echo yes || echo no)"
+  check "the keeper lives on" yes "$(alive "$keeper" && echo yes || echo no)"
+  next=
+  for i in $(seq 50); do next=$(spares "$keeper" | grep -vx "$spare" | head -1); [ -n "$next" ] && break; sleep 0.1; done
+  check "the keeper parks its next spare" yes "$([ -n "$next" ] && echo yes || echo no)"
+  left=$(spares "$keeper" | grep -vx "${next:-none}" | wc -l)
+  check "nothing else is left under the keeper" 0 "$left"
+else
+  check "a keeper parks a spare (kill case)" yes no
+fi
+stop_keepers "$XDG_RUNTIME_DIR"
+
+# 5. Another context gets nothing of the first caller's: a spare started under other rlimits
+# or umask does not serve, and the sandbox has the caller's own (namespaces and cgroup: the
+# root cases).
+export XDG_RUNTIME_DIR=$(runtime rt-context)
+mkdir "$work/cwd-a" "$work/cwd-b"
+(cd "$work/cwd-a" && FIRST_CALLER=leaked run -- true)
+if ks=$(wait_spare "$XDG_RUNTIME_DIR"); then
+  read -r keeper spare <<<"$ks"
+  out=$(ulimit -Sn 900; run -- sh -c 'ulimit -n')
+  check "another rlimit: the caller's own" 900 "$out"
+  check "another rlimit: the first caller's spare is not used" yes "$(alive "$spare" && echo yes || echo no)"
+  out=$(umask 077; run -- sh -c umask)
+  check "another umask: the caller's own" 0077 "$out"
+  check "another umask: the first caller's spare is not used" yes "$(alive "$spare" && echo yes || echo no)"
+  # The same context, from another folder with another environment: served, and nothing of
+  # the first caller (its variable, its folder) is in the sandbox.
+  out=$(cd "$work/cwd-b" && FIRST_CALLER= run -- sh -c 'echo "[$FIRST_CALLER]"; pwd; { tr "\0" "\n" </proc/1/environ; } 2>/dev/null | grep -c FIRST_CALLER')
+  check "the same context from elsewhere: nothing of the first caller" "[]
+/workspace
+0" "$out"
+  check "the same context: the spare is used" yes "$(gone_within "$spare" 50 && echo yes || echo no)"
+else
+  check "a keeper parks a spare (context case)" yes no
+fi
+stop_keepers "$XDG_RUNTIME_DIR"
+
+# 6. Eight CLIs at once, none with a keeper yet: all work, and one keeper wins.
+export XDG_RUNTIME_DIR=$(runtime rt-race)
+for i in 1 2 3 4 5 6 7 8; do run -- echo "ok-$i" >"$work/race-$i" 2>&1 & done
+wait
+ok=0
+for i in 1 2 3 4 5 6 7 8; do [ "$(cat "$work/race-$i")" = "ok-$i" ] && ok=$((ok + 1)); done
+check "8 CLIs at once all work" 8 "$ok"
+sleep 0.5
+check "one keeper for the context" 1 "$(keepers "$XDG_RUNTIME_DIR" | wc -l)"
+for i in 1 2 3 4 5 6 7 8; do run -- echo "again-$i" >"$work/race-$i" 2>&1 & done
+wait
+ok=0
+for i in 1 2 3 4 5 6 7 8; do [ "$(cat "$work/race-$i")" = "again-$i" ] && ok=$((ok + 1)); done
+check "8 CLIs at once taking from a keeper all work" 8 "$ok"
+stop_keepers "$XDG_RUNTIME_DIR"
+
+# 7. Opted out, no keeper starts: the variable, and ns.prestart false or "process".
+export XDG_RUNTIME_DIR=$(runtime rt-optout)
+AGENTSBX_KEEPER=0 run -- true; check "AGENTSBX_KEEPER=0: exec works" 0 $?
+run --config '{"ns":{"prestart":"process"}}' -- true; check "prestart process: exec works" 0 $?
+run --config '{"ns":{"prestart":false}}' -- true; check "prestart false: exec works" 0 $?
+sleep 0.3
+check "opted out: no keeper" "" "$(keepers "$XDG_RUNTIME_DIR")"
+check "opted out: no keeper file" "" "$(ls "$XDG_RUNTIME_DIR/agentsbx" 2>/dev/null | grep keeper-)"
+"$cli" doctor | grep -q "^ns keeper *none running"; check "doctor: none runs" 0 $?
+AGENTSBX_KEEPER=0 "$cli" doctor | grep -q "^ns keeper *off"; check "doctor: the keeper is off" 0 $?
+run --config '{"ns":{"prestart":"sometimes"}}' -- true 2>"$work/err"
+check "a bad prestart value" 125 $?
+grep -q "ns.prestart" "$work/err"; check "the message names the key" 0 $?
+
+echo "keeper: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
