@@ -113,10 +113,12 @@ static void judge_silent_runner(struct sbx_runclient *p)
 }
 
 /* The report, and the channel a kept runner of a sandbox init may offer with it
- * (run_proto.h): *offered is that fd or -1. recv's return value and errno. */
+ * (run_proto.h): *offered is that fd or -1; any other fd that came along is closed (a
+ * runner is inside the sandbox: what it sends must not pile up in the host). recv's return
+ * value and errno. */
 static ssize_t receive_report(int ctrl, struct sbx_run_report *rep, int *offered)
 {
-	char control[CMSG_SPACE(sizeof(int))];
+	char control[CMSG_SPACE(sizeof(int) * 4)];
 	struct iovec iov = { .iov_base = rep, .iov_len = sizeof *rep };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
 	                      .msg_controllen = sizeof control };
@@ -125,10 +127,20 @@ static ssize_t receive_report(int ctrl, struct sbx_run_report *rep, int *offered
 	do
 		n = recvmsg(ctrl, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
-	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(offered, CMSG_DATA(c), sizeof(int));
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
+		size_t nfds = c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS
+		              ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) : 0;
+
+		for (size_t i = 0; i < nfds; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof fd, sizeof fd);
+			if (*offered < 0)
+				*offered = fd;
+			else
+				close(fd);
+		}
+	}
 	return n;
 }
 

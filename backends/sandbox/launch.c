@@ -442,10 +442,13 @@ static bool end_init(struct sbx_sandbox *sb)
  * ended too, so the workdir is mounted nowhere any more. */
 static void stop_and_tidy(struct sbx_sandbox *sb)
 {
-	if (end_init(sb))
+	bool early = end_init(sb);
+
+	if (early)
 		sbx_sandbox_remove_placeholders(sb);
 	stop_init(sb);
-	sbx_sandbox_remove_placeholders(sb);
+	if (!early)
+		sbx_sandbox_remove_placeholders(sb);
 	if (sb->flags & SBX_INIT_HAS_CGROUP)
 		sbx_cgroup_cleanup(sb->id);
 }
